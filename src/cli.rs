@@ -1,0 +1,176 @@
+//! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`].
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::service::Service;
+use crate::service::model::Relationship;
+use crate::workspace;
+
+#[derive(Parser)]
+#[command(name = "xfile", version, about = "Cross-file code context for Python projects")]
+pub struct Cli {
+    /// Project root (default: nearest ancestor with .git or pyproject.toml).
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
+    /// Print JSON instead of human-readable text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Index the project and print a summary.
+    Index,
+    /// Write the relationship graph as JSON.
+    Export {
+        /// Write to this file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Relationships where FILE is the source.
+    Deps { file: String },
+    /// Relationships where FILE is the target.
+    Dependents { file: String },
+    /// Tuples of a relation, e.g. 'Imports("app.py", _, _)'.
+    Query { pattern: String },
+}
+
+/// A failure with the exit status it maps to: 2 for what the user can fix.
+struct Failure {
+    message: String,
+    status: u8,
+}
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Failure {
+            message: error.to_string(),
+            status: 2,
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("xfile: {}", failure.message);
+            ExitCode::from(failure.status)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let root = match &cli.root {
+        Some(root) => root.clone(),
+        None => workspace::find_root(&std::env::current_dir()?),
+    };
+    let service = open(&root)?;
+    let mut out = std::io::stdout().lock();
+    match cli.command {
+        Command::Index => {
+            let summary = service.summary();
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
+            } else {
+                writeln!(out, "Indexed {}", summary.project_root)?;
+                writeln!(out, "  files:          {}", summary.files)?;
+                writeln!(out, "  parse errors:   {}", summary.parse_errors)?;
+                for (kind, count) in &summary.relationships {
+                    writeln!(out, "  {:<15} {count}", format!("{kind}:"))?;
+                }
+                writeln!(out, "  import cycles:  {}", summary.import_cycles)?;
+                writeln!(out, "  notices:        {}", summary.notices.len())?;
+                for notice in &summary.notices {
+                    writeln!(out, "    {}: {}", notice.path, notice.message)?;
+                }
+                writeln!(out, "  wall time:      {:.1} ms", summary.wall_time_ms)?;
+            }
+        }
+        Command::Export { out: path } => {
+            let json = serde_json::to_string_pretty(&service.export())?;
+            match path {
+                Some(path) => std::fs::write(&path, json + "\n").map_err(|e| Failure {
+                    message: format!("cannot write {}: {e}", path.display()),
+                    status: 2,
+                })?,
+                None => writeln!(out, "{json}")?,
+            }
+        }
+        Command::Deps { file } => print_relationships(&mut out, &service.dependencies(&file)?, cli.json)?,
+        Command::Dependents { file } => {
+            print_relationships(&mut out, &service.dependents(&file)?, cli.json)?
+        }
+        Command::Query { pattern } => {
+            let result = service.query(&pattern)?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&result)?)?;
+            } else {
+                for tuple in &result.tuples {
+                    let args: Vec<String> = tuple.iter().map(|v| v.to_string()).collect();
+                    writeln!(out, "{}({})", result.relation, args.join(", "))?;
+                }
+                writeln!(out, "{} tuples", result.tuples.len())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn open(root: &std::path::Path) -> Result<Service, Failure> {
+    let spinner = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Some(bar)
+    } else {
+        None
+    };
+    let service = Service::open_with_progress(root, &|phase| {
+        if let Some(bar) = &spinner {
+            bar.set_message(phase.to_string());
+        }
+    });
+    if let Some(bar) = spinner {
+        bar.finish_and_clear();
+    }
+    Ok(service?)
+}
+
+fn print_relationships(
+    out: &mut impl Write,
+    relationships: &[Relationship],
+    json: bool,
+) -> Result<(), Failure> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(relationships)?)?;
+        return Ok(());
+    }
+    for r in relationships {
+        let symbol = r.target_symbol.as_deref().unwrap_or("");
+        let target = match (&r.metadata.defined_in, r.target_line) {
+            (Some(defined_in), Some(line)) => format!("{} (defined in {defined_in}:{line})", r.target_file),
+            (Some(defined_in), None) => format!("{} (defined in {defined_in})", r.target_file),
+            (None, Some(line)) => format!("{}:{line}", r.target_file),
+            (None, None) => r.target_file.clone(),
+        };
+        writeln!(
+            out,
+            "{}:{}  {:<13} {symbol:<24} -> {target}",
+            r.source_file,
+            r.line_number,
+            r.relationship_type.as_str(),
+        )?;
+    }
+    writeln!(out, "{} relationships", relationships.len())?;
+    Ok(())
+}

@@ -1,0 +1,373 @@
+//! Turns one file's [`Semantic`] facts into Datalog base facts: imports
+//! resolved to module files or markers, the file's final module-level
+//! bindings, and the first hop of each call and class base (the module and
+//! name it refers to). Following re-exports from there is the rules' job.
+//!
+//! Fail-safe (FR-42): where Python's binding is uncertain (a conditional
+//! rebinding, a local variable, an attribute of something that is not a
+//! module) no fact is produced, so no relationship can be derived.
+
+use rustc_hash::FxHashSet;
+
+use super::datalog::{
+    BaseRef, Binds, BindsImported, CallRef, Defines, External, HasAll, ImportName, ImportStmt,
+    InputFact, Node, ProjectFile, RuntimeImport, Site, StarExport, StarImport, Sym,
+};
+use super::intern::Interner;
+use super::modules::{ModuleIndex, ModuleLoc, external_marker};
+use crate::python::names;
+use crate::python::{
+    Binding, BindingKind, Condition, DunderAll, Import, ImportTarget, Lookup, Reference, Scope,
+    Semantic,
+};
+
+pub fn build(interner: &Interner, index: &ModuleIndex, path: &str, semantic: &Semantic) -> Vec<InputFact> {
+    let mut builder = Builder {
+        interner,
+        index,
+        path,
+        semantic,
+        me: interner.node(path),
+        has_star: semantic
+            .imports
+            .iter()
+            .any(|i| matches!(i.target, ImportTarget::Star { .. })),
+        facts: Vec::new(),
+    };
+    builder.facts.push(InputFact::ProjectFile(ProjectFile(builder.me)));
+    builder.imports();
+    builder.bindings();
+    builder.references();
+    builder.facts
+}
+
+/// A module an import statement or binding leads to.
+#[derive(Clone)]
+enum Module {
+    Project(String),
+    /// Outside the project: the marker text and the dotted name.
+    External(String, String),
+    /// A namespace package or an import that cannot be resolved: nothing to
+    /// relate a name to.
+    Opaque(String),
+}
+
+struct Builder<'a> {
+    interner: &'a Interner,
+    index: &'a ModuleIndex,
+    path: &'a str,
+    semantic: &'a Semantic,
+    me: Node,
+    has_star: bool,
+    facts: Vec<InputFact>,
+}
+
+impl Builder<'_> {
+    fn node(&mut self, module: &Module) -> Node {
+        match module {
+            Module::Project(path) => self.interner.node(path),
+            // Only a resolved outside target can be related to; an
+            // unresolved one is a marker for the import alone.
+            Module::External(marker, _) if !marker.starts_with("<unresolved:") => {
+                let node = self.interner.node(marker);
+                self.facts.push(InputFact::External(External(node)));
+                node
+            }
+            Module::External(marker, _) | Module::Opaque(marker) => self.interner.node(marker),
+        }
+    }
+
+    fn absolute(&self, dotted: &str) -> Module {
+        match self.index.absolute(dotted) {
+            ModuleLoc::File(path) => Module::Project(path),
+            ModuleLoc::Namespace => Module::Opaque(format!("<namespace:{dotted}>")),
+            ModuleLoc::Missing => {
+                Module::External(external_marker(self.index, dotted), dotted.to_string())
+            }
+        }
+    }
+
+    /// The module `from <level><module> import ...` names.
+    fn from_base(&self, level: u32, module: Option<&str>) -> Module {
+        if level == 0 {
+            return self.absolute(module.unwrap_or_default());
+        }
+        let written = format!("{}{}", ".".repeat(level as usize), module.unwrap_or_default());
+        match self.index.relative(self.path, level, module) {
+            Some(ModuleLoc::File(path)) => Module::Project(path),
+            Some(ModuleLoc::Namespace) => Module::Opaque(format!("<namespace:{written}>")),
+            Some(ModuleLoc::Missing) | None => Module::Opaque(format!("<unresolved:{written}>")),
+        }
+    }
+
+    /// For `from base import name`: the submodule `name`, if it is one.
+    fn submodule(&self, base: &Module, name: &str) -> Option<Module> {
+        match base {
+            Module::Project(path) => match self.index.submodule(path, name) {
+                ModuleLoc::File(file) => Some(Module::Project(file)),
+                _ => None,
+            },
+            Module::Opaque(marker) if marker.starts_with("<namespace:") => {
+                let dotted = marker.trim_start_matches("<namespace:").trim_end_matches('>');
+                let level = dotted.chars().take_while(|c| *c == '.').count() as u32;
+                let rest = dotted.trim_start_matches('.');
+                let full = if rest.is_empty() { name.to_string() } else { format!("{rest}.{name}") };
+                let loc = if level == 0 {
+                    self.index.absolute(&full)
+                } else {
+                    self.index
+                        .relative(self.path, level, Some(&full))
+                        .unwrap_or(ModuleLoc::Missing)
+                };
+                match loc {
+                    ModuleLoc::File(file) => Some(Module::Project(file)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn imports(&mut self) {
+        for import in &self.semantic.imports {
+            let site = Site(import.site);
+            let (target, name) = match &import.target {
+                ImportTarget::Module { dotted } => (self.absolute(dotted), None),
+                ImportTarget::From {
+                    level,
+                    module,
+                    name,
+                } => {
+                    let base = self.from_base(*level, module.as_deref());
+                    match self.submodule(&base, name) {
+                        Some(submodule) => (submodule, None),
+                        None => (base, Some(name.as_str())),
+                    }
+                }
+                ImportTarget::Star { level, module } => {
+                    let base = self.from_base(*level, module.as_deref());
+                    if let Module::Project(_) = base {
+                        let node = self.node(&base);
+                        self.facts
+                            .push(InputFact::StarImport(StarImport(self.me, site, node)));
+                    }
+                    (base, None)
+                }
+            };
+            let node = self.node(&target);
+            self.facts
+                .push(InputFact::ImportStmt(ImportStmt(self.me, site, node)));
+            if let (Some(name), Module::Project(_)) = (name, &target) {
+                let sym = self.interner.sym(name);
+                self.facts
+                    .push(InputFact::ImportName(ImportName(self.me, site, node, sym)));
+            }
+            if import.scope == Scope::Module && import.condition != Some(Condition::TypeChecking) {
+                self.facts
+                    .push(InputFact::RuntimeImport(RuntimeImport(self.me, site)));
+            }
+        }
+    }
+
+    fn bindings(&mut self) {
+        let mut seen = FxHashSet::default();
+        for binding in &self.semantic.bindings {
+            if !seen.insert(binding.name.as_str()) {
+                continue;
+            }
+            let name = self.interner.sym(&binding.name);
+            self.facts.push(InputFact::Binds(Binds(self.me, name)));
+            match select(&self.semantic.bindings, &binding.name, usize::MAX) {
+                Selected::One(final_binding) => self.final_binding(name, final_binding),
+                Selected::Ambiguous | Selected::Unbound => {}
+            }
+        }
+        match &self.semantic.all {
+            DunderAll::Names(all) => {
+                self.facts.push(InputFact::HasAll(HasAll(self.me)));
+                for name in all {
+                    let sym = self.interner.sym(name);
+                    self.facts.push(InputFact::StarExport(StarExport(self.me, sym)));
+                }
+            }
+            DunderAll::Dynamic => self.facts.push(InputFact::HasAll(HasAll(self.me))),
+            DunderAll::Absent => {
+                for name in seen.iter().filter(|n| !n.starts_with('_')) {
+                    let sym = self.interner.sym(name);
+                    self.facts.push(InputFact::StarExport(StarExport(self.me, sym)));
+                }
+            }
+        }
+    }
+
+    fn final_binding(&mut self, name: Sym, binding: &Binding) {
+        match binding.kind {
+            BindingKind::Definition | BindingKind::Assignment | BindingKind::Other => {
+                self.facts.push(InputFact::Defines(Defines(self.me, name)));
+            }
+            BindingKind::Import(index) => {
+                let Some(import) = self.semantic.imports.get(index as usize) else {
+                    return;
+                };
+                if let Some(ModuleOrName::Name(module, original)) = self.import_binding(import) {
+                    let node = self.node(&module);
+                    let original = self.interner.sym(&original);
+                    self.facts.push(InputFact::BindsImported(BindsImported(
+                        self.me, name, node, original,
+                    )));
+                }
+            }
+        }
+    }
+
+    /// What the name an import binds refers to.
+    fn import_binding(&self, import: &Import) -> Option<ModuleOrName> {
+        match &import.target {
+            ImportTarget::Module { dotted } => {
+                let bound = match &import.alias {
+                    Some(_) => dotted.as_str(),
+                    None => dotted.split('.').next().unwrap_or(dotted),
+                };
+                Some(ModuleOrName::Module(self.absolute(bound)))
+            }
+            ImportTarget::From {
+                level,
+                module,
+                name,
+            } => {
+                let base = self.from_base(*level, module.as_deref());
+                if let Some(submodule) = self.submodule(&base, name) {
+                    return Some(ModuleOrName::Module(submodule));
+                }
+                match base {
+                    Module::Opaque(_) => None,
+                    base => Some(ModuleOrName::Name(base, name.clone())),
+                }
+            }
+            ImportTarget::Star { .. } => None,
+        }
+    }
+
+    fn references(&mut self) {
+        for call in &self.semantic.calls {
+            if let Some((site, module, name)) = self.first_hop(call) {
+                self.facts
+                    .push(InputFact::CallRef(CallRef(self.me, site, module, name)));
+            }
+        }
+        for base in &self.semantic.bases {
+            if let Some((site, module, name)) = self.first_hop(base) {
+                self.facts
+                    .push(InputFact::BaseRef(BaseRef(self.me, site, module, name)));
+            }
+        }
+    }
+
+    /// The module and name a reference's chain refers to, when certain.
+    fn first_hop(&mut self, reference: &Reference) -> Option<(Site, Node, Sym)> {
+        let site = Site(reference.site);
+        let (head, rest) = reference.path.split_first()?;
+        let bound = match reference.lookup {
+            Lookup::LocalImport(index) => self
+                .semantic
+                .imports
+                .get(index as usize)
+                .and_then(|import| self.import_binding(import)),
+            Lookup::Globals | Lookup::GlobalsAt { .. } => {
+                let visible = match reference.lookup {
+                    Lookup::GlobalsAt { visible } => visible as usize,
+                    _ => usize::MAX,
+                };
+                match select(&self.semantic.bindings, head, visible) {
+                    Selected::Ambiguous => return None,
+                    Selected::Unbound => return self.unbound(site, head, rest),
+                    Selected::One(binding) => match binding.kind {
+                        BindingKind::Import(index) => {
+                            let import = self.semantic.imports.get(index as usize)?;
+                            self.import_binding(import)
+                        }
+                        // Same-file definitions are not cross-file relationships.
+                        _ => return None,
+                    },
+                }
+            }
+        };
+        let (module, name) = match bound? {
+            ModuleOrName::Name(module, name) if rest.is_empty() => (module, name),
+            ModuleOrName::Name(Module::External(_, dotted), name) => {
+                self.attribute_of(Module::External(String::new(), format!("{dotted}.{name}")), rest)?
+            }
+            ModuleOrName::Name(..) => return None,
+            ModuleOrName::Module(module) => self.attribute_of(module, rest)?,
+        };
+        let node = self.node(&module);
+        Some((site, node, self.interner.sym(&name)))
+    }
+
+    /// `module.a.b.f`: walks submodules and returns the module that holds
+    /// the final name. Only a chain of modules then one name is certain.
+    fn attribute_of(&self, mut module: Module, rest: &[String]) -> Option<(Module, String)> {
+        let (name, middle) = rest.split_last()?;
+        for part in middle {
+            module = match module {
+                Module::Project(path) => match self.index.submodule(&path, part) {
+                    ModuleLoc::File(file) => Module::Project(file),
+                    _ => return None,
+                },
+                Module::External(_, dotted) => Module::External(String::new(), format!("{dotted}.{part}")),
+                Module::Opaque(_) => return None,
+            };
+        }
+        if let Module::External(_, dotted) = &module {
+            module = Module::External(external_marker(self.index, dotted), dotted.clone());
+        }
+        Some((module, name.clone()))
+    }
+
+    /// A name no module-level statement binds: a built-in, or a name that
+    /// a star import may provide (left to the rules).
+    fn unbound(&mut self, site: Site, head: &str, rest: &[String]) -> Option<(Site, Node, Sym)> {
+        if !rest.is_empty() {
+            return None;
+        }
+        if self.has_star {
+            return Some((site, self.me, self.interner.sym(head)));
+        }
+        if names::is_builtin(head) {
+            let marker = Module::External(format!("<builtin:{head}>"), head.to_string());
+            let node = self.node(&marker);
+            return Some((site, node, self.interner.sym(head)));
+        }
+        None
+    }
+}
+
+enum ModuleOrName {
+    /// The name is bound to a module object.
+    Module(Module),
+    /// The name is bound to attribute `.1` of module `.0`.
+    Name(Module, String),
+}
+
+enum Selected<'a> {
+    One(&'a Binding),
+    Ambiguous,
+    Unbound,
+}
+
+/// The binding of `name` after the first `visible` module-level bindings ran:
+/// the last one wins, but a conditional last binding with rivals is ambiguous.
+fn select<'a>(bindings: &'a [Binding], name: &str, visible: usize) -> Selected<'a> {
+    let mut candidates = bindings
+        .iter()
+        .take(visible)
+        .filter(|binding| binding.name == name);
+    let Some(last) = candidates.next_back() else {
+        return Selected::Unbound;
+    };
+    if last.conditional && candidates.next().is_some() {
+        Selected::Ambiguous
+    } else {
+        Selected::One(last)
+    }
+}

@@ -1,0 +1,91 @@
+//! The Datalog program compiled from `rules/*.dl` by `build.rs`, its value
+//! types, and the tables that make every relation queryable by name.
+
+use serde::Serialize;
+
+/// A project file or a marker, interned (see [`super::intern::Interner`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Node(pub u32);
+
+/// A Python name, interned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+/// A source position, as an index into the facts of the file the tuple
+/// starts from (`ModuleFacts::sites`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Site(pub u32);
+
+/// One argument of any tuple, typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Value {
+    Node(Node),
+    Sym(Sym),
+    Site(Site),
+}
+
+impl From<Node> for Value {
+    fn from(node: Node) -> Self {
+        Value::Node(node)
+    }
+}
+
+impl From<Sym> for Value {
+    fn from(sym: Sym) -> Self {
+        Value::Sym(sym)
+    }
+}
+
+impl From<Site> for Value {
+    fn from(site: Site) -> Self {
+        Value::Site(site)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelationKind {
+    /// Base facts fed by the engine.
+    Input,
+    /// Derived and published.
+    Output,
+    /// Derived helper relations, not published.
+    Intermediate,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RelationInfo {
+    pub name: &'static str,
+    pub kind: RelationKind,
+    pub types: &'static [&'static str],
+    pub args: &'static [&'static str],
+    pub doc: &'static str,
+    pub file: &'static str,
+    pub line: usize,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RuleInfo {
+    pub head: &'static str,
+    pub text: &'static str,
+    pub file: &'static str,
+    pub line: usize,
+}
+
+fn sorted<T: Ord>(set: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut tuples: Vec<T> = set.into_iter().collect();
+    tuples.sort_unstable();
+    tuples
+}
+
+include!(concat!(env!("OUT_DIR"), "/rules.rs"));
+
+/// Runs the program over `facts`.
+pub fn run(facts: &[InputFact]) -> Outputs {
+    evaluate(facts)
+}
+
+/// Looks up a relation by name.
+pub fn relation(name: &str) -> Option<&'static RelationInfo> {
+    RELATIONS.iter().find(|r| r.name == name)
+}

@@ -1,0 +1,86 @@
+//! Interning of paths, markers and names to the dense integer ids that the
+//! Datalog program works on (crepe needs `Copy + Ord` fields).
+//!
+//! The interner is append-only and owned by the engine, so an id stays valid
+//! for the engine's lifetime and the same string always gets the same id:
+//! queries that intern stay deterministic.
+
+use std::sync::{Arc, RwLock};
+
+use rustc_hash::FxHashMap;
+
+use super::datalog::{Node, Sym};
+
+#[derive(Default)]
+pub struct Interner {
+    inner: RwLock<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    ids: FxHashMap<Arc<str>, u32>,
+    strings: Vec<Arc<str>>,
+}
+
+impl Interner {
+    fn intern(&self, text: &str) -> u32 {
+        if let Some(&id) = self.read().ids.get(text) {
+            return id;
+        }
+        let mut table = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(&id) = table.ids.get(text) {
+            return id;
+        }
+        let id = u32::try_from(table.strings.len()).expect("more than 2^32 interned strings");
+        let text: Arc<str> = Arc::from(text);
+        table.strings.push(text.clone());
+        table.ids.insert(text, id);
+        id
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lookup(&self, id: u32) -> Arc<str> {
+        self.read()
+            .strings
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from("<unknown>"))
+    }
+
+    fn find(&self, text: &str) -> Option<u32> {
+        self.read().ids.get(text).copied()
+    }
+
+    pub fn node(&self, path_or_marker: &str) -> Node {
+        Node(self.intern(path_or_marker))
+    }
+
+    pub fn sym(&self, name: &str) -> Sym {
+        Sym(self.intern(name))
+    }
+
+    pub fn node_text(&self, node: Node) -> Arc<str> {
+        self.lookup(node.0)
+    }
+
+    pub fn sym_text(&self, sym: Sym) -> Arc<str> {
+        self.lookup(sym.0)
+    }
+
+    /// The node for `text` if it was ever interned; never creates one.
+    pub fn find_node(&self, text: &str) -> Option<Node> {
+        self.find(text).map(Node)
+    }
+
+    pub fn find_sym(&self, text: &str) -> Option<Sym> {
+        self.find(text).map(Sym)
+    }
+}
+
+/// Markers stand for targets outside the project (DESIGN §4).
+pub fn is_marker(node_text: &str) -> bool {
+    node_text.starts_with('<')
+}

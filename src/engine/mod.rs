@@ -1,0 +1,144 @@
+//! The incremental engine: salsa inputs and queries over one project's files,
+//! and the Datalog program the rules compile to. [`Engine`] is the layer's
+//! one entry point; it knows nothing of the file system or of adapters.
+
+mod base_facts;
+pub mod datalog;
+pub mod db;
+pub mod intern;
+pub mod modules;
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+use salsa::Setter;
+
+use self::db::{Database, Program, Project, SourceFile};
+use self::intern::Interner;
+use crate::python::ModuleFacts;
+
+/// What [`Engine::set_file`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    Added,
+    Modified,
+    Unchanged,
+}
+
+/// One project's model. Several engines can live side by side.
+pub struct Engine {
+    db: Database,
+    project: Project,
+    files: BTreeMap<String, SourceFile>,
+}
+
+impl Engine {
+    pub fn new(extra_search_paths: Vec<String>) -> Self {
+        let db = Database::default();
+        let project = Project::new(&db, Vec::new(), extra_search_paths);
+        Self {
+            db,
+            project,
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// Adds or updates a file. Content equal to what is held changes nothing,
+    /// so a touch without an edit costs nothing downstream.
+    pub fn set_file(&mut self, path: &str, text: String) -> Change {
+        match self.files.get(path) {
+            Some(file) if *file.text(&self.db) == text => Change::Unchanged,
+            Some(&file) => {
+                file.set_text(&mut self.db).to(text);
+                Change::Modified
+            }
+            None => {
+                let file = SourceFile::new(&self.db, path.to_string(), text);
+                self.files.insert(path.to_string(), file);
+                self.sync_file_set();
+                Change::Added
+            }
+        }
+    }
+
+    /// Adds many files with one change to the file set.
+    pub fn set_files(&mut self, files: impl IntoIterator<Item = (String, String)>) {
+        let mut added = false;
+        for (path, text) in files {
+            match self.files.get(&path) {
+                Some(&file) => {
+                    if *file.text(&self.db) != text {
+                        file.set_text(&mut self.db).to(text);
+                    }
+                }
+                None => {
+                    let file = SourceFile::new(&self.db, path.clone(), text);
+                    self.files.insert(path, file);
+                    added = true;
+                }
+            }
+        }
+        if added {
+            self.sync_file_set();
+        }
+    }
+
+    pub fn remove_file(&mut self, path: &str) -> bool {
+        let removed = self.files.remove(path).is_some();
+        if removed {
+            self.sync_file_set();
+        }
+        removed
+    }
+
+    fn sync_file_set(&mut self) {
+        let files: Vec<SourceFile> = self.files.values().copied().collect();
+        self.project.set_files(&mut self.db).to(files);
+    }
+
+    /// Computes every file's facts on all cores, then the Datalog program.
+    /// Queries are memoized, so this only does what is out of date.
+    pub fn analyze(&self) -> &Program {
+        let files: Vec<SourceFile> = self.files.values().copied().collect();
+        let project = self.project;
+        files.par_iter().for_each_with(self.db.clone(), |db, &file| {
+            db::file_base_facts(db, project, file);
+        });
+        db::program(&self.db, self.project)
+    }
+
+    pub fn program(&self) -> &Program {
+        db::program(&self.db, self.project)
+    }
+
+    pub fn facts(&self, path: &str) -> Option<&ModuleFacts> {
+        let file = *self.files.get(path)?;
+        Some(db::module_facts(&self.db, file))
+    }
+
+    pub fn text(&self, path: &str) -> Option<&str> {
+        let file = self.files.get(path)?;
+        Some(file.text(&self.db).as_str())
+    }
+
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+
+    pub fn contains(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
+    pub fn interner(&self) -> &Interner {
+        db::Db::interner(&self.db)
+    }
+
+    /// Records the queries that execute from now until [`Engine::take_executions`].
+    pub fn record_executions(&self) {
+        self.db.execution_log().start();
+    }
+
+    pub fn take_executions(&self) -> Vec<String> {
+        self.db.execution_log().take()
+    }
+}

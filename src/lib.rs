@@ -1,0 +1,10 @@
+//! xfile: an incremental cross-file context engine for Python projects.
+//!
+//! Layers point one way: [`cli`] → [`service`] → [`engine`] → [`python`];
+//! [`workspace`] holds the project on disk (root, configuration, files).
+
+pub mod cli;
+pub mod engine;
+pub mod python;
+pub mod service;
+pub mod workspace;

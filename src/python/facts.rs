@@ -1,0 +1,180 @@
+//! The facts the front end extracts from one Python module.
+//!
+//! Facts are split in two so that salsa can cut off early: [`Semantic`] holds
+//! only what other files and the Datalog program depend on, and refers to source
+//! positions through indexes into [`ModuleFacts::sites`]. An edit that only
+//! shifts lines or changes a function body leaves `Semantic` equal, so nothing
+//! downstream re-runs; locations are looked up late, when an answer is rendered.
+
+use serde::{Deserialize, Serialize};
+
+/// A source position: 1-based line, 0-based column in characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Site {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// Index into [`ModuleFacts::sites`].
+pub type SiteId = u32;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleFacts {
+    /// Set when the module does not parse; all other facts are then empty (EC-18).
+    pub parse_error: Option<ParseErrorFact>,
+    pub sites: Vec<Site>,
+    pub definitions: Vec<Definition>,
+    pub semantic: Semantic,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParseErrorFact {
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+/// Everything resolution and the rules consume, free of line numbers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Semantic {
+    /// One entry per imported name, in source order.
+    pub imports: Vec<Import>,
+    /// Module-level name bindings in statement order; the last one wins.
+    pub bindings: Vec<Binding>,
+    /// Calls of a plain name or a dotted name chain.
+    pub calls: Vec<Reference>,
+    /// Class bases that are a plain name or a dotted name chain.
+    pub bases: Vec<Reference>,
+    /// The module's `__all__`.
+    pub all: DunderAll,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DunderAll {
+    /// No `__all__`: a star import takes every public module-level name.
+    #[default]
+    Absent,
+    /// Built from string literals only.
+    Names(Vec<String>),
+    /// Computed in a way static analysis cannot follow.
+    Dynamic,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Import {
+    pub target: ImportTarget,
+    /// `as` name, if any.
+    pub alias: Option<String>,
+    /// The name the relationship is about: the module name, or for
+    /// `from . import x` the imported name.
+    pub site: SiteId,
+    pub condition: Option<Condition>,
+    pub scope: Scope,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ImportTarget {
+    /// `import a.b.c`
+    Module { dotted: String },
+    /// `from <level dots><module> import name`
+    From {
+        level: u32,
+        module: Option<String>,
+        name: String,
+    },
+    /// `from <level dots><module> import *`
+    Star { level: u32, module: Option<String> },
+}
+
+impl Import {
+    /// The name this import binds in its scope, if any.
+    pub fn bound_name(&self) -> Option<&str> {
+        match (&self.target, &self.alias) {
+            (ImportTarget::Star { .. }, _) => None,
+            (_, Some(alias)) => Some(alias),
+            (ImportTarget::Module { dotted }, None) => dotted.split('.').next(),
+            (ImportTarget::From { name, .. }, None) => Some(name),
+        }
+    }
+}
+
+/// Why an import or binding only happens under some condition (EC-5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    TypeChecking,
+    VersionCheck,
+    TryExcept,
+    Other,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Module,
+    Class,
+    Function,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Binding {
+    pub name: String,
+    pub kind: BindingKind,
+    pub conditional: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BindingKind {
+    /// `def` or `class` at module level.
+    Definition,
+    /// Assignment, annotated assignment, augmented assignment.
+    Assignment,
+    /// Bound by the import with this index in [`Semantic::imports`].
+    Import(u32),
+    /// Loop targets, `with ... as`, `except ... as`, `del`, walrus, ...
+    Other,
+}
+
+/// A use of a name chain `a` / `a.b.c` as a callee or a class base.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Reference {
+    pub site: SiteId,
+    /// The chain, head first: `["mod", "f"]` for `mod.f()`.
+    pub path: Vec<String>,
+    pub lookup: Lookup,
+}
+
+/// Where the head of a reference's chain is looked up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Lookup {
+    /// Module globals as they stand after the first `visible` module-level
+    /// bindings (module-level code runs top to bottom).
+    GlobalsAt { visible: u32 },
+    /// Module globals after the whole module ran (code in function bodies).
+    Globals,
+    /// A function- or class-scope import, by index into [`Semantic::imports`].
+    LocalImport(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Definition {
+    /// `f`, `C`, `C.method`; module-level assignments by their target name.
+    pub qualname: String,
+    pub kind: DefinitionKind,
+    /// Header text, whitespace folded: `def f(a, b=1) -> int`.
+    pub signature: String,
+    pub docstring: Option<String>,
+    pub decorators: Vec<String>,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DefinitionKind {
+    Function,
+    AsyncFunction,
+    Class,
+    Method,
+    Variable,
+}

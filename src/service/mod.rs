@@ -1,0 +1,292 @@
+//! Business logic over one project: indexing, relationships, dependencies,
+//! the graph export and relation queries. No protocol types live here; the
+//! CLI and (later) the MCP server are thin adapters over [`Service`].
+
+pub mod model;
+pub mod query;
+mod relationships;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use rustc_hash::FxHashMap;
+
+use self::model::{
+    ConnectedFile, Export, ExportMetadata, FileEntry, GraphMetadata, IndexSummary,
+    ParseErrorEntry, QueryResult, Relationship,
+};
+use crate::engine::Engine;
+use crate::engine::datalog::Node;
+use crate::workspace::{self, Config, Notice, NoticeKind, PathError};
+
+pub struct Service {
+    root: PathBuf,
+    config: Config,
+    engine: Engine,
+    notices: Vec<Notice>,
+    index_time_ms: f64,
+}
+
+impl Service {
+    /// Indexes the project at `root` from scratch.
+    pub fn open(root: &Path) -> Result<Service, PathError> {
+        Self::open_with_progress(root, &|_| {})
+    }
+
+    /// Like [`Service::open`], reporting each phase to `progress`.
+    pub fn open_with_progress(root: &Path, progress: &dyn Fn(&str)) -> Result<Service, PathError> {
+        let started = Instant::now();
+        let root = workspace::canonical_root(root)?;
+        let (config, config_notices) = Config::load(&root);
+        let mut notices: Vec<Notice> = config_notices
+            .into_iter()
+            .map(|message| Notice {
+                path: workspace::config::CONFIG_FILE.to_string(),
+                kind: NoticeKind::Config,
+                message,
+            })
+            .collect();
+        progress("discovering files");
+        let discovery = workspace::discover::discover(&root, &config.ignore_patterns);
+        notices.extend(discovery.notices);
+        progress(&format!("analyzing {} files", discovery.files.len()));
+        let mut engine = Engine::new(config.extra_search_paths.clone());
+        engine.set_files(discovery.files.into_iter().map(|f| (f.path, f.text)));
+        engine.analyze();
+        Ok(Service {
+            root,
+            config,
+            engine,
+            notices,
+            index_time_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Validates a user path and returns it root-relative; it must be an
+    /// indexed Python file.
+    pub fn resolve_file(&self, input: &str) -> Result<String, PathError> {
+        let relative = workspace::resolve_user_path(&self.root, input)?;
+        if self.engine.contains(&relative) {
+            Ok(relative)
+        } else {
+            Err(PathError::NotFound(format!("{input} (not an indexed Python file)")))
+        }
+    }
+
+    pub fn relationships(&self) -> Vec<Relationship> {
+        relationships::all(&self.engine)
+    }
+
+    /// Relationships whose source is `file` (FR-18, FR-20, FR-21).
+    pub fn dependencies(&self, file: &str) -> Result<Vec<Relationship>, PathError> {
+        let file = self.resolve_file(file)?;
+        Ok(self
+            .relationships()
+            .into_iter()
+            .filter(|r| r.source_file == file)
+            .collect())
+    }
+
+    /// Relationships that point at `file`, directly or (for imports) through
+    /// a re-export that ends at a definition in it.
+    pub fn dependents(&self, file: &str) -> Result<Vec<Relationship>, PathError> {
+        let file = self.resolve_file(file)?;
+        Ok(self
+            .relationships()
+            .into_iter()
+            .filter(|r| {
+                r.source_file != file
+                    && (r.target_file == file || r.metadata.defined_in.as_deref() == Some(&file))
+            })
+            .collect())
+    }
+
+    pub fn query(&self, pattern: &str) -> Result<QueryResult, query::QueryError> {
+        query::run(&self.engine, pattern)
+    }
+
+    pub fn summary(&self) -> IndexSummary {
+        let mut by_type = BTreeMap::new();
+        for relationship in self.relationships() {
+            *by_type.entry(relationship.relationship_type.as_str()).or_insert(0) += 1;
+        }
+        IndexSummary {
+            project_root: self.root.display().to_string(),
+            files: self.engine.paths().count(),
+            parse_errors: self
+                .engine
+                .paths()
+                .filter(|p| self.engine.facts(p).is_some_and(|f| f.parse_error.is_some()))
+                .count(),
+            relationships: by_type,
+            import_cycles: self.cycles().len(),
+            notices: self.notices.clone(),
+            wall_time_ms: self.index_time_ms,
+        }
+    }
+
+    pub fn export(&self) -> Export {
+        let relationships = self.relationships();
+        let mut counts: FxHashMap<&str, usize> = FxHashMap::default();
+        for r in &relationships {
+            *counts.entry(r.source_file.as_str()).or_default() += 1;
+            if r.target_file != r.source_file {
+                *counts.entry(r.target_file.as_str()).or_default() += 1;
+            }
+        }
+        let program = self.engine.program();
+        let interner = self.engine.interner();
+        let in_cycle: BTreeSet<String> = program
+            .outputs
+            .in_cycle
+            .iter()
+            .map(|t| interner.node_text(t.0).to_string())
+            .collect();
+        let files = self
+            .engine
+            .paths()
+            .map(|path| {
+                let absolute = self.root.join(path);
+                FileEntry {
+                    path: absolute.display().to_string(),
+                    relative_path: path.to_string(),
+                    last_modified: std::fs::metadata(&absolute)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .map(rfc3339),
+                    relationship_count: counts.get(path).copied().unwrap_or(0),
+                    parse_error: self
+                        .engine
+                        .facts(path)
+                        .and_then(|f| f.parse_error.as_ref())
+                        .map(|e| ParseErrorEntry {
+                            line: e.line,
+                            column: e.column,
+                            message: e.message.clone(),
+                        }),
+                    in_import_cycle: in_cycle.contains(path),
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut dependents: FxHashMap<Node, usize> = FxHashMap::default();
+        for t in &program.outputs.dependent_of {
+            *dependents.entry(t.0).or_default() += 1;
+        }
+        let mut most_connected: Vec<ConnectedFile> = dependents
+            .into_iter()
+            .map(|(node, count)| ConnectedFile {
+                file: interner.node_text(node).to_string(),
+                dependency_count: count,
+            })
+            .collect();
+        most_connected.sort_by(|a, b| b.dependency_count.cmp(&a.dependency_count).then(a.file.cmp(&b.file)));
+        most_connected.truncate(10);
+        Export {
+            metadata: ExportMetadata {
+                timestamp: rfc3339(SystemTime::now()),
+                version: env!("CARGO_PKG_VERSION"),
+                language: "python",
+                project_root: self.root.display().to_string(),
+                total_files: files.len(),
+                total_relationships: relationships.len(),
+            },
+            files,
+            relationships,
+            warnings: self.notices.clone(),
+            graph_metadata: GraphMetadata {
+                circular_imports: self.cycles(),
+                most_connected_files: most_connected,
+            },
+        }
+    }
+
+    /// One shortest cycle per group of files that import each other in a
+    /// circle, starting and ending at the group's first file by path.
+    pub fn cycles(&self) -> Vec<Vec<String>> {
+        let program = self.engine.program();
+        let interner = self.engine.interner();
+        let mut adjacency: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for edge in &program.outputs.cycle_edge {
+            let from = interner.node_text(edge.0).to_string();
+            let to = interner.node_text(edge.1).to_string();
+            adjacency.entry(from).or_default().insert(to);
+        }
+        // Every cycle edge joins two files of the same strongly connected
+        // group, so the groups are the connected components of these edges.
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut cycles = Vec::new();
+        for start in adjacency.keys() {
+            if seen.contains(start) {
+                continue;
+            }
+            let group = component(&adjacency, start);
+            let first = group.iter().next().cloned().unwrap_or_default();
+            seen.extend(group);
+            if let Some(cycle) = shortest_cycle(&adjacency, &first) {
+                cycles.push(cycle);
+            }
+        }
+        cycles
+    }
+}
+
+fn component(adjacency: &BTreeMap<String, BTreeSet<String>>, start: &str) -> BTreeSet<String> {
+    let mut undirected: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (from, tos) in adjacency {
+        for to in tos {
+            undirected.entry(from).or_default().push(to);
+            undirected.entry(to).or_default().push(from);
+        }
+    }
+    let mut group = BTreeSet::new();
+    let mut stack = vec![start];
+    while let Some(node) = stack.pop() {
+        if group.insert(node.to_string()) {
+            stack.extend(undirected.get(node).into_iter().flatten().copied());
+        }
+    }
+    group
+}
+
+fn shortest_cycle(adjacency: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+    let mut previous: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(node) = queue.pop_front() {
+        for next in adjacency.get(node).into_iter().flatten() {
+            if next == start {
+                let mut back = Vec::new();
+                let mut at = node;
+                while at != start {
+                    back.push(at.to_string());
+                    at = previous.get(at)?;
+                }
+                let mut cycle = vec![start.to_string()];
+                cycle.extend(back.into_iter().rev());
+                cycle.push(start.to_string());
+                return Some(cycle);
+            }
+            if !previous.contains_key(next.as_str()) && next != start {
+                previous.insert(next, node);
+                queue.push_back(next);
+            }
+        }
+    }
+    None
+}
+
+fn rfc3339(time: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string()
+}

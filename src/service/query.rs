@@ -1,0 +1,164 @@
+//! `Relation(arg, _)` patterns over any base or output relation (DESIGN §4).
+
+use super::model::QueryResult;
+use crate::engine::Engine;
+use crate::engine::datalog::{self, RELATIONS, RelationKind, Value};
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("cannot parse `{0}`: write Relation(arg, ...) with quoted or bare strings and `_` wildcards")]
+    Syntax(String),
+    #[error("unknown relation `{0}`. Available relations:\n{1}")]
+    UnknownRelation(String, String),
+    #[error("`{name}` takes {expected} arguments ({signature}), got {got}")]
+    Arity {
+        name: String,
+        expected: usize,
+        got: usize,
+        signature: String,
+    },
+    #[error("`{0}` is an intermediate relation and is not materialized; query one of:\n{1}")]
+    Intermediate(String, String),
+}
+
+/// `Name(arg, ...)` with its documentation, one per line.
+pub fn catalogue() -> String {
+    RELATIONS
+        .iter()
+        .filter(|r| r.kind != RelationKind::Intermediate)
+        .map(|r| format!("  {}  [{}]  {}", signature(r), kind_name(r.kind), r.doc))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn kind_name(kind: RelationKind) -> &'static str {
+    match kind {
+        RelationKind::Input => "base",
+        RelationKind::Output => "derived",
+        RelationKind::Intermediate => "intermediate",
+    }
+}
+
+fn signature(relation: &datalog::RelationInfo) -> String {
+    format!("{}({})", relation.name, relation.args.join(", "))
+}
+
+/// Parses `Name(a, "b", _)` into the name and its arguments (`None` = `_`).
+fn parse(pattern: &str) -> Result<(String, Vec<Option<String>>), QueryError> {
+    let syntax = || QueryError::Syntax(pattern.to_string());
+    let pattern = pattern.trim();
+    let (name, rest) = pattern.split_once('(').ok_or_else(syntax)?;
+    let inner = rest.trim_end().strip_suffix(')').ok_or_else(syntax)?;
+    let name = name.trim();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(syntax());
+    }
+    let mut args = Vec::new();
+    if !inner.trim().is_empty() {
+        for raw in inner.split(',') {
+            let arg = raw.trim();
+            let unquoted = arg
+                .strip_prefix('"')
+                .and_then(|a| a.strip_suffix('"'))
+                .or_else(|| arg.strip_prefix('\'').and_then(|a| a.strip_suffix('\'')));
+            args.push(match (arg, unquoted) {
+                ("_", None) => None,
+                (_, Some(text)) => Some(text.to_string()),
+                ("", None) => return Err(syntax()),
+                (text, None) => Some(text.to_string()),
+            });
+        }
+    }
+    Ok((name.to_string(), args))
+}
+
+pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
+    let (name, args) = parse(pattern)?;
+    let relation = datalog::relation(&name)
+        .ok_or_else(|| QueryError::UnknownRelation(name.clone(), catalogue()))?;
+    if relation.kind == RelationKind::Intermediate {
+        return Err(QueryError::Intermediate(name, catalogue()));
+    }
+    if args.len() != relation.args.len() {
+        return Err(QueryError::Arity {
+            name,
+            expected: relation.args.len(),
+            got: args.len(),
+            signature: signature(relation),
+        });
+    }
+    let program = engine.program();
+    let tuples: Vec<Vec<Value>> = match relation.kind {
+        RelationKind::Input => program
+            .facts
+            .iter()
+            .filter(|f| f.relation() == relation.name)
+            .map(|f| f.values())
+            .collect(),
+        _ => program.outputs.tuples(relation.name).unwrap_or_default(),
+    };
+    let rendered = tuples
+        .iter()
+        .map(|tuple| render(engine, tuple))
+        .filter(|tuple| {
+            tuple.iter().zip(&args).all(|(value, arg)| match arg {
+                None => true,
+                Some(arg) => value.as_str() == Some(arg) || value_text(value) == *arg,
+            })
+        })
+        .collect();
+    Ok(QueryResult {
+        relation: relation.name.to_string(),
+        args: relation.args.iter().map(|a| a.to_string()).collect(),
+        tuples: rendered,
+    })
+}
+
+fn value_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Renders a tuple: nodes as paths or markers, names as text, a site as
+/// `line:column` in the file named by the nearest node before it.
+pub fn render(engine: &Engine, tuple: &[Value]) -> Vec<serde_json::Value> {
+    let interner = engine.interner();
+    let mut file: Option<String> = None;
+    tuple
+        .iter()
+        .map(|value| match *value {
+            Value::Node(node) => {
+                let text = interner.node_text(node).to_string();
+                file = Some(text.clone());
+                serde_json::Value::String(text)
+            }
+            Value::Sym(sym) => serde_json::Value::String(interner.sym_text(sym).to_string()),
+            Value::Site(site) => {
+                let position = file
+                    .as_deref()
+                    .and_then(|f| engine.facts(f))
+                    .and_then(|facts| facts.sites.get(site.0 as usize).copied());
+                match position {
+                    Some(p) => serde_json::Value::String(format!("{}:{}", p.line, p.column)),
+                    None => serde_json::Value::Null,
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_constants_quotes_and_wildcards() {
+        let (name, args) = parse(r#"Imports("a.py", _, b.py)"#).unwrap();
+        assert_eq!(name, "Imports");
+        assert_eq!(args, vec![Some("a.py".into()), None, Some("b.py".into())]);
+        assert!(parse("Imports(").is_err());
+        assert!(parse("(a)").is_err());
+    }
+}

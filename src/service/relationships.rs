@@ -1,0 +1,179 @@
+//! Renders the `Imports`, `Calls` and `Inherits` relations as relationship
+//! objects: positions, symbols and metadata are looked up late from the
+//! source file's facts, target lines from the defining file's definitions.
+
+use rustc_hash::FxHashMap;
+
+use super::model::{Metadata, Relationship, RelationshipType};
+use crate::engine::Engine;
+use crate::engine::datalog::{Node, Site, Sym};
+use crate::engine::intern::is_marker;
+use crate::python::{Condition, ImportTarget, Scope};
+
+pub fn all(engine: &Engine) -> Vec<Relationship> {
+    let program = engine.program();
+    let outputs = &program.outputs;
+    let renderer = Renderer { engine };
+
+    let mut defined_in: FxHashMap<(Node, Site), Vec<(Node, Sym)>> = FxHashMap::default();
+    for t in &outputs.import_defined_in {
+        defined_in.entry((t.0, t.1)).or_default().push((t.2, t.3));
+    }
+
+    let mut out = Vec::new();
+    for t in &outputs.imports {
+        let candidates = defined_in.get(&(t.0, t.1)).map(Vec::as_slice);
+        out.extend(renderer.import(t.0, t.1, t.2, certain(candidates)));
+    }
+    let calls = outputs.calls.iter().map(|t| (t.0, t.1, t.2, t.3));
+    out.extend(renderer.references(RelationshipType::FunctionCall, calls));
+    let bases = outputs.inherits.iter().map(|t| (t.0, t.1, t.2, t.3));
+    out.extend(renderer.references(RelationshipType::Inheritance, bases));
+    out.sort_by(|a, b| {
+        (&a.source_file, a.line_number, a.column, a.relationship_type, &a.target_file).cmp(&(
+            &b.source_file,
+            b.line_number,
+            b.column,
+            b.relationship_type,
+            &b.target_file,
+        ))
+    });
+    out
+}
+
+/// One candidate is a fact; several mean the binding is ambiguous and
+/// nothing is claimed (fail-safe).
+fn certain(candidates: Option<&[(Node, Sym)]>) -> Option<(Node, Sym)> {
+    match candidates {
+        Some([one]) => Some(*one),
+        _ => None,
+    }
+}
+
+struct Renderer<'a> {
+    engine: &'a Engine,
+}
+
+impl Renderer<'_> {
+    fn path(&self, node: Node) -> String {
+        self.engine.interner().node_text(node).to_string()
+    }
+
+    /// The line where `name` is finally defined in project file `node`.
+    fn definition_line(&self, node: Node, name: &str) -> Option<u32> {
+        let path = self.path(node);
+        if is_marker(&path) {
+            return None;
+        }
+        let facts = self.engine.facts(&path)?;
+        facts
+            .definitions
+            .iter()
+            .rev()
+            .find(|d| d.qualname == name)
+            .map(|d| d.start_line)
+    }
+
+    fn import(&self, file: Node, site: Site, target: Node, defined: Option<(Node, Sym)>) -> Option<Relationship> {
+        let source_file = self.path(file);
+        let facts = self.engine.facts(&source_file)?;
+        let position = *facts.sites.get(site.0 as usize)?;
+        let import = facts.semantic.imports.iter().find(|i| i.site == site.0)?;
+        let (style, wildcard, target_symbol) = match &import.target {
+            ImportTarget::Module { .. } => ("import", false, None),
+            ImportTarget::From { name, .. } => ("from", false, Some(name.clone())),
+            ImportTarget::Star { .. } => ("from", true, Some("*".to_string())),
+        };
+        let source_symbol = match &import.target {
+            ImportTarget::Module { dotted } => Some(import.alias.clone().unwrap_or_else(|| dotted.clone())),
+            _ => import.bound_name().map(str::to_string).or(Some("*".to_string())),
+        };
+        let (defined_in, target_line) = match defined {
+            Some((node, sym)) => {
+                let name = self.engine.interner().sym_text(sym);
+                (Some(self.path(node)), self.definition_line(node, &name))
+            }
+            None => (None, None),
+        };
+        Some(Relationship {
+            source_file,
+            target_file: self.path(target),
+            relationship_type: RelationshipType::Import,
+            line_number: position.line,
+            column: position.column,
+            source_symbol,
+            target_symbol,
+            target_line,
+            metadata: Metadata {
+                import_style: Some(style),
+                alias: Some(import.alias.clone()),
+                conditional: Some(import.condition.is_some()),
+                condition: import.condition.map(condition_name),
+                wildcard: Some(wildcard),
+                scope: Some(scope_name(import.scope)),
+                defined_in,
+            },
+        })
+    }
+
+    fn references(
+        &self,
+        kind: RelationshipType,
+        tuples: impl Iterator<Item = (Node, Site, Node, Sym)>,
+    ) -> Vec<Relationship> {
+        let mut by_site: FxHashMap<(Node, Site), Vec<(Node, Sym)>> = FxHashMap::default();
+        for (file, site, target, name) in tuples {
+            by_site.entry((file, site)).or_default().push((target, name));
+        }
+        by_site
+            .into_iter()
+            .filter_map(|((file, site), targets)| {
+                let (target, name) = certain(Some(&targets))?;
+                self.reference(kind, file, site, target, name)
+            })
+            .collect()
+    }
+
+    fn reference(&self, kind: RelationshipType, file: Node, site: Site, target: Node, name: Sym) -> Option<Relationship> {
+        let source_file = self.path(file);
+        let facts = self.engine.facts(&source_file)?;
+        let position = *facts.sites.get(site.0 as usize)?;
+        let references = match kind {
+            RelationshipType::Inheritance => &facts.semantic.bases,
+            _ => &facts.semantic.calls,
+        };
+        let written = references
+            .iter()
+            .find(|r| r.site == site.0)
+            .map(|r| r.path.join("."));
+        let name = self.engine.interner().sym_text(name).to_string();
+        Some(Relationship {
+            source_file,
+            target_file: self.path(target),
+            relationship_type: kind,
+            line_number: position.line,
+            column: position.column,
+            source_symbol: written,
+            target_line: self.definition_line(target, &name),
+            target_symbol: Some(name),
+            metadata: Metadata::default(),
+        })
+    }
+}
+
+fn condition_name(condition: Condition) -> &'static str {
+    match condition {
+        Condition::TypeChecking => "type_checking",
+        Condition::VersionCheck => "version_check",
+        Condition::TryExcept => "try_except",
+        Condition::Other => "other",
+    }
+}
+
+fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Module => "module",
+        Scope::Class => "class",
+        Scope::Function => "function",
+    }
+}

@@ -1,0 +1,196 @@
+//! `.cross_file_context_links.yml` at the project root (TDD §3.10.5). Every
+//! key is checked on its own: an unknown key or a bad value gives a notice
+//! and the default, never an error.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_yaml::Value;
+
+pub const CONFIG_FILE: &str = ".cross_file_context_links.yml";
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Config {
+    pub cache_expiry_minutes: u64,
+    pub cache_size_limit_kb: u64,
+    pub context_token_limit: u64,
+    pub enable_context_injection: bool,
+    pub warn_on_wildcards: bool,
+    pub suppress_warnings: Vec<String>,
+    pub suppress_dynamic_dispatch_warnings: bool,
+    pub suppress_monkey_patching_warnings: bool,
+    pub suppress_exec_eval_warnings: bool,
+    pub suppress_decorator_warnings: bool,
+    pub suppress_metaclass_warnings: bool,
+    pub suppress_circular_import_warnings: bool,
+    /// Extra exclusions beyond `.gitignore`, as globs on root-relative paths.
+    pub ignore_patterns: Vec<String>,
+    pub function_usage_warning_threshold: u64,
+    pub metrics_anonymize_paths: bool,
+    pub enable_injection_logging: bool,
+    pub enable_warning_logging: bool,
+    /// Extra module search roots, root-relative (TDD §3.5.2.1).
+    pub extra_search_paths: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            cache_expiry_minutes: 10,
+            cache_size_limit_kb: 50,
+            context_token_limit: 500,
+            enable_context_injection: true,
+            warn_on_wildcards: false,
+            suppress_warnings: Vec::new(),
+            suppress_dynamic_dispatch_warnings: false,
+            suppress_monkey_patching_warnings: false,
+            suppress_exec_eval_warnings: false,
+            suppress_decorator_warnings: false,
+            suppress_metaclass_warnings: false,
+            suppress_circular_import_warnings: false,
+            ignore_patterns: Vec::new(),
+            function_usage_warning_threshold: 3,
+            metrics_anonymize_paths: false,
+            enable_injection_logging: true,
+            enable_warning_logging: true,
+            extra_search_paths: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads the root's configuration file if there is one. Returns the
+    /// configuration and one notice per problem found.
+    pub fn load(root: &Path) -> (Config, Vec<String>) {
+        let path = root.join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                (Config::default(), Vec::new())
+            }
+            Err(error) => (
+                Config::default(),
+                vec![format!("{CONFIG_FILE}: cannot read it ({error}); using defaults")],
+            ),
+        }
+    }
+
+    pub fn parse(text: &str) -> (Config, Vec<String>) {
+        let mut config = Config::default();
+        let mut notices = Vec::new();
+        let mapping = match serde_yaml::from_str::<Value>(text) {
+            Ok(Value::Mapping(mapping)) => mapping,
+            Ok(Value::Null) => return (config, notices),
+            Ok(_) => {
+                notices.push(format!("{CONFIG_FILE}: expected a mapping of keys to values; using defaults"));
+                return (config, notices);
+            }
+            Err(error) => {
+                notices.push(format!("{CONFIG_FILE}: not valid YAML ({error}); using defaults"));
+                return (config, notices);
+            }
+        };
+        for (key, value) in &mapping {
+            let Some(key) = key.as_str() else {
+                notices.push(format!("{CONFIG_FILE}: ignoring a non-string key"));
+                continue;
+            };
+            let mut check = Checker {
+                key,
+                value,
+                notices: &mut notices,
+            };
+            match key {
+                "cache_expiry_minutes" => check.positive(&mut config.cache_expiry_minutes, u64::MAX),
+                "cache_size_limit_kb" => check.positive(&mut config.cache_size_limit_kb, u64::MAX),
+                "context_token_limit" => check.positive(&mut config.context_token_limit, 9_999),
+                "function_usage_warning_threshold" => {
+                    check.positive(&mut config.function_usage_warning_threshold, u64::MAX)
+                }
+                "enable_context_injection" => check.flag(&mut config.enable_context_injection),
+                "warn_on_wildcards" => check.flag(&mut config.warn_on_wildcards),
+                "suppress_dynamic_dispatch_warnings" => {
+                    check.flag(&mut config.suppress_dynamic_dispatch_warnings)
+                }
+                "suppress_monkey_patching_warnings" => {
+                    check.flag(&mut config.suppress_monkey_patching_warnings)
+                }
+                "suppress_exec_eval_warnings" => check.flag(&mut config.suppress_exec_eval_warnings),
+                "suppress_decorator_warnings" => check.flag(&mut config.suppress_decorator_warnings),
+                "suppress_metaclass_warnings" => check.flag(&mut config.suppress_metaclass_warnings),
+                "suppress_circular_import_warnings" => {
+                    check.flag(&mut config.suppress_circular_import_warnings)
+                }
+                "metrics_anonymize_paths" => check.flag(&mut config.metrics_anonymize_paths),
+                "enable_injection_logging" => check.flag(&mut config.enable_injection_logging),
+                "enable_warning_logging" => check.flag(&mut config.enable_warning_logging),
+                "suppress_warnings" => check.strings(&mut config.suppress_warnings),
+                "ignore_patterns" => check.strings(&mut config.ignore_patterns),
+                "extra_search_paths" => check.strings(&mut config.extra_search_paths),
+                _ => check
+                    .notices
+                    .push(format!("{CONFIG_FILE}: unknown key `{key}` ignored")),
+            }
+        }
+        (config, notices)
+    }
+}
+
+struct Checker<'a> {
+    key: &'a str,
+    value: &'a Value,
+    notices: &'a mut Vec<String>,
+}
+
+impl Checker<'_> {
+    fn reject(&mut self, expected: &str) {
+        self.notices.push(format!(
+            "{CONFIG_FILE}: `{}` must be {expected}; using the default",
+            self.key
+        ));
+    }
+
+    fn positive(&mut self, slot: &mut u64, max: u64) {
+        match self.value.as_u64() {
+            Some(n) if n > 0 && n <= max => *slot = n,
+            _ if max == u64::MAX => self.reject("a whole number above 0"),
+            _ => self.reject(&format!("a whole number from 1 to {max}")),
+        }
+    }
+
+    fn flag(&mut self, slot: &mut bool) {
+        match self.value.as_bool() {
+            Some(b) => *slot = b,
+            None => self.reject("true or false"),
+        }
+    }
+
+    fn strings(&mut self, slot: &mut Vec<String>) {
+        let strings = self.value.as_sequence().and_then(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+        });
+        match strings {
+            Some(strings) => *slot = strings,
+            None => self.reject("a list of strings"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_values_and_unknown_keys_fall_back_to_defaults() {
+        let (config, notices) = Config::parse(
+            "context_token_limit: -3\nwarn_on_wildcards: yes-please\nbogus: 1\nextra_search_paths: [lib]\n",
+        );
+        assert_eq!(config.context_token_limit, 500);
+        assert!(!config.warn_on_wildcards);
+        assert_eq!(config.extra_search_paths, vec!["lib".to_string()]);
+        assert_eq!(notices.len(), 3, "{notices:?}");
+    }
+}

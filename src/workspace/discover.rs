@@ -1,0 +1,221 @@
+//! Finding and reading the project's Python files (TDD NFR-7, NFR-8, §3.12.2,
+//! EC-17, §3.11.2): `.gitignore`/`.ignore` honoured, environment and build
+//! directories and sensitive files always skipped, symlinks followed only
+//! while they stay inside the root.
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// Directories never descended into, whatever the ignore files say.
+pub const SKIPPED_DIRS: &[&str] = &[
+    ".git",
+    ".venv",
+    "venv",
+    "env",
+    "node_modules",
+    "__pycache__",
+    "site-packages",
+    "build",
+    "dist",
+    ".tox",
+    ".mypy_cache",
+];
+
+/// Files that may hold secrets: never read, never served (§3.12.2).
+const SENSITIVE: &[&str] = &[
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*credentials*",
+    ".netrc",
+    ".pgpass",
+    "*.p12",
+    "*.pfx",
+];
+
+/// Files longer than this are skipped (EC-17).
+pub const MAX_LINES: usize = 10_000;
+
+/// A file that was indexed with a caveat, or not indexed, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Notice {
+    pub path: String,
+    pub kind: NoticeKind,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeKind {
+    /// Not valid UTF-8: decoded as latin-1.
+    Latin1Fallback,
+    TooLarge,
+    Binary,
+    Unreadable,
+    SymlinkOutsideRoot,
+    Config,
+}
+
+pub struct SourceText {
+    pub path: String,
+    pub text: String,
+}
+
+pub struct Discovery {
+    pub files: Vec<SourceText>,
+    pub notices: Vec<Notice>,
+}
+
+pub fn is_sensitive(file_name: &str) -> bool {
+    sensitive_set().is_match(file_name)
+}
+
+fn sensitive_set() -> &'static GlobSet {
+    static SET: std::sync::OnceLock<GlobSet> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let mut builder = GlobSetBuilder::new();
+        for pattern in SENSITIVE {
+            if let Ok(glob) = Glob::new(pattern) {
+                builder.add(glob);
+            }
+        }
+        builder.build().unwrap_or_else(|_| GlobSet::empty())
+    })
+}
+
+/// Walks `root` (which must be canonical) and reads every Python file, in
+/// parallel. `ignore_patterns` are extra globs on root-relative paths.
+pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
+    let mut notices = Vec::new();
+    let mut extra = GlobSetBuilder::new();
+    for pattern in ignore_patterns {
+        match Glob::new(pattern) {
+            Ok(glob) => {
+                extra.add(glob);
+            }
+            Err(error) => notices.push(Notice {
+                path: pattern.clone(),
+                kind: NoticeKind::Config,
+                message: format!("ignore pattern `{pattern}` is not a valid glob ({error}); ignored"),
+            }),
+        }
+    }
+    let extra = extra.build().unwrap_or_else(|_| GlobSet::empty());
+
+    let walker = ignore::WalkBuilder::new(root)
+        .follow_links(true)
+        .require_git(false)
+        .filter_entry(|entry| {
+            let name = entry.file_name().to_string_lossy();
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            !(is_dir && SKIPPED_DIRS.contains(&name.as_ref()))
+        })
+        .build();
+
+    let mut candidates: Vec<(String, PathBuf)> = Vec::new();
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let Some(relative) = relative_path(root, path) else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy();
+        if is_sensitive(&name) || extra.is_match(&relative) {
+            continue;
+        }
+        if entry.path_is_symlink() || has_symlink_ancestor(root, path) {
+            let inside = path.canonicalize().is_ok_and(|target| target.starts_with(root));
+            if !inside {
+                notices.push(Notice {
+                    path: relative,
+                    kind: NoticeKind::SymlinkOutsideRoot,
+                    message: "symlink points outside the project root; skipped".into(),
+                });
+                continue;
+            }
+        }
+        candidates.push((relative, path.to_path_buf()));
+    }
+    candidates.sort();
+    candidates.dedup_by(|a, b| a.0 == b.0);
+
+    let read: Vec<(Option<SourceText>, Option<Notice>)> = candidates
+        .into_par_iter()
+        .map(|(relative, path)| read_source(relative, &path))
+        .collect();
+    let mut files = Vec::with_capacity(read.len());
+    for (file, notice) in read {
+        files.extend(file);
+        notices.extend(notice);
+    }
+    Discovery { files, notices }
+}
+
+fn has_symlink_ancestor(root: &Path, path: &Path) -> bool {
+    path.ancestors()
+        .take_while(|a| *a != root)
+        .any(|a| a.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()))
+}
+
+/// Reads one file, decoding it as UTF-8 or else latin-1 (§3.11.2).
+pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option<Notice>) {
+    let notice = |kind, message: String| Notice {
+        path: relative.clone(),
+        kind,
+        message,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            return (None, Some(notice(NoticeKind::Unreadable, format!("cannot read: {error}"))));
+        }
+    };
+    if bytes.iter().take(8192).any(|&b| b == 0) {
+        return (None, Some(notice(NoticeKind::Binary, "binary file (NUL bytes); skipped".into())));
+    }
+    let lines = bytecount_lines(&bytes);
+    if lines > MAX_LINES {
+        let message = format!("{lines} lines, over the {MAX_LINES}-line limit (EC-17); skipped");
+        return (None, Some(notice(NoticeKind::TooLarge, message)));
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => (Some(SourceText { path: relative, text }), None),
+        Err(error) => {
+            let text: String = error.as_bytes().iter().map(|&b| char::from(b)).collect();
+            let message = "not valid UTF-8; decoded as latin-1".to_string();
+            let notice = notice(NoticeKind::Latin1Fallback, message);
+            (Some(SourceText { path: relative, text }), Some(notice))
+        }
+    }
+}
+
+fn bytecount_lines(bytes: &[u8]) -> usize {
+    let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+    newlines + usize::from(bytes.last().is_some_and(|&b| b != b'\n'))
+}
+
+/// `path` relative to `root` with `/` separators, if it lies under it.
+pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
+    let relative = path.strip_prefix(root).ok()?;
+    let parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}

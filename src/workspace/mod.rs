@@ -1,0 +1,84 @@
+//! The project on disk: where its root is, its configuration, which files
+//! belong to it, and the check that a path a user hands in lies inside it.
+
+pub mod config;
+pub mod discover;
+
+use std::path::{Path, PathBuf};
+
+pub use config::Config;
+pub use discover::{Discovery, Notice, NoticeKind, SourceText};
+
+/// Errors a user can cause with a root or a path argument.
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    #[error("project root {0} does not exist or is not a directory; pass an existing directory with --root")]
+    MissingRoot(PathBuf),
+    #[error("{0} does not exist; give a path relative to the project root or an absolute path inside it")]
+    NotFound(String),
+    #[error("{0} is outside the project root {1}; only files inside the root can be read")]
+    OutsideRoot(String, PathBuf),
+    #[error("{0} contains a NUL byte; give a plain file path")]
+    NulByte(String),
+    #[error("{0} may hold secrets and is never read (sensitive file rule, §3.12.2)")]
+    Sensitive(String),
+}
+
+impl PathError {
+    /// A stable code for adapters (MCP tool errors, exit statuses).
+    pub fn code(&self) -> &'static str {
+        match self {
+            PathError::MissingRoot(_) => "root_not_found",
+            PathError::NotFound(_) => "file_not_found",
+            PathError::OutsideRoot(..) => "outside_root",
+            PathError::NulByte(_) => "invalid_parameter",
+            PathError::Sensitive(_) => "sensitive_file",
+        }
+    }
+}
+
+/// The nearest ancestor of `start` holding `.git` or `pyproject.toml`, else
+/// `start` itself.
+pub fn find_root(start: &Path) -> PathBuf {
+    start
+        .ancestors()
+        .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").exists())
+        .unwrap_or(start)
+        .to_path_buf()
+}
+
+/// Canonicalizes a root given by the user.
+pub fn canonical_root(root: &Path) -> Result<PathBuf, PathError> {
+    match root.canonicalize() {
+        Ok(path) if path.is_dir() => Ok(path),
+        _ => Err(PathError::MissingRoot(root.to_path_buf())),
+    }
+}
+
+/// Validates a user-supplied path (root-relative or absolute) and returns it
+/// root-relative with `/` separators. Symlinks are resolved first, so a link
+/// that points out of the root is rejected (invariant 5).
+pub fn resolve_user_path(root: &Path, input: &str) -> Result<String, PathError> {
+    if input.contains('\0') {
+        return Err(PathError::NulByte(input.replace('\0', "\\0")));
+    }
+    let joined = if Path::new(input).is_absolute() {
+        PathBuf::from(input)
+    } else {
+        root.join(input)
+    };
+    let canonical = joined
+        .canonicalize()
+        .map_err(|_| PathError::NotFound(input.to_string()))?;
+    if !canonical.starts_with(root) {
+        return Err(PathError::OutsideRoot(input.to_string(), root.to_path_buf()));
+    }
+    let name = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if discover::is_sensitive(&name) {
+        return Err(PathError::Sensitive(input.to_string()));
+    }
+    discover::relative_path(root, &canonical).ok_or_else(|| PathError::NotFound(input.to_string()))
+}
