@@ -1,0 +1,75 @@
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use xfile::service::Service;
+use xfile::service::model::Relationship;
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+pub fn open(name: &str) -> Service {
+    Service::open(&fixture(name)).expect("fixture opens")
+}
+
+/// One line per relationship: `src:line:col type target symbol target_line`
+/// plus the metadata that is set.
+pub fn line(r: &Relationship) -> String {
+    let m = &r.metadata;
+    let mut extra = Vec::new();
+    if let Some(Some(alias)) = &m.alias {
+        extra.push(format!("alias={alias}"));
+    }
+    if let Some(condition) = m.condition {
+        extra.push(format!("condition={condition}"));
+    }
+    if m.wildcard == Some(true) {
+        extra.push("wildcard".to_string());
+    }
+    if let Some(scope) = m.scope.filter(|s| *s != "module") {
+        extra.push(format!("scope={scope}"));
+    }
+    if let Some(defined_in) = &m.defined_in {
+        extra.push(format!("defined_in={defined_in}"));
+    }
+    let mut text = format!(
+        "{}:{}:{} {} {} {} {}",
+        r.source_file,
+        r.line_number,
+        r.column,
+        r.relationship_type.as_str(),
+        r.target_file,
+        r.target_symbol.as_deref().unwrap_or("-"),
+        r.target_line.map_or("-".to_string(), |l| l.to_string()),
+    );
+    for e in extra {
+        text.push(' ');
+        text.push_str(&e);
+    }
+    text
+}
+
+pub fn lines(service: &Service) -> Vec<String> {
+    service.relationships().iter().map(line).collect()
+}
+
+/// Copies a fixture into a fresh temporary directory.
+pub fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&fixture(name), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

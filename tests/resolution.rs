@@ -1,0 +1,177 @@
+//! Relationship detection and module resolution on fixture projects, with
+//! every expected relationship asserted exactly (TDD §3.5.2, FR-1..7, EC-3..5).
+
+mod common;
+
+use common::{lines, open};
+
+fn assert_relationships(fixture: &str, expected: &[&str]) {
+    let actual = lines(&open(fixture));
+    assert_eq!(actual, expected, "fixture {fixture}");
+}
+
+#[test]
+fn aliases_ec3_track_original_names_and_resolve_calls_through_aliases() {
+    assert_relationships(
+        "aliases",
+        &[
+            "checkout.py:1:7 import shop/pricing.py - - alias=pr",
+            "checkout.py:2:5 import shop/pricing.py compute_price 1 alias=price defined_in=shop/pricing.py",
+            "checkout.py:2:5 import shop/pricing.py Discount 6 alias=D defined_in=shop/pricing.py",
+            "checkout.py:5:15 inheritance shop/pricing.py Discount 6",
+            "checkout.py:10:11 function_call shop/pricing.py compute_price 1",
+            "checkout.py:10:35 function_call shop/pricing.py compute_price 1",
+        ],
+    );
+}
+
+#[test]
+fn relative_imports_levels_one_to_three_and_beyond_the_top_package() {
+    assert_relationships(
+        "relative_imports",
+        &[
+            "app/core/deep/leaf.py:1:14 import app/core/deep/sibling.py sibling -",
+            "app/core/deep/leaf.py:2:15 import app/core/models.py models -",
+            "app/core/deep/leaf.py:3:8 import app/util/text.py slug 1 defined_in=app/util/text.py",
+            "app/core/deep/leaf.py:4:9 import <unresolved:....outside> nothing -",
+            "app/core/deep/leaf.py:5:6 import <unresolved:.missing> gone -",
+            "app/core/deep/leaf.py:9:11 function_call app/util/text.py slug 1",
+            "top.py:1:14 import <unresolved:.> anything -",
+        ],
+    );
+}
+
+#[test]
+fn wildcard_imports_ec4_follow_dunder_all_and_skip_private_names() {
+    assert_relationships(
+        "wildcard",
+        &[
+            "consumer.py:1:5 import lib/helpers.py * - wildcard",
+            "consumer.py:2:5 import lib/plain.py * - wildcard",
+            "consumer.py:4:0 function_call lib/helpers.py public_helper 4",
+            "consumer.py:5:0 function_call lib/plain.py plain_function 1",
+        ],
+    );
+}
+
+#[test]
+fn conditional_imports_ec5_are_marked_and_ambiguous_bindings_give_no_call() {
+    // `parse` is bound by either branch of try/except ImportError, so the
+    // call in `load` has no certain target and yields no relationship (FR-42).
+    assert_relationships(
+        "conditional_imports",
+        &[
+            "service.py:1:7 import <stdlib:sys> - -",
+            "service.py:2:5 import <stdlib:typing> TYPE_CHECKING -",
+            "service.py:5:9 import models.py User 1 condition=type_checking defined_in=models.py",
+            "service.py:8:9 import fast.py parse 1 condition=try_except defined_in=fast.py",
+            "service.py:10:9 import slow.py parse 1 condition=try_except defined_in=slow.py",
+            "service.py:13:11 import <stdlib:tomllib> - - condition=version_check",
+            "service.py:15:11 import <third-party:tomli> - - alias=tomllib condition=version_check",
+        ],
+    );
+}
+
+#[test]
+fn regular_package_beats_module_and_module_beats_namespace_directory() {
+    // CPython, not the TDD: utils/__init__.py wins over utils.py; helpers.py
+    // wins over the namespace directory helpers/, so helpers.extra is missing.
+    assert_relationships(
+        "package_vs_module",
+        &[
+            "main.py:1:7 import utils/__init__.py - -",
+            "main.py:2:7 import helpers.py - -",
+            "main.py:3:7 import <unresolved:helpers.extra> - -",
+            "main.py:5:6 function_call utils/__init__.py from_package 1",
+            "main.py:6:8 function_call helpers.py from_helpers_module 1",
+        ],
+    );
+}
+
+#[test]
+fn reexport_chains_lead_to_the_defining_file() {
+    assert_relationships(
+        "reexport_chain",
+        &[
+            "api/__init__.py:1:6 import api/impl/__init__.py handler 1 defined_in=api/impl/core.py",
+            "api/__init__.py:1:6 import api/impl/__init__.py Resource 6 defined_in=api/impl/core.py",
+            "api/impl/__init__.py:1:6 import api/impl/core.py handler 1 defined_in=api/impl/core.py",
+            "api/impl/__init__.py:2:6 import api/impl/core.py Resource 6 defined_in=api/impl/core.py",
+            "client.py:1:5 import api/__init__.py handler 1 defined_in=api/impl/core.py",
+            "client.py:2:7 import api/__init__.py - -",
+            "client.py:5:19 inheritance api/impl/core.py Resource 6",
+            "client.py:10:11 function_call api/impl/core.py handler 1",
+        ],
+    );
+}
+
+#[test]
+fn src_layout_is_a_search_root() {
+    assert_relationships(
+        "src_layout",
+        &[
+            "run.py:1:5 import src/mypkg/cli.py main 5 defined_in=src/mypkg/cli.py",
+            "run.py:3:0 function_call src/mypkg/cli.py main 5",
+            "src/mypkg/cli.py:1:5 import src/mypkg/config.py load_config 1 defined_in=src/mypkg/config.py",
+            "src/mypkg/cli.py:2:14 import src/mypkg/config.py config -",
+            "src/mypkg/cli.py:6:4 function_call src/mypkg/config.py load_config 1",
+            "src/mypkg/cli.py:7:11 function_call src/mypkg/config.py load_config 1",
+        ],
+    );
+}
+
+#[test]
+fn namespace_packages_without_init_resolve() {
+    assert_relationships(
+        "namespace_packages",
+        &[
+            "ns/registry.py:1:5 import ns/plugins/alpha.py alpha -",
+            "ns/registry.py:2:6 import ns/plugins/alpha.py activate 1 defined_in=ns/plugins/alpha.py",
+            "ns/registry.py:3:7 import <namespace:ns> - -",
+            "ns/registry.py:7:10 function_call ns/plugins/alpha.py activate 1",
+            "ns/registry.py:8:4 function_call ns/plugins/alpha.py activate 1",
+        ],
+    );
+}
+
+#[test]
+fn shadowed_names_last_binding_wins_and_locals_hide_globals() {
+    // The second import of retry_with_backoff wins; the local `def helper`
+    // shadows its import; parameter `len` and local `print` hide builtins.
+    assert_relationships(
+        "shadowed_names",
+        &[
+            "bot.py:1:5 import retry.py retry_with_backoff 1 defined_in=retry.py",
+            "bot.py:2:5 import utils.py retry_with_backoff 1 defined_in=utils.py",
+            "bot.py:3:5 import utils.py helper 5 defined_in=utils.py",
+            "bot.py:11:4 function_call utils.py retry_with_backoff 1",
+        ],
+    );
+}
+
+#[test]
+fn function_scope_imports_bind_only_inside_their_function() {
+    assert_relationships(
+        "function_scope_imports",
+        &[
+            "lazy.py:2:9 import heavy.py crunch 1 scope=function defined_in=heavy.py",
+            "lazy.py:3:11 function_call heavy.py crunch 1",
+            "lazy.py:7:11 import heavy.py - - scope=class",
+        ],
+    );
+}
+
+#[test]
+fn builtin_and_stdlib_calls_become_markers() {
+    let service = open("builtins_and_stdlib");
+    assert_eq!(
+        lines(&service),
+        [
+            "app.py:1:7 import <stdlib:os.path> - -",
+            "app.py:2:7 import <third-party:requests> - -",
+            "app.py:6:16 function_call <stdlib:os.path> join -",
+            "app.py:7:4 function_call <builtin:print> print -",
+            "app.py:8:20 function_call <third-party:requests> get -",
+        ]
+    );
+}
