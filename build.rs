@@ -81,7 +81,13 @@ fn parse_file(
             continue;
         }
         if line.starts_with("pub struct") || line.starts_with("struct") {
-            let relation = parse_struct(line, attribute.take(), std::mem::take(&mut doc), file, line_no);
+            let relation = parse_struct(
+                line,
+                attribute.take(),
+                std::mem::take(&mut doc),
+                file,
+                line_no,
+            );
             // crepe takes attributes only after an `@` marker.
             let marker = match relation.kind {
                 "Input" => "@input\n#[derive(Debug, PartialOrd, Ord)]\n",
@@ -98,7 +104,12 @@ fn parse_file(
         }
         body.push_str(line);
         if body.ends_with(';') {
-            let head = body.split('(').next().unwrap_or_default().trim().to_string();
+            let head = body
+                .split('(')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
             writeln!(program, "{body}").unwrap();
             rules.push(Rule {
                 head,
@@ -110,7 +121,10 @@ fn parse_file(
             pending = Some((start, body));
         }
     }
-    assert!(pending.is_none(), "{file}: unterminated rule at end of file");
+    assert!(
+        pending.is_none(),
+        "{file}: unterminated rule at end of file"
+    );
 }
 
 fn parse_struct(
@@ -121,7 +135,12 @@ fn parse_struct(
     line_no: usize,
 ) -> Relation {
     let after = line.split("struct").nth(1).unwrap_or_default();
-    let name = after.split('(').next().unwrap_or_default().trim().to_string();
+    let name = after
+        .split('(')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
     let inner = after
         .split_once('(')
         .and_then(|(_, rest)| rest.rsplit_once(')'))
@@ -136,10 +155,16 @@ fn parse_struct(
     let args = doc
         .strip_prefix(&format!("{name}("))
         .and_then(|rest| rest.split_once(')'))
-        .map(|(args, _)| args.split(',').map(|a| a.trim().to_string()).collect::<Vec<_>>())
+        .map(|(args, _)| {
+            args.split(',')
+                .map(|a| a.trim().to_string())
+                .collect::<Vec<_>>()
+        })
         .filter(|args| args.len() == types.len())
         .unwrap_or_else(|| types.iter().map(|t| t.to_lowercase()).collect());
-    let doc = doc.split_once("):").map_or(doc.clone(), |(_, d)| d.trim().to_string());
+    let doc = doc
+        .split_once("):")
+        .map_or(doc.clone(), |(_, d)| d.trim().to_string());
     Relation {
         name,
         kind: kind.unwrap_or("Intermediate"),
@@ -197,34 +222,61 @@ fn fields(r: &Relation, binding: &str) -> String {
 fn write_inputs(out: &mut String, relations: &[Relation]) {
     let inputs: Vec<_> = relations.iter().filter(|r| r.kind == "Input").collect();
     writeln!(out, "/// One base fact of any `@input` relation.").unwrap();
-    writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]").unwrap();
+    writeln!(
+        out,
+        "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]"
+    )
+    .unwrap();
     writeln!(out, "pub enum InputFact {{").unwrap();
     for r in &inputs {
         writeln!(out, "    {0}({0}),", r.name).unwrap();
     }
     writeln!(out, "}}\n").unwrap();
     writeln!(out, "impl InputFact {{").unwrap();
-    writeln!(out, "    pub fn relation(&self) -> &'static str {{\n        match self {{").unwrap();
+    writeln!(
+        out,
+        "    pub fn relation(&self) -> &'static str {{\n        match self {{"
+    )
+    .unwrap();
     for r in &inputs {
         writeln!(out, "            InputFact::{0}(_) => {0:?},", r.name).unwrap();
     }
     writeln!(out, "        }}\n    }}\n").unwrap();
-    writeln!(out, "    pub fn values(&self) -> Vec<Value> {{\n        match self {{").unwrap();
+    writeln!(
+        out,
+        "    pub fn values(&self) -> Vec<Value> {{\n        match self {{"
+    )
+    .unwrap();
     for r in &inputs {
-        writeln!(out, "            InputFact::{}(t) => vec![{}],", r.name, fields(r, "t")).unwrap();
+        writeln!(
+            out,
+            "            InputFact::{}(t) => vec![{}],",
+            r.name,
+            fields(r, "t")
+        )
+        .unwrap();
     }
     writeln!(out, "        }}\n    }}\n}}\n").unwrap();
     writeln!(out, "fn feed(runtime: &mut Crepe, facts: &[InputFact]) {{").unwrap();
     writeln!(out, "    for fact in facts {{\n        match *fact {{").unwrap();
     for r in &inputs {
-        writeln!(out, "            InputFact::{}(t) => runtime.extend([t]),", r.name).unwrap();
+        writeln!(
+            out,
+            "            InputFact::{}(t) => runtime.extend([t]),",
+            r.name
+        )
+        .unwrap();
     }
     writeln!(out, "        }}\n    }}\n}}\n").unwrap();
 }
 
 fn write_outputs(out: &mut String, relations: &[Relation]) {
     let outputs: Vec<_> = relations.iter().filter(|r| r.kind == "Output").collect();
-    writeln!(out, "/// The materialized `@output` relations, each sorted.").unwrap();
+    writeln!(
+        out,
+        "/// The materialized `@output` relations, each sorted."
+    )
+    .unwrap();
     writeln!(out, "#[derive(Debug, Default, PartialEq, Eq)]").unwrap();
     writeln!(out, "pub struct Outputs {{").unwrap();
     for r in &outputs {
@@ -232,7 +284,11 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     }
     writeln!(out, "}}\n").unwrap();
     writeln!(out, "fn evaluate(facts: &[InputFact]) -> Outputs {{").unwrap();
-    writeln!(out, "    let mut runtime = Crepe::new();\n    feed(&mut runtime, facts);").unwrap();
+    writeln!(
+        out,
+        "    let mut runtime = Crepe::new();\n    feed(&mut runtime, facts);"
+    )
+    .unwrap();
     let names: Vec<_> = outputs.iter().map(|r| snake(&r.name)).collect();
     writeln!(out, "    let ({},) = runtime.run();", names.join(", ")).unwrap();
     writeln!(out, "    Outputs {{").unwrap();
@@ -241,8 +297,16 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     }
     writeln!(out, "    }}\n}}\n").unwrap();
     writeln!(out, "impl Outputs {{").unwrap();
-    writeln!(out, "    /// The tuples of output relation `name`, or `None` if there is no such output.").unwrap();
-    writeln!(out, "    pub fn tuples(&self, name: &str) -> Option<Vec<Vec<Value>>> {{\n        match name {{").unwrap();
+    writeln!(
+        out,
+        "    /// The tuples of output relation `name`, or `None` if there is no such output."
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "    pub fn tuples(&self, name: &str) -> Option<Vec<Vec<Value>>> {{\n        match name {{"
+    )
+    .unwrap();
     for r in &outputs {
         writeln!(
             out,

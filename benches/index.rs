@@ -1,1 +1,87 @@
-fn main() {}
+//! Cold index and body-only edit on the Django 5.2.8 tree.
+//!
+//! Run `scripts/fetch_django.sh` first (or set XFILE_BENCH_TREE to another
+//! tree), then `cargo bench --bench index`. Figures go in docs/performance.md.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use xfile::engine::Engine;
+use xfile::service::Service;
+use xfile::workspace::discover;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn tree() -> Option<PathBuf> {
+    let path = std::env::var_os("XFILE_BENCH_TREE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/django-5.2.8")
+        });
+    if path.is_dir() {
+        Some(path)
+    } else {
+        eprintln!(
+            "no benchmark tree at {}; run scripts/fetch_django.sh",
+            path.display()
+        );
+        None
+    }
+}
+
+/// The file edited by the body-only benchmark and the line it rewrites.
+const EDITED: &str = "django/utils/text.py";
+const BODY_LINE: &str = "    return x[0].upper() + x[1:]";
+
+fn benches(c: &mut Criterion) {
+    let Some(root) = tree() else { return };
+    let root = root.canonicalize().expect("tree");
+    let files: Vec<(String, String)> = discover::discover(&root, &[])
+        .files
+        .into_iter()
+        .map(|f| (f.path, f.text))
+        .collect();
+
+    let mut group = c.benchmark_group("django");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    group.bench_function("cold_index_from_disk", |b| {
+        b.iter(|| Service::open(&root).expect("opens"))
+    });
+    group.bench_function("cold_index_in_memory", |b| {
+        b.iter(|| {
+            let mut engine = Engine::new(Vec::new());
+            engine.set_files(files.iter().cloned());
+            engine.analyze();
+            engine
+        })
+    });
+    group.finish();
+
+    let mut engine = Engine::new(Vec::new());
+    engine.set_files(files.iter().cloned());
+    engine.analyze();
+    let original = engine.text(EDITED).expect("edited file").to_string();
+    assert!(original.contains(BODY_LINE), "{EDITED} changed upstream");
+    let mut flip = false;
+    let mut group = c.benchmark_group("django");
+    group.bench_function("body_only_edit", |b| {
+        b.iter(|| {
+            flip = !flip;
+            let replacement = if flip {
+                "    return x[0].upper() + x[1:] + \"\""
+            } else {
+                BODY_LINE
+            };
+            engine.set_file(EDITED, original.replacen(BODY_LINE, replacement, 1));
+            engine.analyze();
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(index, benches);
+criterion_main!(index);

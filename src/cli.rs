@@ -13,7 +13,11 @@ use crate::service::model::Relationship;
 use crate::workspace;
 
 #[derive(Parser)]
-#[command(name = "xfile", version, about = "Cross-file code context for Python projects")]
+#[command(
+    name = "xfile",
+    version,
+    about = "Cross-file code context for Python projects"
+)]
 pub struct Cli {
     /// Project root (default: nearest ancestor with .git or pyproject.toml).
     #[arg(long, global = true)]
@@ -106,7 +110,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 None => writeln!(out, "{json}")?,
             }
         }
-        Command::Deps { file } => print_relationships(&mut out, &service.dependencies(&file)?, cli.json)?,
+        Command::Deps { file } => {
+            print_relationships(&mut out, &service.dependencies(&file)?, cli.json)?
+        }
         Command::Dependents { file } => {
             print_relationships(&mut out, &service.dependents(&file)?, cli.json)?
         }
@@ -123,13 +129,18 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
+    // The process ends here: skip tearing down the database.
+    std::mem::forget(service);
     Ok(())
 }
 
 fn open(root: &std::path::Path) -> Result<Service, Failure> {
     let spinner = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new_spinner();
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
         bar.enable_steady_tick(Duration::from_millis(100));
         Some(bar)
     } else {
@@ -158,7 +169,9 @@ fn print_relationships(
     for r in relationships {
         let symbol = r.target_symbol.as_deref().unwrap_or("");
         let target = match (&r.metadata.defined_in, r.target_line) {
-            (Some(defined_in), Some(line)) => format!("{} (defined in {defined_in}:{line})", r.target_file),
+            (Some(defined_in), Some(line)) => {
+                format!("{} (defined in {defined_in}:{line})", r.target_file)
+            }
             (Some(defined_in), None) => format!("{} (defined in {defined_in})", r.target_file),
             (None, Some(line)) => format!("{}:{line}", r.target_file),
             (None, None) => r.target_file.clone(),

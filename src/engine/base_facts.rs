@@ -21,7 +21,12 @@ use crate::python::{
     Semantic,
 };
 
-pub fn build(interner: &Interner, index: &ModuleIndex, path: &str, semantic: &Semantic) -> Vec<InputFact> {
+pub fn build(
+    interner: &Interner,
+    index: &ModuleIndex,
+    path: &str,
+    semantic: &Semantic,
+) -> Vec<InputFact> {
     let mut builder = Builder {
         interner,
         index,
@@ -34,7 +39,9 @@ pub fn build(interner: &Interner, index: &ModuleIndex, path: &str, semantic: &Se
             .any(|i| matches!(i.target, ImportTarget::Star { .. })),
         facts: Vec::new(),
     };
-    builder.facts.push(InputFact::ProjectFile(ProjectFile(builder.me)));
+    builder
+        .facts
+        .push(InputFact::ProjectFile(ProjectFile(builder.me)));
     builder.imports();
     builder.bindings();
     builder.references();
@@ -92,7 +99,11 @@ impl Builder<'_> {
         if level == 0 {
             return self.absolute(module.unwrap_or_default());
         }
-        let written = format!("{}{}", ".".repeat(level as usize), module.unwrap_or_default());
+        let written = format!(
+            "{}{}",
+            ".".repeat(level as usize),
+            module.unwrap_or_default()
+        );
         match self.index.relative(self.path, level, module) {
             Some(ModuleLoc::File(path)) => Module::Project(path),
             Some(ModuleLoc::Namespace) => Module::Opaque(format!("<namespace:{written}>")),
@@ -108,10 +119,16 @@ impl Builder<'_> {
                 _ => None,
             },
             Module::Opaque(marker) if marker.starts_with("<namespace:") => {
-                let dotted = marker.trim_start_matches("<namespace:").trim_end_matches('>');
+                let dotted = marker
+                    .trim_start_matches("<namespace:")
+                    .trim_end_matches('>');
                 let level = dotted.chars().take_while(|c| *c == '.').count() as u32;
                 let rest = dotted.trim_start_matches('.');
-                let full = if rest.is_empty() { name.to_string() } else { format!("{rest}.{name}") };
+                let full = if rest.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{rest}.{name}")
+                };
                 let loc = if level == 0 {
                     self.index.absolute(&full)
                 } else {
@@ -187,14 +204,16 @@ impl Builder<'_> {
                 self.facts.push(InputFact::HasAll(HasAll(self.me)));
                 for name in all {
                     let sym = self.interner.sym(name);
-                    self.facts.push(InputFact::StarExport(StarExport(self.me, sym)));
+                    self.facts
+                        .push(InputFact::StarExport(StarExport(self.me, sym)));
                 }
             }
             DunderAll::Dynamic => self.facts.push(InputFact::HasAll(HasAll(self.me))),
             DunderAll::Absent => {
                 for name in seen.iter().filter(|n| !n.starts_with('_')) {
                     let sym = self.interner.sym(name);
-                    self.facts.push(InputFact::StarExport(StarExport(self.me, sym)));
+                    self.facts
+                        .push(InputFact::StarExport(StarExport(self.me, sym)));
                 }
             }
         }
@@ -294,9 +313,10 @@ impl Builder<'_> {
         };
         let (module, name) = match bound? {
             ModuleOrName::Name(module, name) if rest.is_empty() => (module, name),
-            ModuleOrName::Name(Module::External(_, dotted), name) => {
-                self.attribute_of(Module::External(String::new(), format!("{dotted}.{name}")), rest)?
-            }
+            ModuleOrName::Name(Module::External(_, dotted), name) => self.attribute_of(
+                Module::External(String::new(), format!("{dotted}.{name}")),
+                rest,
+            )?,
             ModuleOrName::Name(..) => return None,
             ModuleOrName::Module(module) => self.attribute_of(module, rest)?,
         };
@@ -314,7 +334,9 @@ impl Builder<'_> {
                     ModuleLoc::File(file) => Module::Project(file),
                     _ => return None,
                 },
-                Module::External(_, dotted) => Module::External(String::new(), format!("{dotted}.{part}")),
+                Module::External(_, dotted) => {
+                    Module::External(String::new(), format!("{dotted}.{part}"))
+                }
                 Module::Opaque(_) => return None,
             };
         }

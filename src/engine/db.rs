@@ -2,11 +2,16 @@
 //! [`Project`]) and the tracked queries that turn them into Datalog base
 //! facts and derived relations.
 //!
-//! Query chain, each memoized per input revision with early cut-off:
-//! `module_facts(file)` → `semantic(file)` (location-free) →
-//! `file_base_facts(file)` (also reads `module_index`) → `program(project)`.
-//! A body-only edit changes `module_facts` but not `semantic`, so neither any
-//! resolution nor the Datalog program re-runs.
+//! Query chain, each memoized per input revision:
+//! `module_facts(file)` (parse + extract, from `text`) and, downstream of the
+//! location-free `semantic` field, `file_base_facts(file)` (also reads
+//! `module_index`) → `program(project)`.
+//!
+//! Early cut-off sits at the `semantic` field. The engine writes it after
+//! `module_facts` ran for a new text, and only when it differs. Texts have low
+//! durability and semantics medium, so a body-only edit touches no medium
+//! input: salsa then reuses `program` without walking the per-file queries at
+//! all (backdating alone would still re-verify every file's chain).
 
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +29,10 @@ pub struct SourceFile {
     pub path: String,
     #[returns(ref)]
     pub text: String,
+    /// What `module_facts(file).semantic` was for the current text; written
+    /// by the engine, never by a query.
+    #[returns(ref)]
+    pub semantic: Arc<Semantic>,
 }
 
 #[salsa::input(debug)]
@@ -113,12 +122,6 @@ pub fn module_facts(db: &dyn Db, file: SourceFile) -> ModuleFacts {
     python::extract(file.text(db))
 }
 
-/// The location-free part of [`module_facts`]: the early cut-off point.
-#[salsa::tracked(returns(ref))]
-pub fn semantic(db: &dyn Db, file: SourceFile) -> Semantic {
-    module_facts(db, file).semantic.clone()
-}
-
 #[salsa::tracked(returns(ref))]
 pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
     let paths: Vec<&str> = project
@@ -134,7 +137,7 @@ pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
 #[salsa::tracked(returns(ref))]
 pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
     let index = module_index(db, project);
-    base_facts::build(db.interner(), index, file.path(db), semantic(db, file))
+    base_facts::build(db.interner(), index, file.path(db), file.semantic(db))
 }
 
 /// All base facts and the relations the rules derive from them.

@@ -9,13 +9,14 @@ pub mod intern;
 pub mod modules;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
-use salsa::Setter;
+use salsa::{Durability, Setter};
 
 use self::db::{Database, Program, Project, SourceFile};
 use self::intern::Interner;
-use crate::python::ModuleFacts;
+use crate::python::{ModuleFacts, Semantic};
 
 /// What [`Engine::set_file`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,16 +31,63 @@ pub struct Engine {
     db: Database,
     project: Project,
     files: BTreeMap<String, SourceFile>,
+    /// Files added since the last [`Engine::analyze`], to decide whether
+    /// computing their facts in parallel is worth it.
+    unanalyzed: usize,
 }
+
+/// Below this many new files, analysis runs on the calling thread: spawning
+/// costs more than it saves.
+const PARALLEL_THRESHOLD: usize = 32;
 
 impl Engine {
     pub fn new(extra_search_paths: Vec<String>) -> Self {
         let db = Database::default();
-        let project = Project::new(&db, Vec::new(), extra_search_paths);
+        let project = Project::builder(Vec::new(), extra_search_paths)
+            .files_durability(Durability::MEDIUM)
+            .extra_search_paths_durability(Durability::HIGH)
+            .new(&db);
         Self {
             db,
             project,
             files: BTreeMap::new(),
+            unanalyzed: 0,
+        }
+    }
+
+    /// Texts are low durability, semantics medium (see [`db`]): a body-only
+    /// edit then costs one parse and no verification walk.
+    fn new_file(&mut self, path: String, text: String) -> SourceFile {
+        self.unanalyzed += 1;
+        SourceFile::builder(path, text, Arc::default())
+            .path_durability(Durability::HIGH)
+            .semantic_durability(Durability::MEDIUM)
+            .new(&self.db)
+    }
+
+    /// Parses `files` (in parallel when there are many) and writes each
+    /// one's `semantic` input where it changed: the early cut-off point.
+    fn refresh_semantics(&mut self, files: &[SourceFile]) {
+        let extract = |db: &mut Database, file: &SourceFile| {
+            let semantic = &db::module_facts(db, *file).semantic;
+            (*file.semantic(db).as_ref() != *semantic).then(|| (*file, Arc::new(semantic.clone())))
+        };
+        let changed: Vec<(SourceFile, Arc<Semantic>)> = if files.len() >= PARALLEL_THRESHOLD {
+            files
+                .par_iter()
+                .map_with(self.db.clone(), extract)
+                .flatten()
+                .collect()
+        } else {
+            let mut db = self.db.clone();
+            let changed = files.iter().filter_map(|f| extract(&mut db, f)).collect();
+            drop(db);
+            changed
+        };
+        for (file, semantic) in changed {
+            file.set_semantic(&mut self.db)
+                .with_durability(Durability::MEDIUM)
+                .to(semantic);
         }
     }
 
@@ -50,12 +98,14 @@ impl Engine {
             Some(file) if *file.text(&self.db) == text => Change::Unchanged,
             Some(&file) => {
                 file.set_text(&mut self.db).to(text);
+                self.refresh_semantics(&[file]);
                 Change::Modified
             }
             None => {
-                let file = SourceFile::new(&self.db, path.to_string(), text);
+                let file = self.new_file(path.to_string(), text);
                 self.files.insert(path.to_string(), file);
                 self.sync_file_set();
+                self.refresh_semantics(&[file]);
                 Change::Added
             }
         }
@@ -64,16 +114,19 @@ impl Engine {
     /// Adds many files with one change to the file set.
     pub fn set_files(&mut self, files: impl IntoIterator<Item = (String, String)>) {
         let mut added = false;
+        let mut touched = Vec::new();
         for (path, text) in files {
             match self.files.get(&path) {
                 Some(&file) => {
                     if *file.text(&self.db) != text {
                         file.set_text(&mut self.db).to(text);
+                        touched.push(file);
                     }
                 }
                 None => {
-                    let file = SourceFile::new(&self.db, path.clone(), text);
+                    let file = self.new_file(path.clone(), text);
                     self.files.insert(path, file);
+                    touched.push(file);
                     added = true;
                 }
             }
@@ -81,6 +134,7 @@ impl Engine {
         if added {
             self.sync_file_set();
         }
+        self.refresh_semantics(&touched);
     }
 
     pub fn remove_file(&mut self, path: &str) -> bool {
@@ -93,17 +147,25 @@ impl Engine {
 
     fn sync_file_set(&mut self) {
         let files: Vec<SourceFile> = self.files.values().copied().collect();
-        self.project.set_files(&mut self.db).to(files);
+        self.project
+            .set_files(&mut self.db)
+            .with_durability(Durability::MEDIUM)
+            .to(files);
     }
 
-    /// Computes every file's facts on all cores, then the Datalog program.
+    /// Computes every file's facts (on all cores when many are new), then
+    /// the Datalog program.
     /// Queries are memoized, so this only does what is out of date.
-    pub fn analyze(&self) -> &Program {
-        let files: Vec<SourceFile> = self.files.values().copied().collect();
-        let project = self.project;
-        files.par_iter().for_each_with(self.db.clone(), |db, &file| {
-            db::file_base_facts(db, project, file);
-        });
+    pub fn analyze(&mut self) -> &Program {
+        if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
+            let files: Vec<SourceFile> = self.files.values().copied().collect();
+            let project = self.project;
+            files
+                .par_iter()
+                .for_each_with(self.db.clone(), |db, &file| {
+                    db::file_base_facts(db, project, file);
+                });
+        }
         db::program(&self.db, self.project)
     }
 

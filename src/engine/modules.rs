@@ -195,7 +195,10 @@ mod tests {
     #[test]
     fn regular_package_beats_module_file() {
         let index = index(&["utils.py", "utils/__init__.py"]);
-        assert_eq!(index.absolute("utils"), ModuleLoc::File("utils/__init__.py".into()));
+        assert_eq!(
+            index.absolute("utils"),
+            ModuleLoc::File("utils/__init__.py".into())
+        );
     }
 
     #[test]
@@ -208,8 +211,14 @@ mod tests {
     #[test]
     fn relative_levels_stop_at_top_level_package() {
         let index = index(&["pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/m.py"]);
-        assert_eq!(index.relative_base("pkg/sub/m.py", 1).as_deref(), Some("pkg/sub"));
-        assert_eq!(index.relative_base("pkg/sub/m.py", 2).as_deref(), Some("pkg"));
+        assert_eq!(
+            index.relative_base("pkg/sub/m.py", 1).as_deref(),
+            Some("pkg/sub")
+        );
+        assert_eq!(
+            index.relative_base("pkg/sub/m.py", 2).as_deref(),
+            Some("pkg")
+        );
         assert_eq!(index.relative_base("pkg/sub/m.py", 3), None);
     }
 }

@@ -5,7 +5,7 @@
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{
-    self as ast, Expr, ExceptHandler, Parameters, Stmt, StmtClassDef, StmtFunctionDef,
+    self as ast, ExceptHandler, Expr, Parameters, Stmt, StmtClassDef, StmtFunctionDef,
 };
 use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextSize};
@@ -95,7 +95,12 @@ impl<'src> Extractor<'src> {
     }
 
     fn current_scope(&self) -> Scope {
-        match self.scopes.iter().rev().find(|f| f.kind != FrameKind::Immediate) {
+        match self
+            .scopes
+            .iter()
+            .rev()
+            .find(|f| f.kind != FrameKind::Immediate)
+        {
             None => Scope::Module,
             Some(f) if f.kind == FrameKind::Class => Scope::Class,
             Some(_) => Scope::Function,
@@ -264,7 +269,10 @@ impl<'src> Extractor<'src> {
     }
 
     fn record_function(&mut self, def: &StmtFunctionDef) {
-        let in_class = self.scopes.last().is_some_and(|f| f.kind == FrameKind::Class);
+        let in_class = self
+            .scopes
+            .last()
+            .is_some_and(|f| f.kind == FrameKind::Class);
         if !(self.at_module_scope() || in_class && self.class_names.len() == self.scopes.len()) {
             return;
         }
@@ -365,9 +373,7 @@ impl<'src> Extractor<'src> {
             return;
         }
         let update = match stmt {
-            Stmt::Assign(assign)
-                if assign.targets.iter().any(|t| is_name(t, "__all__")) =>
-            {
+            Stmt::Assign(assign) if assign.targets.iter().any(|t| is_name(t, "__all__")) => {
                 Some((false, string_list(&assign.value)))
             }
             Stmt::AnnAssign(assign) if is_name(&assign.target, "__all__") => {
@@ -379,7 +385,9 @@ impl<'src> Extractor<'src> {
             Stmt::Expr(expr) => all_method_call(&expr.value).map(|names| (true, names)),
             _ => None,
         };
-        let Some((extend, names)) = update else { return };
+        let Some((extend, names)) = update else {
+            return;
+        };
         let all = &mut self.facts.semantic.all;
         *all = match (extend, names, std::mem::take(all)) {
             (_, None, _) | (true, _, DunderAll::Dynamic) => DunderAll::Dynamic,
@@ -590,7 +598,8 @@ impl<'src> Extractor<'src> {
         }
         // The first iterable is evaluated in the enclosing scope.
         let mut first = true;
-        self.scopes.push(Frame::new(FrameKind::Immediate, FxHashMap::default()));
+        self.scopes
+            .push(Frame::new(FrameKind::Immediate, FxHashMap::default()));
         for generator in generators {
             if first {
                 let frame = self.scopes.pop();
@@ -782,7 +791,10 @@ fn pattern_names(pattern: &ast::Pattern, frame: &mut Frame) {
         Pattern::MatchSequence(p) => p.patterns.iter().for_each(|p| pattern_names(p, frame)),
         Pattern::MatchOr(p) => p.patterns.iter().for_each(|p| pattern_names(p, frame)),
         Pattern::MatchClass(p) => {
-            p.arguments.patterns.iter().for_each(|p| pattern_names(p, frame));
+            p.arguments
+                .patterns
+                .iter()
+                .for_each(|p| pattern_names(p, frame));
             for keyword in &p.arguments.keywords {
                 pattern_names(&keyword.pattern, frame);
             }

@@ -4,7 +4,7 @@
 
 pub mod model;
 pub mod query;
-mod relationships;
+pub mod relationships;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -13,8 +13,8 @@ use std::time::{Instant, SystemTime};
 use rustc_hash::FxHashMap;
 
 use self::model::{
-    ConnectedFile, Export, ExportMetadata, FileEntry, GraphMetadata, IndexSummary,
-    ParseErrorEntry, QueryResult, Relationship,
+    ConnectedFile, Export, ExportMetadata, FileEntry, GraphMetadata, IndexSummary, ParseErrorEntry,
+    QueryResult, Relationship,
 };
 use crate::engine::Engine;
 use crate::engine::datalog::Node;
@@ -82,7 +82,9 @@ impl Service {
         if self.engine.contains(&relative) {
             Ok(relative)
         } else {
-            Err(PathError::NotFound(format!("{input} (not an indexed Python file)")))
+            Err(PathError::NotFound(format!(
+                "{input} (not an indexed Python file)"
+            )))
         }
     }
 
@@ -121,7 +123,9 @@ impl Service {
     pub fn summary(&self) -> IndexSummary {
         let mut by_type = BTreeMap::new();
         for relationship in self.relationships() {
-            *by_type.entry(relationship.relationship_type.as_str()).or_insert(0) += 1;
+            *by_type
+                .entry(relationship.relationship_type.as_str())
+                .or_insert(0) += 1;
         }
         IndexSummary {
             project_root: self.root.display().to_string(),
@@ -129,7 +133,11 @@ impl Service {
             parse_errors: self
                 .engine
                 .paths()
-                .filter(|p| self.engine.facts(p).is_some_and(|f| f.parse_error.is_some()))
+                .filter(|p| {
+                    self.engine
+                        .facts(p)
+                        .is_some_and(|f| f.parse_error.is_some())
+                })
                 .count(),
             relationships: by_type,
             import_cycles: self.cycles().len(),
@@ -192,7 +200,11 @@ impl Service {
                 dependency_count: count,
             })
             .collect();
-        most_connected.sort_by(|a, b| b.dependency_count.cmp(&a.dependency_count).then(a.file.cmp(&b.file)));
+        most_connected.sort_by(|a, b| {
+            b.dependency_count
+                .cmp(&a.dependency_count)
+                .then(a.file.cmp(&b.file))
+        });
         most_connected.truncate(10);
         Export {
             metadata: ExportMetadata {
@@ -261,7 +273,10 @@ fn component(adjacency: &BTreeMap<String, BTreeSet<String>>, start: &str) -> BTr
     group
 }
 
-fn shortest_cycle(adjacency: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+fn shortest_cycle(
+    adjacency: &BTreeMap<String, BTreeSet<String>>,
+    start: &str,
+) -> Option<Vec<String>> {
     let mut previous: BTreeMap<&str, &str> = BTreeMap::new();
     let mut queue = VecDeque::from([start]);
     while let Some(node) = queue.pop_front() {

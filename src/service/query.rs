@@ -6,7 +6,9 @@ use crate::engine::datalog::{self, RELATIONS, RelationKind, Value};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    #[error("cannot parse `{0}`: write Relation(arg, ...) with quoted or bare strings and `_` wildcards")]
+    #[error(
+        "cannot parse `{0}`: write Relation(arg, ...) with quoted or bare strings and `_` wildcards"
+    )]
     Syntax(String),
     #[error("unknown relation `{0}`. Available relations:\n{1}")]
     UnknownRelation(String, String),

@@ -13,7 +13,10 @@ use crate::python::{Condition, ImportTarget, Scope};
 pub fn all(engine: &Engine) -> Vec<Relationship> {
     let program = engine.program();
     let outputs = &program.outputs;
-    let renderer = Renderer { engine };
+    let renderer = Renderer {
+        engine,
+        owners: Default::default(),
+    };
 
     let mut defined_in: FxHashMap<(Node, Site), Vec<(Node, Sym)>> = FxHashMap::default();
     for t in &outputs.import_defined_in {
@@ -30,13 +33,20 @@ pub fn all(engine: &Engine) -> Vec<Relationship> {
     let bases = outputs.inherits.iter().map(|t| (t.0, t.1, t.2, t.3));
     out.extend(renderer.references(RelationshipType::Inheritance, bases));
     out.sort_by(|a, b| {
-        (&a.source_file, a.line_number, a.column, a.relationship_type, &a.target_file).cmp(&(
-            &b.source_file,
-            b.line_number,
-            b.column,
-            b.relationship_type,
-            &b.target_file,
-        ))
+        (
+            &a.source_file,
+            a.line_number,
+            a.column,
+            a.relationship_type,
+            &a.target_file,
+        )
+            .cmp(&(
+                &b.source_file,
+                b.line_number,
+                b.column,
+                b.relationship_type,
+                &b.target_file,
+            ))
     });
     out
 }
@@ -52,9 +62,49 @@ fn certain(candidates: Option<&[(Node, Sym)]>) -> Option<(Node, Sym)> {
 
 struct Renderer<'a> {
     engine: &'a Engine,
+    /// Per source file: which import or reference owns each site.
+    owners: std::cell::RefCell<FxHashMap<Node, std::rc::Rc<SiteOwners>>>,
+}
+
+/// For each site of a file, the index of the import, call or base there.
+#[derive(Default)]
+struct SiteOwners {
+    imports: FxHashMap<u32, usize>,
+    calls: FxHashMap<u32, usize>,
+    bases: FxHashMap<u32, usize>,
 }
 
 impl Renderer<'_> {
+    fn owners(&self, file: Node, facts: &crate::python::ModuleFacts) -> std::rc::Rc<SiteOwners> {
+        self.owners
+            .borrow_mut()
+            .entry(file)
+            .or_insert_with(|| {
+                let semantic = &facts.semantic;
+                std::rc::Rc::new(SiteOwners {
+                    imports: semantic
+                        .imports
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| (x.site, i))
+                        .collect(),
+                    calls: semantic
+                        .calls
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| (x.site, i))
+                        .collect(),
+                    bases: semantic
+                        .bases
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| (x.site, i))
+                        .collect(),
+                })
+            })
+            .clone()
+    }
+
     fn path(&self, node: Node) -> String {
         self.engine.interner().node_text(node).to_string()
     }
@@ -74,19 +124,31 @@ impl Renderer<'_> {
             .map(|d| d.start_line)
     }
 
-    fn import(&self, file: Node, site: Site, target: Node, defined: Option<(Node, Sym)>) -> Option<Relationship> {
+    fn import(
+        &self,
+        file: Node,
+        site: Site,
+        target: Node,
+        defined: Option<(Node, Sym)>,
+    ) -> Option<Relationship> {
         let source_file = self.path(file);
         let facts = self.engine.facts(&source_file)?;
         let position = *facts.sites.get(site.0 as usize)?;
-        let import = facts.semantic.imports.iter().find(|i| i.site == site.0)?;
+        let owners = self.owners(file, facts);
+        let import = facts.semantic.imports.get(*owners.imports.get(&site.0)?)?;
         let (style, wildcard, target_symbol) = match &import.target {
             ImportTarget::Module { .. } => ("import", false, None),
             ImportTarget::From { name, .. } => ("from", false, Some(name.clone())),
             ImportTarget::Star { .. } => ("from", true, Some("*".to_string())),
         };
         let source_symbol = match &import.target {
-            ImportTarget::Module { dotted } => Some(import.alias.clone().unwrap_or_else(|| dotted.clone())),
-            _ => import.bound_name().map(str::to_string).or(Some("*".to_string())),
+            ImportTarget::Module { dotted } => {
+                Some(import.alias.clone().unwrap_or_else(|| dotted.clone()))
+            }
+            _ => import
+                .bound_name()
+                .map(str::to_string)
+                .or(Some("*".to_string())),
         };
         let (defined_in, target_line) = match defined {
             Some((node, sym)) => {
@@ -123,7 +185,10 @@ impl Renderer<'_> {
     ) -> Vec<Relationship> {
         let mut by_site: FxHashMap<(Node, Site), Vec<(Node, Sym)>> = FxHashMap::default();
         for (file, site, target, name) in tuples {
-            by_site.entry((file, site)).or_default().push((target, name));
+            by_site
+                .entry((file, site))
+                .or_default()
+                .push((target, name));
         }
         by_site
             .into_iter()
@@ -134,17 +199,25 @@ impl Renderer<'_> {
             .collect()
     }
 
-    fn reference(&self, kind: RelationshipType, file: Node, site: Site, target: Node, name: Sym) -> Option<Relationship> {
+    fn reference(
+        &self,
+        kind: RelationshipType,
+        file: Node,
+        site: Site,
+        target: Node,
+        name: Sym,
+    ) -> Option<Relationship> {
         let source_file = self.path(file);
         let facts = self.engine.facts(&source_file)?;
         let position = *facts.sites.get(site.0 as usize)?;
-        let references = match kind {
-            RelationshipType::Inheritance => &facts.semantic.bases,
-            _ => &facts.semantic.calls,
+        let owners = self.owners(file, facts);
+        let (references, index) = match kind {
+            RelationshipType::Inheritance => (&facts.semantic.bases, &owners.bases),
+            _ => (&facts.semantic.calls, &owners.calls),
         };
-        let written = references
-            .iter()
-            .find(|r| r.site == site.0)
+        let written = index
+            .get(&site.0)
+            .and_then(|&i| references.get(i))
             .map(|r| r.path.join("."));
         let name = self.engine.interner().sym_text(name).to_string();
         Some(Relationship {

@@ -70,7 +70,9 @@ impl Config {
             }
             Err(error) => (
                 Config::default(),
-                vec![format!("{CONFIG_FILE}: cannot read it ({error}); using defaults")],
+                vec![format!(
+                    "{CONFIG_FILE}: cannot read it ({error}); using defaults"
+                )],
             ),
         }
     }
@@ -82,11 +84,15 @@ impl Config {
             Ok(Value::Mapping(mapping)) => mapping,
             Ok(Value::Null) => return (config, notices),
             Ok(_) => {
-                notices.push(format!("{CONFIG_FILE}: expected a mapping of keys to values; using defaults"));
+                notices.push(format!(
+                    "{CONFIG_FILE}: expected a mapping of keys to values; using defaults"
+                ));
                 return (config, notices);
             }
             Err(error) => {
-                notices.push(format!("{CONFIG_FILE}: not valid YAML ({error}); using defaults"));
+                notices.push(format!(
+                    "{CONFIG_FILE}: not valid YAML ({error}); using defaults"
+                ));
                 return (config, notices);
             }
         };
@@ -101,7 +107,9 @@ impl Config {
                 notices: &mut notices,
             };
             match key {
-                "cache_expiry_minutes" => check.positive(&mut config.cache_expiry_minutes, u64::MAX),
+                "cache_expiry_minutes" => {
+                    check.positive(&mut config.cache_expiry_minutes, u64::MAX)
+                }
                 "cache_size_limit_kb" => check.positive(&mut config.cache_size_limit_kb, u64::MAX),
                 "context_token_limit" => check.positive(&mut config.context_token_limit, 9_999),
                 "function_usage_warning_threshold" => {
@@ -115,9 +123,15 @@ impl Config {
                 "suppress_monkey_patching_warnings" => {
                     check.flag(&mut config.suppress_monkey_patching_warnings)
                 }
-                "suppress_exec_eval_warnings" => check.flag(&mut config.suppress_exec_eval_warnings),
-                "suppress_decorator_warnings" => check.flag(&mut config.suppress_decorator_warnings),
-                "suppress_metaclass_warnings" => check.flag(&mut config.suppress_metaclass_warnings),
+                "suppress_exec_eval_warnings" => {
+                    check.flag(&mut config.suppress_exec_eval_warnings)
+                }
+                "suppress_decorator_warnings" => {
+                    check.flag(&mut config.suppress_decorator_warnings)
+                }
+                "suppress_metaclass_warnings" => {
+                    check.flag(&mut config.suppress_metaclass_warnings)
+                }
                 "suppress_circular_import_warnings" => {
                     check.flag(&mut config.suppress_circular_import_warnings)
                 }

@@ -104,7 +104,9 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
             Err(error) => notices.push(Notice {
                 path: pattern.clone(),
                 kind: NoticeKind::Config,
-                message: format!("ignore pattern `{pattern}` is not a valid glob ({error}); ignored"),
+                message: format!(
+                    "ignore pattern `{pattern}` is not a valid glob ({error}); ignored"
+                ),
             }),
         }
     }
@@ -137,7 +139,9 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
             continue;
         }
         if entry.path_is_symlink() || has_symlink_ancestor(root, path) {
-            let inside = path.canonicalize().is_ok_and(|target| target.starts_with(root));
+            let inside = path
+                .canonicalize()
+                .is_ok_and(|target| target.starts_with(root));
             if !inside {
                 notices.push(Notice {
                     path: relative,
@@ -165,9 +169,10 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
 }
 
 fn has_symlink_ancestor(root: &Path, path: &Path) -> bool {
-    path.ancestors()
-        .take_while(|a| *a != root)
-        .any(|a| a.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()))
+    path.ancestors().take_while(|a| *a != root).any(|a| {
+        a.symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+    })
 }
 
 /// Reads one file, decoding it as UTF-8 or else latin-1 (§3.11.2).
@@ -180,11 +185,23 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) => {
-            return (None, Some(notice(NoticeKind::Unreadable, format!("cannot read: {error}"))));
+            return (
+                None,
+                Some(notice(
+                    NoticeKind::Unreadable,
+                    format!("cannot read: {error}"),
+                )),
+            );
         }
     };
     if bytes.iter().take(8192).any(|&b| b == 0) {
-        return (None, Some(notice(NoticeKind::Binary, "binary file (NUL bytes); skipped".into())));
+        return (
+            None,
+            Some(notice(
+                NoticeKind::Binary,
+                "binary file (NUL bytes); skipped".into(),
+            )),
+        );
     }
     let lines = bytecount_lines(&bytes);
     if lines > MAX_LINES {
@@ -192,12 +209,24 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
         return (None, Some(notice(NoticeKind::TooLarge, message)));
     }
     match String::from_utf8(bytes) {
-        Ok(text) => (Some(SourceText { path: relative, text }), None),
+        Ok(text) => (
+            Some(SourceText {
+                path: relative,
+                text,
+            }),
+            None,
+        ),
         Err(error) => {
             let text: String = error.as_bytes().iter().map(|&b| char::from(b)).collect();
             let message = "not valid UTF-8; decoded as latin-1".to_string();
             let notice = notice(NoticeKind::Latin1Fallback, message);
-            (Some(SourceText { path: relative, text }), Some(notice))
+            (
+                Some(SourceText {
+                    path: relative,
+                    text,
+                }),
+                Some(notice),
+            )
         }
     }
 }

@@ -12,9 +12,13 @@ pub use discover::{Discovery, Notice, NoticeKind, SourceText};
 /// Errors a user can cause with a root or a path argument.
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
-    #[error("project root {0} does not exist or is not a directory; pass an existing directory with --root")]
+    #[error(
+        "project root {0} does not exist or is not a directory; pass an existing directory with --root"
+    )]
     MissingRoot(PathBuf),
-    #[error("{0} does not exist; give a path relative to the project root or an absolute path inside it")]
+    #[error(
+        "{0} does not exist; give a path relative to the project root or an absolute path inside it"
+    )]
     NotFound(String),
     #[error("{0} is outside the project root {1}; only files inside the root can be read")]
     OutsideRoot(String, PathBuf),
@@ -71,7 +75,10 @@ pub fn resolve_user_path(root: &Path, input: &str) -> Result<String, PathError> 
         .canonicalize()
         .map_err(|_| PathError::NotFound(input.to_string()))?;
     if !canonical.starts_with(root) {
-        return Err(PathError::OutsideRoot(input.to_string(), root.to_path_buf()));
+        return Err(PathError::OutsideRoot(
+            input.to_string(),
+            root.to_path_buf(),
+        ));
     }
     let name = canonical
         .file_name()
