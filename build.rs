@@ -290,7 +290,12 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     )
     .unwrap();
     let names: Vec<_> = outputs.iter().map(|r| snake(&r.name)).collect();
-    writeln!(out, "    let ({},) = runtime.run();", names.join(", ")).unwrap();
+    writeln!(
+        out,
+        "    let ({},) = runtime.run_with_hasher::<rustc_hash::FxBuildHasher>();",
+        names.join(", ")
+    )
+    .unwrap();
     writeln!(out, "    Outputs {{").unwrap();
     for n in &names {
         writeln!(out, "        {n}: sorted({n}),").unwrap();

@@ -95,7 +95,7 @@ impl Builder<'_> {
     }
 
     /// The module `from <level><module> import ...` names.
-    fn from_base(&self, level: u32, module: Option<&str>) -> Module {
+    fn base_module(&self, level: u32, module: Option<&str>) -> Module {
         if level == 0 {
             return self.absolute(module.unwrap_or_default());
         }
@@ -155,14 +155,14 @@ impl Builder<'_> {
                     module,
                     name,
                 } => {
-                    let base = self.from_base(*level, module.as_deref());
+                    let base = self.base_module(*level, module.as_deref());
                     match self.submodule(&base, name) {
                         Some(submodule) => (submodule, None),
                         None => (base, Some(name.as_str())),
                     }
                 }
                 ImportTarget::Star { level, module } => {
-                    let base = self.from_base(*level, module.as_deref());
+                    let base = self.base_module(*level, module.as_deref());
                     if let Module::Project(_) = base {
                         let node = self.node(&base);
                         self.facts
@@ -254,7 +254,7 @@ impl Builder<'_> {
                 module,
                 name,
             } => {
-                let base = self.from_base(*level, module.as_deref());
+                let base = self.base_module(*level, module.as_deref());
                 if let Some(submodule) = self.submodule(&base, name) {
                     return Some(ModuleOrName::Module(submodule));
                 }

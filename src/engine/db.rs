@@ -86,10 +86,10 @@ impl Default for Database {
         let log = ExecutionLog::default();
         let sink = log.clone();
         let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
-            if let salsa::EventKind::WillExecute { database_key } = event.kind {
-                if let Some(entries) = sink.lock().as_mut() {
-                    entries.push(format!("{database_key:?}"));
-                }
+            if let salsa::EventKind::WillExecute { database_key } = event.kind
+                && let Some(entries) = sink.lock().as_mut()
+            {
+                entries.push(format!("{database_key:?}"));
             }
         })));
         Self {

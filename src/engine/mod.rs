@@ -70,7 +70,7 @@ impl Engine {
     fn refresh_semantics(&mut self, files: &[SourceFile]) {
         let extract = |db: &mut Database, file: &SourceFile| {
             let semantic = &db::module_facts(db, *file).semantic;
-            (*file.semantic(db).as_ref() != *semantic).then(|| (*file, Arc::new(semantic.clone())))
+            (file.semantic(db) != semantic).then(|| (*file, semantic.clone()))
         };
         let changed: Vec<(SourceFile, Arc<Semantic>)> = if files.len() >= PARALLEL_THRESHOLD {
             files

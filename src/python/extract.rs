@@ -25,6 +25,7 @@ pub(super) struct Extractor<'src> {
     source: &'src str,
     lines: LineIndex,
     facts: ModuleFacts,
+    semantic: Semantic,
     scopes: Vec<Frame>,
     conditions: Vec<Condition>,
     class_names: Vec<String>,
@@ -64,6 +65,7 @@ impl<'src> Extractor<'src> {
             source,
             lines: LineIndex::from_source_text(source),
             facts: ModuleFacts::default(),
+            semantic: Semantic::default(),
             scopes: Vec::new(),
             conditions: Vec::new(),
             class_names: Vec::new(),
@@ -73,7 +75,10 @@ impl<'src> Extractor<'src> {
     }
 
     pub(super) fn finish(self) -> ModuleFacts {
-        self.facts
+        ModuleFacts {
+            semantic: std::sync::Arc::new(self.semantic),
+            ..self.facts
+        }
     }
 
     pub(super) fn site_of(&self, offset: TextSize) -> Site {
@@ -87,7 +92,7 @@ impl<'src> Extractor<'src> {
     }
 
     fn sem(&mut self) -> &mut Semantic {
-        &mut self.facts.semantic
+        &mut self.semantic
     }
 
     fn at_module_scope(&self) -> bool {
@@ -157,7 +162,7 @@ impl<'src> Extractor<'src> {
         if deferred {
             Some(Lookup::Globals)
         } else {
-            let visible = self.facts.semantic.bindings.len() as u32;
+            let visible = self.semantic.bindings.len() as u32;
             Some(Lookup::GlobalsAt { visible })
         }
     }
@@ -197,7 +202,7 @@ impl<'src> Extractor<'src> {
         };
         let bound = import.bound_name().map(str::to_string);
         self.sem().imports.push(import);
-        let index = (self.facts.semantic.imports.len() - 1) as u32;
+        let index = (self.semantic.imports.len() - 1) as u32;
         let Some(name) = bound else { return };
         if let Some(frame) = self.scopes.last_mut() {
             if let Some(Local::Import(slot)) = frame.locals.get_mut(&name) {
@@ -388,7 +393,7 @@ impl<'src> Extractor<'src> {
         let Some((extend, names)) = update else {
             return;
         };
-        let all = &mut self.facts.semantic.all;
+        let all = &mut self.semantic.all;
         *all = match (extend, names, std::mem::take(all)) {
             (_, None, _) | (true, _, DunderAll::Dynamic) => DunderAll::Dynamic,
             (false, Some(names), _) | (true, Some(names), DunderAll::Absent) => {

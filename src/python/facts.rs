@@ -6,6 +6,8 @@
 //! shifts lines or changes a function body leaves `Semantic` equal, so nothing
 //! downstream re-runs; locations are looked up late, when an answer is rendered.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// A source position: 1-based line, 0-based column in characters.
@@ -24,7 +26,8 @@ pub struct ModuleFacts {
     pub parse_error: Option<ParseErrorFact>,
     pub sites: Vec<Site>,
     pub definitions: Vec<Definition>,
-    pub semantic: Semantic,
+    /// Shared with the engine's `semantic` input, so it is held once.
+    pub semantic: Arc<Semantic>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -121,12 +121,6 @@ impl Service {
     }
 
     pub fn summary(&self) -> IndexSummary {
-        let mut by_type = BTreeMap::new();
-        for relationship in self.relationships() {
-            *by_type
-                .entry(relationship.relationship_type.as_str())
-                .or_insert(0) += 1;
-        }
         IndexSummary {
             project_root: self.root.display().to_string(),
             files: self.engine.paths().count(),
@@ -139,7 +133,7 @@ impl Service {
                         .is_some_and(|f| f.parse_error.is_some())
                 })
                 .count(),
-            relationships: by_type,
+            relationships: relationships::counts(&self.engine),
             import_cycles: self.cycles().len(),
             notices: self.notices.clone(),
             wall_time_ms: self.index_time_ms,

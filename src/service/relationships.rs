@@ -51,6 +51,29 @@ pub fn all(engine: &Engine) -> Vec<Relationship> {
     out
 }
 
+/// Relationship counts by type, without rendering any relationship.
+pub fn counts(engine: &Engine) -> std::collections::BTreeMap<&'static str, usize> {
+    let outputs = &engine.program().outputs;
+    let certain_sites = |tuples: Vec<(Node, Site)>| {
+        let mut per_site: FxHashMap<(Node, Site), usize> = FxHashMap::default();
+        for key in tuples {
+            *per_site.entry(key).or_default() += 1;
+        }
+        per_site.values().filter(|&&n| n == 1).count()
+    };
+    let calls = certain_sites(outputs.calls.iter().map(|t| (t.0, t.1)).collect());
+    let bases = certain_sites(outputs.inherits.iter().map(|t| (t.0, t.1)).collect());
+    [
+        (RelationshipType::Import, outputs.imports.len()),
+        (RelationshipType::FunctionCall, calls),
+        (RelationshipType::Inheritance, bases),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(kind, n)| (kind.as_str(), n))
+    .collect()
+}
+
 /// One candidate is a fact; several mean the binding is ambiguous and
 /// nothing is claimed (fail-safe).
 fn certain(candidates: Option<&[(Node, Sym)]>) -> Option<(Node, Sym)> {
