@@ -193,7 +193,9 @@ impl Builder<'_> {
                 continue;
             }
             let name = self.interner.sym(&binding.name);
-            self.facts.push(InputFact::Binds(Binds(self.me, name)));
+            if self.has_star {
+                self.facts.push(InputFact::Binds(Binds(self.me, name)));
+            }
             match select(&self.semantic.bindings, &binding.name, usize::MAX) {
                 Selected::One(final_binding) => self.final_binding(name, final_binding),
                 Selected::Ambiguous | Selected::Unbound => {}

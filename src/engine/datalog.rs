@@ -7,9 +7,18 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Node(pub u32);
 
-/// A Python name, interned.
+/// A Python name, interned. The top bit marks a private (`_`-prefixed)
+/// name, so rules can test privacy without a lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Sym(pub u32);
+
+impl Sym {
+    pub const PRIVATE: u32 = 1 << 31;
+
+    pub fn is_private(self) -> bool {
+        self.0 & Self::PRIVATE != 0
+    }
+}
 
 /// A source position, as an index into the facts of the file the tuple
 /// starts from (`ModuleFacts::sites`).

@@ -31,7 +31,10 @@ impl Interner {
         if let Some(&id) = table.ids.get(text) {
             return id;
         }
-        let id = u32::try_from(table.strings.len()).expect("more than 2^32 interned strings");
+        let id = u32::try_from(table.strings.len())
+            .ok()
+            .filter(|id| id & Sym::PRIVATE == 0)
+            .expect("more than 2^31 interned strings");
         let text: Arc<str> = Arc::from(text);
         table.strings.push(text.clone());
         table.ids.insert(text, id);
@@ -59,7 +62,12 @@ impl Interner {
     }
 
     pub fn sym(&self, name: &str) -> Sym {
-        Sym(self.intern(name))
+        let id = self.intern(name);
+        if name.starts_with('_') {
+            Sym(id | Sym::PRIVATE)
+        } else {
+            Sym(id)
+        }
     }
 
     pub fn node_text(&self, node: Node) -> Arc<str> {
@@ -67,7 +75,7 @@ impl Interner {
     }
 
     pub fn sym_text(&self, sym: Sym) -> Arc<str> {
-        self.lookup(sym.0)
+        self.lookup(sym.0 & !Sym::PRIVATE)
     }
 
     /// The node for `text` if it was ever interned; never creates one.
@@ -76,7 +84,12 @@ impl Interner {
     }
 
     pub fn find_sym(&self, text: &str) -> Option<Sym> {
-        self.find(text).map(Sym)
+        let id = self.find(text)?;
+        Some(Sym(if text.starts_with('_') {
+            id | Sym::PRIVATE
+        } else {
+            id
+        }))
     }
 }
 

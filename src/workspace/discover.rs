@@ -3,10 +3,9 @@
 //! directories and sensitive files always skipped, symlinks followed only
 //! while they stay inside the root.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use rayon::prelude::*;
 use serde::Serialize;
 
 /// Directories never descended into, whatever the ignore files say.
@@ -112,7 +111,8 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
     }
     let extra = extra.build().unwrap_or_else(|_| GlobSet::empty());
 
-    let walker = ignore::WalkBuilder::new(root)
+    let found = std::sync::Mutex::new((Vec::new(), Vec::new()));
+    ignore::WalkBuilder::new(root)
         .follow_links(true)
         .require_git(false)
         .filter_entry(|entry| {
@@ -120,52 +120,60 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             !(is_dir && SKIPPED_DIRS.contains(&name.as_ref()))
         })
-        .build();
-
-    let mut candidates: Vec<(String, PathBuf)> = Vec::new();
-    for entry in walker.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "py") {
-            continue;
-        }
-        let Some(relative) = relative_path(root, path) else {
-            continue;
-        };
-        let name = entry.file_name().to_string_lossy();
-        if is_sensitive(&name) || extra.is_match(&relative) {
-            continue;
-        }
-        if entry.path_is_symlink() || has_symlink_ancestor(root, path) {
-            let inside = path
-                .canonicalize()
-                .is_ok_and(|target| target.starts_with(root));
-            if !inside {
-                notices.push(Notice {
-                    path: relative,
-                    kind: NoticeKind::SymlinkOutsideRoot,
-                    message: "symlink points outside the project root; skipped".into(),
-                });
-                continue;
-            }
-        }
-        candidates.push((relative, path.to_path_buf()));
-    }
-    candidates.sort();
-    candidates.dedup_by(|a, b| a.0 == b.0);
-
-    let read: Vec<(Option<SourceText>, Option<Notice>)> = candidates
-        .into_par_iter()
-        .map(|(relative, path)| read_source(relative, &path))
-        .collect();
-    let mut files = Vec::with_capacity(read.len());
-    for (file, notice) in read {
-        files.extend(file);
-        notices.extend(notice);
-    }
+        .build_parallel()
+        .run(|| {
+            let (found, extra) = (&found, &extra);
+            Box::new(move |entry| {
+                if let Ok(entry) = entry {
+                    let (file, notice) = visit(root, &entry, extra);
+                    if file.is_some() || notice.is_some() {
+                        let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                        found.0.extend(file);
+                        found.1.extend(notice);
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    let (mut files, found_notices): (Vec<SourceText>, Vec<Notice>) =
+        found.into_inner().unwrap_or_else(|e| e.into_inner());
+    notices.extend(found_notices);
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files.dedup_by(|a, b| a.path == b.path);
+    notices.sort_by(|a, b| a.path.cmp(&b.path));
     Discovery { files, notices }
+}
+
+/// Reads one walked entry if it is a project Python file.
+fn visit(
+    root: &Path,
+    entry: &ignore::DirEntry,
+    extra: &GlobSet,
+) -> (Option<SourceText>, Option<Notice>) {
+    let path = entry.path();
+    let is_python = entry.file_type().is_some_and(|t| t.is_file())
+        && path.extension().is_some_and(|e| e == "py");
+    let Some(relative) = is_python.then(|| relative_path(root, path)).flatten() else {
+        return (None, None);
+    };
+    let name = entry.file_name().to_string_lossy();
+    if is_sensitive(&name) || extra.is_match(&relative) {
+        return (None, None);
+    }
+    if entry.path_is_symlink() || has_symlink_ancestor(root, path) {
+        let inside = path
+            .canonicalize()
+            .is_ok_and(|target| target.starts_with(root));
+        if !inside {
+            let notice = Notice {
+                path: relative,
+                kind: NoticeKind::SymlinkOutsideRoot,
+                message: "symlink points outside the project root; skipped".into(),
+            };
+            return (None, Some(notice));
+        }
+    }
+    read_source(relative, path)
 }
 
 fn has_symlink_ancestor(root: &Path, path: &Path) -> bool {
