@@ -97,7 +97,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 for notice in &summary.notices {
                     writeln!(out, "    {}: {}", notice.path, notice.message)?;
                 }
-                writeln!(out, "  wall time:      {:.1} ms", summary.wall_time_ms)?;
+                let p = &summary.phases;
+                writeln!(
+                    out,
+                    "  wall time:      {:.1} ms (discover {:.1}, parse {:.1}, resolve + rules {:.1})",
+                    summary.wall_time_ms, p.discover_ms, p.parse_ms, p.analyze_ms
+                )?;
             }
         }
         Command::Export { out: path } => {

@@ -25,7 +25,22 @@ pub struct ModuleIndex {
     dirs: FxHashSet<String>,
     /// Root-relative search roots in `sys.path` order; `""` is the root.
     roots: Vec<String>,
+    /// The same few modules are imported thousands of times.
+    cache: ResolutionCache,
 }
+
+/// Memoized [`ModuleIndex::find`] results. Derived from the other fields, so
+/// it takes no part in equality.
+#[derive(Debug, Default)]
+struct ResolutionCache(std::sync::RwLock<rustc_hash::FxHashMap<String, ModuleLoc>>);
+
+impl PartialEq for ResolutionCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ResolutionCache {}
 
 impl ModuleIndex {
     pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>, extra_roots: &[String]) -> Self {
@@ -48,7 +63,12 @@ impl ModuleIndex {
                 roots.push(extra);
             }
         }
-        Self { files, dirs, roots }
+        Self {
+            files,
+            dirs,
+            roots,
+            cache: ResolutionCache::default(),
+        }
     }
 
     pub fn contains_file(&self, path: &str) -> bool {
@@ -111,6 +131,20 @@ impl ModuleIndex {
     }
 
     fn find(&self, start: &[String], components: &[&str]) -> ModuleLoc {
+        let key = format!("{}\0{}", start.join("\0"), components.join("."));
+        let cache = &self.cache.0;
+        if let Some(found) = cache.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return found.clone();
+        }
+        let found = self.find_uncached(start, components);
+        cache
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, found.clone());
+        found
+    }
+
+    fn find_uncached(&self, start: &[String], components: &[&str]) -> ModuleLoc {
         let mut dirs: Vec<String> = start.to_vec();
         for (position, component) in components.iter().enumerate() {
             let last = position + 1 == components.len();

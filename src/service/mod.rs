@@ -25,7 +25,7 @@ pub struct Service {
     config: Config,
     engine: Engine,
     notices: Vec<Notice>,
-    index_time_ms: f64,
+    timings: model::PhaseTimings,
 }
 
 impl Service {
@@ -48,18 +48,29 @@ impl Service {
             })
             .collect();
         progress("discovering files");
+        let phase = Instant::now();
         let discovery = workspace::discover::discover(&root, &config.ignore_patterns);
+        let discover_ms = elapsed_ms(phase);
         notices.extend(discovery.notices);
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
+        let phase = Instant::now();
         engine.set_files(discovery.files.into_iter().map(|f| (f.path, f.text)));
+        let parse_ms = elapsed_ms(phase);
+        let phase = Instant::now();
         engine.analyze();
+        let analyze_ms = elapsed_ms(phase);
         Ok(Service {
             root,
             config,
             engine,
             notices,
-            index_time_ms: started.elapsed().as_secs_f64() * 1e3,
+            timings: model::PhaseTimings {
+                discover_ms,
+                parse_ms,
+                analyze_ms,
+                total_ms: elapsed_ms(started),
+            },
         })
     }
 
@@ -136,7 +147,8 @@ impl Service {
             relationships: relationships::counts(&self.engine),
             import_cycles: self.cycles().len(),
             notices: self.notices.clone(),
-            wall_time_ms: self.index_time_ms,
+            wall_time_ms: self.timings.total_ms,
+            phases: self.timings.clone(),
         }
     }
 
@@ -294,6 +306,10 @@ fn shortest_cycle(
         }
     }
     None
+}
+
+fn elapsed_ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
 }
 
 fn rfc3339(time: SystemTime) -> String {

@@ -116,6 +116,19 @@ pub struct IndexSummary {
     pub import_cycles: usize,
     pub notices: Vec<Notice>,
     pub wall_time_ms: f64,
+    pub phases: PhaseTimings,
+}
+
+/// Where the wall time of opening a project went.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PhaseTimings {
+    /// Walking the tree and reading files.
+    pub discover_ms: f64,
+    /// Creating inputs, parsing and extracting facts (all cores).
+    pub parse_ms: f64,
+    /// Resolving every file and running the Datalog program.
+    pub analyze_ms: f64,
+    pub total_ms: f64,
 }
 
 /// The tuples of one relation that match a query pattern.

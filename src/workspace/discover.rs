@@ -112,13 +112,28 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
     let extra = extra.build().unwrap_or_else(|_| GlobSet::empty());
 
     let found = std::sync::Mutex::new((Vec::new(), Vec::new()));
+    let escaped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (walk_root, escapes) = (root.to_path_buf(), escaped.clone());
     ignore::WalkBuilder::new(root)
         .follow_links(true)
         .require_git(false)
-        .filter_entry(|entry| {
+        .filter_entry(move |entry| {
             let name = entry.file_name().to_string_lossy();
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir && SKIPPED_DIRS.contains(&name.as_ref()))
+            if is_dir && SKIPPED_DIRS.contains(&name.as_ref()) {
+                return false;
+            }
+            // A linked directory is entered only if it resolves inside the root.
+            if is_dir && entry.path_is_symlink() && !resolves_inside(&walk_root, entry.path()) {
+                if let Some(relative) = relative_path(&walk_root, entry.path()) {
+                    escapes
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(relative);
+                }
+                return false;
+            }
+            true
         })
         .build_parallel()
         .run(|| {
@@ -138,6 +153,12 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
     let (mut files, found_notices): (Vec<SourceText>, Vec<Notice>) =
         found.into_inner().unwrap_or_else(|e| e.into_inner());
     notices.extend(found_notices);
+    let escaped = std::mem::take(&mut *escaped.lock().unwrap_or_else(|e| e.into_inner()));
+    notices.extend(escaped.into_iter().map(|path| Notice {
+        path,
+        kind: NoticeKind::SymlinkOutsideRoot,
+        message: "symlinked directory points outside the project root; skipped".into(),
+    }));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
     notices.sort_by(|a, b| a.path.cmp(&b.path));
@@ -160,27 +181,20 @@ fn visit(
     if is_sensitive(&name) || extra.is_match(&relative) {
         return (None, None);
     }
-    if entry.path_is_symlink() || has_symlink_ancestor(root, path) {
-        let inside = path
-            .canonicalize()
-            .is_ok_and(|target| target.starts_with(root));
-        if !inside {
-            let notice = Notice {
-                path: relative,
-                kind: NoticeKind::SymlinkOutsideRoot,
-                message: "symlink points outside the project root; skipped".into(),
-            };
-            return (None, Some(notice));
-        }
+    if entry.path_is_symlink() && !resolves_inside(root, path) {
+        let notice = Notice {
+            path: relative,
+            kind: NoticeKind::SymlinkOutsideRoot,
+            message: "symlink points outside the project root; skipped".into(),
+        };
+        return (None, Some(notice));
     }
     read_source(relative, path)
 }
 
-fn has_symlink_ancestor(root: &Path, path: &Path) -> bool {
-    path.ancestors().take_while(|a| *a != root).any(|a| {
-        a.symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_symlink())
-    })
+fn resolves_inside(root: &Path, path: &Path) -> bool {
+    path.canonicalize()
+        .is_ok_and(|target| target.starts_with(root))
 }
 
 /// Reads one file, decoding it as UTF-8 or else latin-1 (§3.11.2).
@@ -202,7 +216,7 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
             );
         }
     };
-    if bytes.iter().take(8192).any(|&b| b == 0) {
+    if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
         return (
             None,
             Some(notice(
@@ -240,7 +254,7 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
 }
 
 fn bytecount_lines(bytes: &[u8]) -> usize {
-    let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+    let newlines = memchr::memchr_iter(b'\n', bytes).count();
     newlines + usize::from(bytes.last().is_some_and(|&b| b != b'\n'))
 }
 
