@@ -17,3 +17,7 @@ class EchoBot:
 
     def send(self, message):
         return requests.post("https://example.invalid/send", json={"text": message.text})
+
+
+# Registers the admin variant; admin imports this module back (a cycle).
+from . import admin  # noqa: E402

@@ -1,0 +1,123 @@
+//! The CLI contract (DESIGN §4) on the sample project the README indexes.
+
+use std::path::Path;
+use std::process::Command;
+
+fn xfile(args: &[&str]) -> (i32, serde_json::Value) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project");
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(args)
+        .arg("--root")
+        .arg(&root)
+        .arg("--json")
+        .output()
+        .expect("runs");
+    let json = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    (output.status.code().unwrap_or(-1), json)
+}
+
+#[test]
+fn index_summarizes_files_relationships_and_cycles() {
+    let (status, summary) = xfile(&["index"]);
+    assert_eq!(status, 0);
+    assert_eq!(summary["files"], 9);
+    assert_eq!(summary["parse_errors"], 0);
+    assert_eq!(summary["relationships"]["import"], 17);
+    assert_eq!(summary["relationships"]["function_call"], 14);
+    assert_eq!(summary["relationships"]["inheritance"], 1);
+    assert_eq!(summary["import_cycles"], 1);
+}
+
+#[test]
+fn export_has_the_spec_shape_fr23() {
+    let (status, export) = xfile(&["export"]);
+    assert_eq!(status, 0);
+    for key in [
+        "metadata",
+        "files",
+        "relationships",
+        "warnings",
+        "graph_metadata",
+    ] {
+        assert!(export.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(export["metadata"]["language"], "python");
+    assert_eq!(export["metadata"]["total_files"], 9);
+    assert_eq!(
+        export["graph_metadata"]["circular_imports"],
+        serde_json::json!([["app/admin.py", "app/bot.py", "app/admin.py"]])
+    );
+    let bot = export["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["relative_path"] == "app/bot.py")
+        .unwrap();
+    assert_eq!(bot["in_import_cycle"], true);
+    let first = &export["relationships"][0];
+    for key in [
+        "source_file",
+        "target_file",
+        "relationship_type",
+        "line_number",
+        "column",
+        "source_symbol",
+        "target_symbol",
+        "target_line",
+        "metadata",
+    ] {
+        assert!(first.get(key).is_some(), "relationship lacks {key}");
+    }
+}
+
+#[test]
+fn dependents_follow_reexports_to_the_defining_file_fr18() {
+    let (status, dependents) = xfile(&["dependents", "app/utils/retry.py"]);
+    assert_eq!(status, 0);
+    let summary: Vec<(String, u64, String)> = dependents
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["source_file"].as_str().unwrap().to_string(),
+                r["line_number"].as_u64().unwrap(),
+                r["relationship_type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("app/bot.py".to_string(), 5, "import".to_string()),
+            ("app/bot.py".to_string(), 16, "function_call".to_string()),
+            ("app/utils/__init__.py".to_string(), 2, "import".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn query_filters_any_relation_and_explains_bad_patterns() {
+    let (status, result) = xfile(&["query", r#"Inherits("app/admin.py", _, _, _)"#]);
+    assert_eq!(status, 0);
+    assert_eq!(
+        result["tuples"],
+        serde_json::json!([["app/admin.py", "4:15", "app/bot.py", "EchoBot"]])
+    );
+
+    let unknown = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["query", "Nope(_)", "--root"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project"))
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        message.contains("unknown relation `Nope`")
+            && message.contains("Imports(file, site, module)"),
+        "{message}"
+    );
+
+    let (status, _) = xfile(&["query", "Imports(_)"]);
+    assert_eq!(status, 2);
+}
