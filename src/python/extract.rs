@@ -302,6 +302,7 @@ impl<'src> Extractor<'src> {
             signature,
             &def.body,
             &def.decorator_list,
+            def.name.range.start(),
             def,
         );
     }
@@ -320,6 +321,7 @@ impl<'src> Extractor<'src> {
             signature,
             &class.body,
             &class.decorator_list,
+            class.name.range.start(),
             class,
         );
     }
@@ -338,6 +340,7 @@ impl<'src> Extractor<'src> {
         signature: String,
         body: &[Stmt],
         decorators: &[ast::Decorator],
+        name_start: TextSize,
         node: &impl Ranged,
     ) {
         let definition = Definition {
@@ -349,7 +352,8 @@ impl<'src> Extractor<'src> {
                 .iter()
                 .map(|d| fold_whitespace(self.text(&d.expression)))
                 .collect(),
-            start_line: self.site_of(node.range().start()).line,
+            // The `def`/`class` line, not the first decorator's.
+            start_line: self.site_of(name_start).line,
             end_line: self.site_of(node.range().end()).line,
         };
         self.facts.definitions.push(definition);
