@@ -111,6 +111,13 @@ impl Builder<'_> {
         }
     }
 
+    /// `from <level><module> import name`: `Ok` with the submodule `name` if
+    /// it is one, else `Err` with the module the statement names.
+    fn from_import(&self, level: u32, module: Option<&str>, name: &str) -> Result<Module, Module> {
+        let base = self.base_module(level, module);
+        self.submodule(&base, name).ok_or(base)
+    }
+
     /// For `from base import name`: the submodule `name`, if it is one.
     fn submodule(&self, base: &Module, name: &str) -> Option<Module> {
         match base {
@@ -154,13 +161,10 @@ impl Builder<'_> {
                     level,
                     module,
                     name,
-                } => {
-                    let base = self.base_module(*level, module.as_deref());
-                    match self.submodule(&base, name) {
-                        Some(submodule) => (submodule, None),
-                        None => (base, Some(name.as_str())),
-                    }
-                }
+                } => match self.from_import(*level, module.as_deref(), name) {
+                    Ok(submodule) => (submodule, None),
+                    Err(base) => (base, Some(name.as_str())),
+                },
                 ImportTarget::Star { level, module } => {
                     let base = self.base_module(*level, module.as_deref());
                     if let Module::Project(_) = base {
@@ -255,16 +259,11 @@ impl Builder<'_> {
                 level,
                 module,
                 name,
-            } => {
-                let base = self.base_module(*level, module.as_deref());
-                if let Some(submodule) = self.submodule(&base, name) {
-                    return Some(ModuleOrName::Module(submodule));
-                }
-                match base {
-                    Module::Opaque(_) => None,
-                    base => Some(ModuleOrName::Name(base, name.clone())),
-                }
-            }
+            } => match self.from_import(*level, module.as_deref(), name) {
+                Ok(submodule) => Some(ModuleOrName::Module(submodule)),
+                Err(Module::Opaque(_)) => None,
+                Err(base) => Some(ModuleOrName::Name(base, name.clone())),
+            },
             ImportTarget::Star { .. } => None,
         }
     }
