@@ -113,7 +113,12 @@ impl Builder<'_> {
 
     /// `from <level><module> import name`: `Ok` with the submodule `name` if
     /// it is one, else `Err` with the module the statement names.
-    fn from_import(&self, level: u32, module: Option<&str>, name: &str) -> Result<Module, Module> {
+    fn import_target(
+        &self,
+        level: u32,
+        module: Option<&str>,
+        name: &str,
+    ) -> Result<Module, Module> {
         let base = self.base_module(level, module);
         self.submodule(&base, name).ok_or(base)
     }
@@ -161,7 +166,7 @@ impl Builder<'_> {
                     level,
                     module,
                     name,
-                } => match self.from_import(*level, module.as_deref(), name) {
+                } => match self.import_target(*level, module.as_deref(), name) {
                     Ok(submodule) => (submodule, None),
                     Err(base) => (base, Some(name.as_str())),
                 },
@@ -259,7 +264,7 @@ impl Builder<'_> {
                 level,
                 module,
                 name,
-            } => match self.from_import(*level, module.as_deref(), name) {
+            } => match self.import_target(*level, module.as_deref(), name) {
                 Ok(submodule) => Some(ModuleOrName::Module(submodule)),
                 Err(Module::Opaque(_)) => None,
                 Err(base) => Some(ModuleOrName::Name(base, name.clone())),

@@ -8,7 +8,7 @@ use ruff_python_ast::{
     self as ast, ExceptHandler, Expr, Parameters, Stmt, StmtClassDef, StmtFunctionDef,
 };
 use ruff_source_file::LineIndex;
-use ruff_text_size::{Ranged, TextSize};
+use ruff_text_size::{Ranged, TextRange, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::facts::{
@@ -302,8 +302,7 @@ impl<'src> Extractor<'src> {
             signature,
             &def.body,
             &def.decorator_list,
-            def.name.range.start(),
-            def,
+            TextRange::new(def.name.range.start(), def.range.end()),
         );
     }
 
@@ -321,8 +320,7 @@ impl<'src> Extractor<'src> {
             signature,
             &class.body,
             &class.decorator_list,
-            class.name.range.start(),
-            class,
+            TextRange::new(class.name.range.start(), class.range.end()),
         );
     }
 
@@ -340,8 +338,8 @@ impl<'src> Extractor<'src> {
         signature: String,
         body: &[Stmt],
         decorators: &[ast::Decorator],
-        name_start: TextSize,
-        node: &impl Ranged,
+        // From the `def`/`class` name (not the first decorator) to the end.
+        lines: TextRange,
     ) {
         let definition = Definition {
             qualname,
@@ -352,9 +350,8 @@ impl<'src> Extractor<'src> {
                 .iter()
                 .map(|d| fold_whitespace(self.text(&d.expression)))
                 .collect(),
-            // The `def`/`class` line, not the first decorator's.
-            start_line: self.site_of(name_start).line,
-            end_line: self.site_of(node.range().end()).line,
+            start_line: self.site_of(lines.start()).line,
+            end_line: self.site_of(lines.end()).line,
         };
         self.facts.definitions.push(definition);
     }
