@@ -10,18 +10,21 @@ fn facts(file: &str) -> xfile::python::ModuleFacts {
     extract(&std::fs::read_to_string(path).unwrap())
 }
 
+/// qualname, kind, signature, docstring, decorators, start line, end line.
+type Row = (
+    String,
+    DefinitionKind,
+    String,
+    Option<String>,
+    Vec<String>,
+    u32,
+    u32,
+);
+
 #[test]
 fn definitions_carry_signature_docstring_decorators_and_lines() {
     let facts = facts("shapes.py");
-    let rows: Vec<(
-        String,
-        DefinitionKind,
-        String,
-        Option<String>,
-        Vec<String>,
-        u32,
-        u32,
-    )> = facts
+    let rows: Vec<Row> = facts
         .definitions
         .iter()
         .map(|d| {
