@@ -45,6 +45,10 @@ enum Command {
     Dependents { file: String },
     /// Tuples of a relation, e.g. 'Imports("app.py", _, _)'.
     Query { pattern: String },
+    /// FILE with its cross-file context, as the MCP tool read_with_context returns it.
+    Read { file: String },
+    /// Serve MCP on stdio for the root.
+    Serve,
 }
 
 /// A failure with the exit status it maps to: 2 for what the user can fix.
@@ -78,6 +82,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Some(root) => root.clone(),
         None => workspace::find_root(&std::env::current_dir()?),
     };
+    if let Command::Serve = cli.command {
+        let root = workspace::canonical_root(&root)?;
+        return crate::mcp::serve(root).map_err(|e| Failure {
+            message: format!("MCP server stopped: {e}"),
+            status: 1,
+        });
+    }
     let service = open(&root)?;
     let mut out = std::io::stdout().lock();
     match cli.command {
@@ -121,6 +132,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Dependents { file } => {
             print_relationships(&mut out, &service.dependents(&file)?, cli.json)?
         }
+        Command::Read { file } => write!(out, "{}", service.read_with_context(&file)?)?,
+        Command::Serve => {}
         Command::Query { pattern } => {
             let result = service.query(&pattern)?;
             if cli.json {

@@ -2,6 +2,7 @@
 //! the graph export and relation queries. No protocol types live here; the
 //! CLI and (later) the MCP server are thin adapters over [`Service`].
 
+pub mod context;
 pub mod model;
 pub mod query;
 pub mod relationships;
@@ -125,6 +126,21 @@ impl Service {
                     && (r.target_file == file || r.metadata.defined_in.as_deref() == Some(&file))
             })
             .collect())
+    }
+
+    /// The file's text behind its cross-file context (TDD §3.8.3).
+    pub fn read_with_context(&self, file: &str) -> Result<String, PathError> {
+        context::read_with_context(self, file)
+    }
+
+    /// File-level notices (skipped files, encoding fallbacks, configuration
+    /// problems), all or for one file.
+    pub fn notices(&self, file: Option<&str>) -> Vec<Notice> {
+        self.notices
+            .iter()
+            .filter(|n| file.is_none_or(|f| n.path == f))
+            .cloned()
+            .collect()
     }
 
     pub fn query(&self, pattern: &str) -> Result<QueryResult, query::QueryError> {

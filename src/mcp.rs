@@ -1,0 +1,266 @@
+//! MCP server on stdio (`xfile serve`): a thin adapter over [`Service`].
+//!
+//! The first index runs in the background, so `initialize` and `tools/list`
+//! answer at once; a tool called before it finishes waits for it. Every
+//! failure is a tool result with `isError` and a JSON body
+//! `{"code", "message", "suggestion"}`; the server never exits on a bad
+//! request. stdout carries only protocol.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+
+use crate::service::Service;
+use crate::workspace::PathError;
+
+#[derive(Deserialize, JsonSchema)]
+pub struct FileArgs {
+    /// Path of a Python file, relative to the project root or absolute inside it.
+    pub file_path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct DependentsArgs {
+    /// Path of a Python file, relative to the project root or absolute inside it.
+    pub file_path: String,
+    /// Only relationships about this symbol (a function or class name).
+    pub symbol: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct GraphArgs {
+    /// Only files and relationships whose source path starts with this prefix.
+    pub path_prefix: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct WarningsArgs {
+    /// Only notices about this file.
+    pub file_path: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct QueryArgs {
+    /// A relation pattern such as `Calls("app.py", _, _, _)`; `_` is a wildcard.
+    pub pattern: String,
+}
+
+type Shared = Arc<OnceCell<Result<Mutex<Service>, String>>>;
+
+#[derive(Clone)]
+pub struct XfileServer {
+    root: PathBuf,
+    service: Shared,
+    tool_router: ToolRouter<Self>,
+}
+
+/// A tool failure: a stable code, what went wrong, and what to do.
+struct ToolError {
+    code: &'static str,
+    message: String,
+    suggestion: &'static str,
+}
+
+impl From<PathError> for ToolError {
+    fn from(error: PathError) -> Self {
+        let suggestion = match &error {
+            PathError::NotFound(_) => {
+                "List files with get_relationship_graph, or check the spelling."
+            }
+            PathError::OutsideRoot(..) => "Use a path inside the project root.",
+            PathError::Sensitive(_) => "This file is never served; it may hold secrets.",
+            PathError::NulByte(_) => "Pass a plain path string.",
+            PathError::MissingRoot(_) => "Restart the server with an existing --root.",
+        };
+        ToolError {
+            code: error.code(),
+            message: error.to_string(),
+            suggestion,
+        }
+    }
+}
+
+fn ok_json(value: &impl serde::Serialize) -> CallToolResult {
+    let text =
+        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+fn failure(error: ToolError) -> CallToolResult {
+    let body = serde_json::json!({
+        "code": error.code,
+        "message": error.message,
+        "suggestion": error.suggestion,
+    });
+    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+}
+
+impl XfileServer {
+    pub fn new(root: PathBuf) -> Self {
+        Self {
+            root,
+            service: Arc::new(OnceCell::new()),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Starts the first index in the background.
+    pub fn start_indexing(&self) {
+        let (root, cell) = (self.root.clone(), self.service.clone());
+        tokio::spawn(async move {
+            cell.get_or_init(|| open(root)).await;
+        });
+    }
+
+    /// Runs `f` on the service, waiting for the first index if needed.
+    async fn with_service(
+        &self,
+        f: impl FnOnce(&Service) -> Result<CallToolResult, ToolError>,
+    ) -> CallToolResult {
+        let root = self.root.clone();
+        let ready = self.service.get_or_init(|| open(root)).await;
+        let outcome = match ready {
+            Ok(service) => {
+                let service = service.lock().unwrap_or_else(|e| e.into_inner());
+                f(&service)
+            }
+            Err(message) => Err(ToolError {
+                code: "index_failed",
+                message: message.clone(),
+                suggestion: "Restart the server with an existing --root.",
+            }),
+        };
+        outcome.unwrap_or_else(failure)
+    }
+}
+
+async fn open(root: PathBuf) -> Result<Mutex<Service>, String> {
+    tokio::task::spawn_blocking(move || {
+        Service::open(&root)
+            .map(Mutex::new)
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")))
+}
+
+#[tool_router(router = tool_router)]
+impl XfileServer {
+    #[tool(
+        description = "Read a Python file together with the signatures, docstrings and locations of the project functions and classes it imports or uses from other files. Use this instead of a plain read when you need to know what imported names mean."
+    )]
+    async fn read_with_context(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
+        self.with_service(|s| {
+            let text = s.read_with_context(&args.file_path)?;
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "List what a Python file depends on: its imports, the cross-file functions it calls and the classes it inherits from, with line numbers and target definitions."
+    )]
+    async fn get_dependencies(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
+        self.with_service(|s| Ok(ok_json(&s.dependencies(&args.file_path)?)))
+            .await
+    }
+
+    #[tool(
+        description = "List who depends on a Python file (imports it, calls into it, inherits from it), optionally for one symbol. Use before changing a signature to see what may break."
+    )]
+    async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
+        self.with_service(|s| {
+            let mut dependents = s.dependents(&args.file_path)?;
+            if let Some(symbol) = &args.symbol {
+                dependents.retain(|r| r.target_symbol.as_deref() == Some(symbol.as_str()));
+            }
+            Ok(ok_json(&dependents))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Export the relationship graph (files, relationships, circular imports, most connected files), optionally limited to files under a path prefix."
+    )]
+    async fn get_relationship_graph(
+        &self,
+        Parameters(args): Parameters<GraphArgs>,
+    ) -> CallToolResult {
+        self.with_service(|s| {
+            let mut export = s.export();
+            if let Some(prefix) = &args.path_prefix {
+                export
+                    .files
+                    .retain(|f| f.relative_path.starts_with(prefix.as_str()));
+                export
+                    .relationships
+                    .retain(|r| r.source_file.starts_with(prefix.as_str()));
+            }
+            Ok(ok_json(&export))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "List indexing notices: files skipped (binary, too large, symlink outside the root), files decoded as latin-1, configuration problems. Optionally for one file."
+    )]
+    async fn get_warnings(&self, Parameters(args): Parameters<WarningsArgs>) -> CallToolResult {
+        self.with_service(|s| {
+            let file = match &args.file_path {
+                Some(path) => Some(crate::workspace::resolve_user_path(s.root(), path)?),
+                None => None,
+            };
+            Ok(ok_json(&s.notices(file.as_deref())))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Query any relation of the Datalog rules with a pattern like Imports(\"app.py\", _, _) or DependsOn(_, \"models.py\"). An unknown relation lists all relations and their arguments."
+    )]
+    async fn query_relation(&self, Parameters(args): Parameters<QueryArgs>) -> CallToolResult {
+        self.with_service(|s| {
+            s.query(&args.pattern)
+                .map(|r| ok_json(&r))
+                .map_err(|e| ToolError {
+                    code: "invalid_parameter",
+                    message: e.to_string(),
+                    suggestion: "Write Relation(arg, ...) with one argument per relation field.",
+                })
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for XfileServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("xfile", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Cross-file context for this Python project: read files with read_with_context, check impact with get_dependents.",
+            )
+    }
+}
+
+/// Serves MCP on stdio until the client closes the connection.
+pub fn serve(root: PathBuf) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let server = XfileServer::new(root);
+        server.start_indexing();
+        let running = server.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    })
+}

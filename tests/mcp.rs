@@ -1,0 +1,184 @@
+//! The MCP server over real stdio, spoken as raw JSON-RPC (DESIGN §4).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Client {
+    fn start(root: &Path) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xfile"))
+            .args(["serve", "--root"])
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("server starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut client = Client {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        let init = client.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "xfile");
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let message: Value = serde_json::from_str(&line).expect("stdout carries only JSON-RPC");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// Calls a tool; returns (is_error, text of the first content block).
+    fn call(&mut self, tool: &str, arguments: Value) -> (bool, String) {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let result = &response["result"];
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        (result["isError"] == json!(true), text)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sample() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project")
+}
+
+#[test]
+fn lists_the_tools_with_schemas() {
+    let mut client = Client::start(&sample());
+    let tools = client.request("tools/list", json!({}));
+    let mut names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "get_dependencies",
+            "get_dependents",
+            "get_relationship_graph",
+            "get_warnings",
+            "query_relation",
+            "read_with_context"
+        ]
+    );
+    for tool in tools["result"]["tools"].as_array().unwrap() {
+        assert!(tool["inputSchema"]["type"] == "object", "{tool}");
+        assert!(tool["description"].as_str().unwrap().len() > 40);
+    }
+}
+
+#[test]
+fn read_with_context_injects_used_signatures_fr8() {
+    let mut client = Client::start(&sample());
+    let (is_error, text) = client.call("read_with_context", json!({"file_path": "app/bot.py"}));
+    assert!(!is_error, "{text}");
+    assert!(text.starts_with("[Cross-File Context]"));
+    assert!(text.contains(
+        "From app/utils/retry.py:7\ndef retry_with_backoff(fn, attempts=3, base_delay=0.5)"
+    ));
+    assert!(text.contains("# Implementation in app/utils/retry.py:7-15"));
+    assert!(text.contains("From app/storage.py:6\nclass Storage"));
+    assert!(text.contains("star-imports app/models.py"));
+    // Only what the file uses: storage's `put` is never injected.
+    assert!(!text.contains("def put"));
+    assert!(text.contains("[File Content]\nimport requests\n"));
+}
+
+#[test]
+fn bad_requests_are_tool_errors_with_codes_and_the_server_keeps_answering() {
+    let mut client = Client::start(&sample());
+    let cases = [
+        (
+            "read_with_context",
+            json!({"file_path": "missing.py"}),
+            "file_not_found",
+        ),
+        (
+            "read_with_context",
+            json!({"file_path": "../../Cargo.toml"}),
+            "outside_root",
+        ),
+        (
+            "read_with_context",
+            json!({"file_path": "/etc/passwd"}),
+            "outside_root",
+        ),
+        (
+            "get_dependencies",
+            json!({"file_path": "app/\u{0}bot.py"}),
+            "invalid_parameter",
+        ),
+        (
+            "query_relation",
+            json!({"pattern": "Nope(_)"}),
+            "invalid_parameter",
+        ),
+    ];
+    for (tool, arguments, code) in cases {
+        let (is_error, text) = client.call(tool, arguments.clone());
+        assert!(is_error, "{tool} {arguments}: {text}");
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(body["code"], code, "{tool} {arguments}: {text}");
+        assert!(!body["suggestion"].as_str().unwrap().is_empty());
+        assert!(!text.contains("root:"), "no file content leaks: {text}");
+    }
+    // Missing arguments are a protocol-level error, not a crash.
+    let response = client.request(
+        "tools/call",
+        json!({"name": "get_dependents", "arguments": {}}),
+    );
+    assert!(response.get("error").is_some() || response["result"]["isError"] == json!(true));
+    let (is_error, text) = client.call(
+        "get_dependents",
+        json!({"file_path": "app/utils/retry.py", "symbol": "retry_with_backoff"}),
+    );
+    assert!(!is_error, "{text}");
+    let dependents: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(dependents.as_array().unwrap().len(), 3);
+}
