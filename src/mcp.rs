@@ -111,8 +111,9 @@ impl XfileServer {
         }
     }
 
-    /// Starts the first index in the background.
+    /// Starts the first index, and building the tokenizer, in the background.
     pub fn start_indexing(&self) {
+        tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""));
         let (root, cell) = (self.root.clone(), self.service.clone());
         tokio::spawn(async move {
             cell.get_or_init(|| open(root)).await;

@@ -2,8 +2,13 @@
 //! `[Cross-File Context]` section with the signatures of exactly the project
 //! symbols the file imports or uses.
 //!
-//! Not yet here (issue 3): the token budget, the snippet cache and its age
-//! indicator, and the injection log.
+//! The section is held to `context_token_limit` tokens (cl100k_base): the
+//! summary keeps one line per directly imported project file, then snippets
+//! are added in order of first use until the budget is spent, and the section
+//! says what was left out and how to get it.
+//!
+//! Not yet here (issue 3): the snippet cache and its age indicator, and the
+//! injection log.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,10 +25,20 @@ struct Used {
     symbol: String,
 }
 
+/// Tokens of `text` in the cl100k_base encoding (built once, on first use).
+pub fn count_tokens(text: &str) -> usize {
+    tiktoken_rs::cl100k_base_singleton()
+        .encode_with_special_tokens(text)
+        .len()
+}
+
 pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathError> {
     let path = service.resolve_file(input)?;
     let engine = service.engine();
     let content = engine.text(&path).unwrap_or_default();
+    if !service.config().enable_context_injection {
+        return Ok(content.to_string());
+    }
     let relationships = service.dependencies(&path)?;
     let mut out = String::from("[Cross-File Context]\n\n");
 
@@ -79,9 +94,7 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     }
 
     used.sort_by_key(|u| u.first_line);
-    if !used.is_empty() {
-        out.push_str("\nDefinitions used by this file:\n");
-    }
+    let mut snippets: Vec<(String, String)> = Vec::new();
     for u in &used {
         let Some(definition) = engine.facts(&u.file).and_then(|facts| {
             facts
@@ -92,31 +105,63 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
         }) else {
             continue;
         };
-        let _ = writeln!(out, "\nFrom {}:{}", u.file, definition.start_line);
+        let mut snippet = format!("\nFrom {}:{}\n", u.file, definition.start_line);
         for decorator in &definition.decorators {
-            let _ = writeln!(out, "@{decorator}");
+            let _ = writeln!(snippet, "@{decorator}");
         }
-        let _ = writeln!(out, "{}", definition.signature);
+        let _ = writeln!(snippet, "{}", definition.signature);
         if let Some(doc) = &definition.docstring {
-            let _ = writeln!(
-                out,
-                "    \"\"\"{}\"\"\"",
-                doc.chars().take(80).collect::<String>()
-            );
+            let doc: String = doc.chars().take(80).collect();
+            let _ = writeln!(snippet, "    \"\"\"{doc}\"\"\"");
         }
         let _ = writeln!(
-            out,
+            snippet,
             "    # Implementation in {}:{}-{}",
             u.file, definition.start_line, definition.end_line
         );
+        snippets.push((u.symbol.clone(), snippet));
     }
 
     notes.dedup();
-    if !notes.is_empty() {
-        out.push('\n');
-        for note in &notes {
-            let _ = writeln!(out, "{note}");
+    let mut tail = String::new();
+    for note in &notes {
+        let _ = writeln!(tail, "{note}");
+    }
+
+    // Snippets go in by first use while they fit; after the first that does
+    // not, the rest are named instead, so priority order is kept.
+    let limit = usize::try_from(service.config().context_token_limit).unwrap_or(usize::MAX);
+    let heading = "\nDefinitions used by this file:\n";
+    let mut spent = count_tokens(&out) + count_tokens(&tail) + count_tokens(heading);
+    let mut left_out = Vec::new();
+    let mut kept = String::new();
+    for (symbol, snippet) in snippets {
+        let cost = count_tokens(&snippet);
+        if left_out.is_empty() && spent + cost <= limit {
+            spent += cost;
+            kept.push_str(&snippet);
+        } else {
+            left_out.push(symbol);
         }
+    }
+    if !kept.is_empty() {
+        out.push_str(heading);
+        out.push_str(&kept);
+    }
+    if !left_out.is_empty() {
+        let count = match left_out.len() {
+            1 => "1 definition".to_string(),
+            n => format!("{n} definitions"),
+        };
+        let _ = writeln!(
+            out,
+            "\nLeft out for the {limit}-token context budget: {count} ({}). Call get_dependencies for this file to see them.",
+            left_out.join(", ")
+        );
+    }
+    if !tail.is_empty() {
+        out.push('\n');
+        out.push_str(&tail);
     }
     out.push_str("\n---\n\n[File Content]\n");
     out.push_str(content);
