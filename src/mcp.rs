@@ -78,6 +78,9 @@ impl From<PathError> for ToolError {
             PathError::Sensitive(_) => "This file is never served; it may hold secrets.",
             PathError::NulByte(_) => "Pass a plain path string.",
             PathError::MissingRoot(_) => "Restart the server with an existing --root.",
+            PathError::NotPython(_) => {
+                "Read other files directly; xfile adds context to .py files."
+            }
         };
         ToolError {
             code: error.code(),

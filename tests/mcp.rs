@@ -182,3 +182,60 @@ fn bad_requests_are_tool_errors_with_codes_and_the_server_keeps_answering() {
     let dependents: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(dependents.as_array().unwrap().len(), 3);
 }
+
+/// §3.12.2: at least 15 hostile paths, symlink escapes among them. None may
+/// return content; each is an error with the rule it broke.
+#[cfg(unix)]
+#[test]
+fn path_attacks_are_rejected_without_leaking_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::create_dir_all(root.join("secrets")).unwrap();
+    std::fs::write(root.join("app/main.py"), "import os\n").unwrap();
+    std::fs::write(root.join(".env"), "API_KEY=hunter2\n").unwrap();
+    std::fs::write(root.join("secrets/id_rsa"), "PRIVATE KEY hunter2\n").unwrap();
+    std::fs::write(root.join("server.pem"), "CERT hunter2\n").unwrap();
+    std::fs::write(root.join("notes.txt"), "hunter2\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("stolen.py"), "SECRET = 'hunter2'\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("stolen.py"), root.join("app/escape.py"))
+        .unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("linkdir")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", root.join("passwd.py")).unwrap();
+
+    let mut client = Client::start(root);
+    let attacks = [
+        ("../../../../etc/passwd", "outside_root"),
+        ("/etc/passwd", "outside_root"),
+        ("/proc/self/environ", "outside_root"),
+        ("app/../../../../etc/passwd", "outside_root"),
+        ("app/escape.py", "outside_root"),
+        ("linkdir/stolen.py", "outside_root"),
+        ("passwd.py", "outside_root"),
+        (".env", "sensitive_file"),
+        ("secrets/id_rsa", "sensitive_file"),
+        ("server.pem", "sensitive_file"),
+        ("notes.txt", "not_python"),
+        ("app/main.py\u{0}../../etc/passwd", "invalid_parameter"),
+        ("", "file_not_found"),
+        ("app", "file_not_found"),
+        ("%2e%2e/%2e%2e/etc/passwd", "file_not_found"),
+        ("~/.ssh/id_rsa", "file_not_found"),
+        ("..\\..\\etc\\passwd", "file_not_found"),
+    ];
+    for (path, code) in attacks {
+        for tool in ["read_with_context", "get_dependencies", "get_dependents"] {
+            let (is_error, text) = client.call(tool, json!({"file_path": path}));
+            assert!(is_error, "{tool} {path:?} answered: {text}");
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(body["code"], code, "{tool} {path:?}: {text}");
+            for secret in ["hunter2", "root:x", "PATH="] {
+                assert!(!text.contains(secret), "{tool} {path:?} leaked: {text}");
+            }
+        }
+    }
+    // Still serving normally afterwards.
+    let (is_error, text) = client.call("read_with_context", json!({"file_path": "app/main.py"}));
+    assert!(!is_error && text.ends_with("import os\n"), "{text}");
+}

@@ -91,6 +91,9 @@ impl Service {
     /// indexed Python file.
     pub fn resolve_file(&self, input: &str) -> Result<String, PathError> {
         let relative = workspace::resolve_user_path(&self.root, input)?;
+        if !relative.ends_with(".py") && self.root.join(&relative).is_file() {
+            return Err(PathError::NotPython(input.to_string()));
+        }
         if self.engine.contains(&relative) {
             Ok(relative)
         } else {

@@ -26,6 +26,8 @@ pub enum PathError {
     NulByte(String),
     #[error("{0} may hold secrets and is never read (sensitive file rule, §3.12.2)")]
     Sensitive(String),
+    #[error("{0} is not a Python file; xfile serves .py files only")]
+    NotPython(String),
 }
 
 impl PathError {
@@ -37,6 +39,7 @@ impl PathError {
             PathError::OutsideRoot(..) => "outside_root",
             PathError::NulByte(_) => "invalid_parameter",
             PathError::Sensitive(_) => "sensitive_file",
+            PathError::NotPython(_) => "not_python",
         }
     }
 }
