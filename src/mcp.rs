@@ -227,6 +227,14 @@ impl XfileServer {
     }
 
     #[tool(
+        description = "Statistics of the working memory cache of injected snippets: hits, misses, staleness refreshes, evictions, current and peak size against the limit."
+    )]
+    async fn get_cache_statistics(&self) -> CallToolResult {
+        self.with_service(|s| Ok(ok_json(&s.cache_statistics())))
+            .await
+    }
+
+    #[tool(
         description = "Query any relation of the Datalog rules with a pattern like Imports(\"app.py\", _, _) or DependsOn(_, \"models.py\"). An unknown relation lists all relations and their arguments."
     )]
     async fn query_relation(&self, Parameters(args): Parameters<QueryArgs>) -> CallToolResult {

@@ -99,6 +99,7 @@ fn lists_the_tools_with_schemas() {
     assert_eq!(
         names,
         [
+            "get_cache_statistics",
             "get_dependencies",
             "get_dependents",
             "get_relationship_graph",
@@ -128,6 +129,19 @@ fn read_with_context_injects_used_signatures_fr8() {
     // Only what the file uses: storage's `put` is never injected.
     assert!(!text.contains("def put"));
     assert!(text.contains("[File Content]\nimport requests\n"));
+
+    // A second read serves the four snippets from the working memory cache.
+    let (_, again) = client.call("read_with_context", json!({"file_path": "app/bot.py"}));
+    assert_eq!(again, text);
+    let (is_error, stats) = client.call("get_cache_statistics", json!({}));
+    assert!(!is_error, "{stats}");
+    let stats: Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(
+        (stats["misses"].as_u64(), stats["hits"].as_u64()),
+        (Some(4), Some(4)),
+        "{stats}"
+    );
+    assert_eq!(stats["size_limit_bytes"], 50 * 1024);
 }
 
 #[test]

@@ -31,6 +31,10 @@ pub struct Engine {
     db: Database,
     project: Project,
     files: BTreeMap<String, SourceFile>,
+    /// Per file, the engine-wide change counter at its last change: a cheap
+    /// staleness stamp for caches above the engine.
+    revisions: BTreeMap<String, u64>,
+    changes: u64,
     /// Files added since the last [`Engine::analyze`], to decide whether
     /// computing their facts in parallel is worth it.
     unanalyzed: usize,
@@ -51,14 +55,27 @@ impl Engine {
             db,
             project,
             files: BTreeMap::new(),
+            revisions: BTreeMap::new(),
+            changes: 0,
             unanalyzed: 0,
         }
     }
 
     /// Texts are low durability, semantics medium (see [`db`]): a body-only
     /// edit then costs one parse and no verification walk.
+    fn stamp(&mut self, path: &str) {
+        self.changes += 1;
+        self.revisions.insert(path.to_string(), self.changes);
+    }
+
+    /// The change stamp of `path`: it grows whenever the file's text changes.
+    pub fn revision(&self, path: &str) -> Option<u64> {
+        self.revisions.get(path).copied()
+    }
+
     fn new_file(&mut self, path: String, text: String) -> SourceFile {
         self.unanalyzed += 1;
+        self.stamp(&path);
         SourceFile::builder(path, text, Arc::default())
             .path_durability(Durability::HIGH)
             .semantic_durability(Durability::MEDIUM)
@@ -98,6 +115,7 @@ impl Engine {
             Some(file) if *file.text(&self.db) == text => Change::Unchanged,
             Some(&file) => {
                 file.set_text(&mut self.db).to(text);
+                self.stamp(path);
                 self.refresh_semantics(&[file]);
                 Change::Modified
             }
@@ -120,6 +138,7 @@ impl Engine {
                 Some(&file) => {
                     if *file.text(&self.db) != text {
                         file.set_text(&mut self.db).to(text);
+                        self.stamp(&path);
                         touched.push(file);
                     }
                 }
@@ -139,6 +158,7 @@ impl Engine {
 
     pub fn remove_file(&mut self, path: &str) -> bool {
         let removed = self.files.remove(path).is_some();
+        self.revisions.remove(path);
         if removed {
             self.sync_file_set();
         }

@@ -13,7 +13,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use std::time::Instant;
+
 use super::Service;
+use super::cache::{Entry, Lookup};
 use super::model::{Relationship, RelationshipType};
 use crate::engine::intern::is_marker;
 use crate::workspace::PathError;
@@ -96,30 +99,9 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     used.sort_by_key(|u| u.first_line);
     let mut snippets: Vec<(String, String)> = Vec::new();
     for u in &used {
-        let Some(definition) = engine.facts(&u.file).and_then(|facts| {
-            facts
-                .definitions
-                .iter()
-                .rev()
-                .find(|d| d.qualname == u.symbol)
-        }) else {
-            continue;
-        };
-        let mut snippet = format!("\nFrom {}:{}\n", u.file, definition.start_line);
-        for decorator in &definition.decorators {
-            let _ = writeln!(snippet, "@{decorator}");
+        if let Some(snippet) = cached_snippet(service, &u.file, &u.symbol) {
+            snippets.push((u.symbol.clone(), snippet));
         }
-        let _ = writeln!(snippet, "{}", definition.signature);
-        if let Some(doc) = &definition.docstring {
-            let doc: String = doc.chars().take(80).collect();
-            let _ = writeln!(snippet, "    \"\"\"{doc}\"\"\"");
-        }
-        let _ = writeln!(
-            snippet,
-            "    # Implementation in {}:{}-{}",
-            u.file, definition.start_line, definition.end_line
-        );
-        snippets.push((u.symbol.clone(), snippet));
     }
 
     notes.dedup();
@@ -178,4 +160,57 @@ fn definition_used(r: &Relationship) -> Option<Used> {
         file,
         symbol,
     })
+}
+
+/// The snippet for `symbol` in `file`, from the working memory cache when it
+/// is current, rendered and cached otherwise. Entries older than a minute say
+/// how old they are (TDD §3.8.3 cache age).
+fn cached_snippet(service: &Service, file: &str, symbol: &str) -> Option<String> {
+    let engine = service.engine();
+    let revision = engine.revision(file)?;
+    let mut cache = service.snippet_cache();
+    let entry = match cache.get(file, symbol, revision) {
+        Lookup::Hit(entry) => entry,
+        Lookup::Miss => {
+            let entry = Entry {
+                text: render_snippet(service, file, symbol)?,
+                revision,
+                created: Instant::now(),
+            };
+            cache.insert(file, symbol, entry.clone());
+            entry
+        }
+    };
+    let minutes = entry.created.elapsed().as_secs() / 60;
+    if minutes == 0 {
+        return Some(entry.text);
+    }
+    // Annotate the `From file:line` header, the snippet's first line.
+    let body = entry.text.strip_prefix('\n').unwrap_or(&entry.text);
+    let (header, rest) = body.split_once('\n').unwrap_or((body, ""));
+    Some(format!("\n{header} (cached {minutes} min ago)\n{rest}"))
+}
+
+fn render_snippet(service: &Service, file: &str, symbol: &str) -> Option<String> {
+    let facts = service.engine().facts(file)?;
+    let definition = facts
+        .definitions
+        .iter()
+        .rev()
+        .find(|d| d.qualname == symbol)?;
+    let mut snippet = format!("\nFrom {}:{}\n", file, definition.start_line);
+    for decorator in &definition.decorators {
+        let _ = writeln!(snippet, "@{decorator}");
+    }
+    let _ = writeln!(snippet, "{}", definition.signature);
+    if let Some(doc) = &definition.docstring {
+        let doc: String = doc.chars().take(80).collect();
+        let _ = writeln!(snippet, "    \"\"\"{doc}\"\"\"");
+    }
+    let _ = writeln!(
+        snippet,
+        "    # Implementation in {}:{}-{}",
+        file, definition.start_line, definition.end_line
+    );
+    Some(snippet)
 }

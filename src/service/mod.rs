@@ -2,6 +2,7 @@
 //! the graph export and relation queries. No protocol types live here; the
 //! CLI and (later) the MCP server are thin adapters over [`Service`].
 
+pub mod cache;
 pub mod context;
 pub mod model;
 pub mod query;
@@ -26,6 +27,7 @@ pub struct Service {
     config: Config,
     engine: Engine,
     notices: Vec<Notice>,
+    cache: std::sync::Mutex<cache::SnippetCache>,
     timings: model::PhaseTimings,
 }
 
@@ -61,7 +63,10 @@ impl Service {
         let phase = Instant::now();
         engine.analyze();
         let analyze_ms = elapsed_ms(phase);
+        let cache_bytes =
+            usize::try_from(config.cache_size_limit_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
         Ok(Service {
+            cache: std::sync::Mutex::new(cache::SnippetCache::new(cache_bytes)),
             root,
             config,
             engine,
@@ -134,6 +139,14 @@ impl Service {
     /// The file's text behind its cross-file context (TDD §3.8.3).
     pub fn read_with_context(&self, file: &str) -> Result<String, PathError> {
         context::read_with_context(self, file)
+    }
+
+    pub fn cache_statistics(&self) -> cache::CacheStatistics {
+        self.snippet_cache().statistics()
+    }
+
+    fn snippet_cache(&self) -> std::sync::MutexGuard<'_, cache::SnippetCache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// File-level notices (skipped files, encoding fallbacks, configuration
