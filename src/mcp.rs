@@ -47,6 +47,14 @@ pub struct WarningsArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+pub struct InjectionArgs {
+    /// Only injections into this file (the file that was read).
+    pub target_file: Option<String>,
+    /// How many events, newest first (default 10).
+    pub limit: Option<usize>,
+}
+
+#[derive(Deserialize, JsonSchema)]
 pub struct QueryArgs {
     /// A relation pattern such as `Calls("app.py", _, _, _)`; `_` is a wildcard.
     pub pattern: String,
@@ -222,6 +230,21 @@ impl XfileServer {
                 None => None,
             };
             Ok(ok_json(&s.notices(file.as_deref())))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Recent context injections from the injection log: which snippets were added to which file reads, with token counts and cache hits. Use to see what context an agent was given."
+    )]
+    async fn get_recent_injections(
+        &self,
+        Parameters(args): Parameters<InjectionArgs>,
+    ) -> CallToolResult {
+        self.with_service(|s| {
+            let events =
+                s.recent_injections(args.target_file.as_deref(), args.limit.unwrap_or(10))?;
+            Ok(ok_json(&events))
         })
         .await
     }

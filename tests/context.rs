@@ -6,7 +6,8 @@ use xfile::service::context::count_tokens;
 
 #[test]
 fn budget_keeps_every_import_line_and_names_what_it_left_out_fr10() {
-    let service = common::open("token_budget");
+    let dir = common::copy_fixture("token_budget");
+    let service = xfile::service::Service::open(dir.path()).unwrap();
     let text = service.read_with_context("main.py").unwrap();
     let (context, content) = text.split_once("\n---\n\n[File Content]\n").unwrap();
     assert_eq!(
@@ -42,4 +43,59 @@ fn disabled_injection_returns_the_plain_file_fr12() {
     let service = common::open("injection_disabled");
     let text = service.read_with_context("main.py").unwrap();
     assert_eq!(text, "from util import helper\n\nhelper()\n");
+}
+
+#[test]
+fn each_injected_snippet_is_logged_as_one_jsonl_line_fr26() {
+    let dir = common::copy_fixture("token_budget");
+    let service = xfile::service::Service::open(dir.path()).unwrap();
+    service.read_with_context("main.py").unwrap();
+    service.read_with_context("main.py").unwrap();
+    let log = std::fs::read_to_string(dir.path().join(".cross_file_context_logs/injections.jsonl"))
+        .unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    let events = service.recent_injections(Some("main.py"), 10).unwrap();
+    let summary: Vec<(&str, &str, &str, bool)> = events
+        .iter()
+        .map(|e| {
+            (
+                e.source_file.as_str(),
+                e.symbol.as_str(),
+                e.lines.as_str(),
+                e.cache_hit,
+            )
+        })
+        .collect();
+    // Newest first: the second read came from the cache.
+    assert_eq!(
+        summary,
+        [
+            ("helpers.py", "first_helper", "1-3", true),
+            ("helpers.py", "first_helper", "1-3", false)
+        ]
+    );
+    assert!(events[0].token_count > 0);
+    assert_eq!(
+        service.recent_injections(Some("main.py"), 1).unwrap().len(),
+        1
+    );
+    assert!(
+        service
+            .recent_injections(Some("helpers.py"), 10)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn injection_logging_can_be_switched_off() {
+    let dir = common::copy_fixture("token_budget");
+    std::fs::write(
+        dir.path().join(".cross_file_context_links.yml"),
+        "enable_injection_logging: false\n",
+    )
+    .unwrap();
+    let service = xfile::service::Service::open(dir.path()).unwrap();
+    service.read_with_context("main.py").unwrap();
+    assert!(!dir.path().join(".cross_file_context_logs").exists());
 }

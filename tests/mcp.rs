@@ -1,5 +1,7 @@
 //! The MCP server over real stdio, spoken as raw JSON-RPC (DESIGN §4).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -81,13 +83,10 @@ impl Drop for Client {
     }
 }
 
-fn sample() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project")
-}
-
 #[test]
 fn lists_the_tools_with_schemas() {
-    let mut client = Client::start(&sample());
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
     let tools = client.request("tools/list", json!({}));
     let mut names: Vec<&str> = tools["result"]["tools"]
         .as_array()
@@ -102,6 +101,7 @@ fn lists_the_tools_with_schemas() {
             "get_cache_statistics",
             "get_dependencies",
             "get_dependents",
+            "get_recent_injections",
             "get_relationship_graph",
             "get_warnings",
             "query_relation",
@@ -116,7 +116,8 @@ fn lists_the_tools_with_schemas() {
 
 #[test]
 fn read_with_context_injects_used_signatures_fr8() {
-    let mut client = Client::start(&sample());
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
     let (is_error, text) = client.call("read_with_context", json!({"file_path": "app/bot.py"}));
     assert!(!is_error, "{text}");
     assert!(text.starts_with("[Cross-File Context]"));
@@ -146,7 +147,8 @@ fn read_with_context_injects_used_signatures_fr8() {
 
 #[test]
 fn bad_requests_are_tool_errors_with_codes_and_the_server_keeps_answering() {
-    let mut client = Client::start(&sample());
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
     let cases = [
         (
             "read_with_context",
@@ -155,7 +157,7 @@ fn bad_requests_are_tool_errors_with_codes_and_the_server_keeps_answering() {
         ),
         (
             "read_with_context",
-            json!({"file_path": "../../Cargo.toml"}),
+            json!({"file_path": "../../../../../../../../etc/hostname"}),
             "outside_root",
         ),
         (

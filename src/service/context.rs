@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use super::Service;
 use super::cache::{Entry, Lookup};
+use super::injections::{self, InjectionEvent};
 use super::model::{Relationship, RelationshipType};
 use crate::engine::intern::is_marker;
 use crate::workspace::PathError;
@@ -97,12 +98,10 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     }
 
     used.sort_by_key(|u| u.first_line);
-    let mut snippets: Vec<(String, String)> = Vec::new();
-    for u in &used {
-        if let Some(snippet) = cached_snippet(service, &u.file, &u.symbol) {
-            snippets.push((u.symbol.clone(), snippet));
-        }
-    }
+    let snippets: Vec<Snippet> = used
+        .iter()
+        .filter_map(|u| cached_snippet(service, &u.file, &u.symbol))
+        .collect();
 
     notes.dedup();
     let mut tail = String::new();
@@ -117,14 +116,22 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     let mut spent = count_tokens(&out) + count_tokens(&tail) + count_tokens(heading);
     let mut left_out = Vec::new();
     let mut kept = String::new();
-    for (symbol, snippet) in snippets {
-        let cost = count_tokens(&snippet);
+    let mut events = Vec::new();
+    for snippet in snippets {
+        let cost = count_tokens(&snippet.text);
         if left_out.is_empty() && spent + cost <= limit {
             spent += cost;
-            kept.push_str(&snippet);
+            kept.push_str(&snippet.text);
+            events.push(snippet.event(&path, cost));
         } else {
-            left_out.push(symbol);
+            left_out.push(snippet.symbol);
         }
+    }
+    if service.config().enable_injection_logging
+        && let Err(error) = injections::append(service.root(), &events)
+    {
+        // Logging is best effort: the agent still gets its context.
+        eprintln!("xfile: cannot write the injection log: {error}");
     }
     if !kept.is_empty() {
         out.push_str(heading);
@@ -165,12 +172,12 @@ fn definition_used(r: &Relationship) -> Option<Used> {
 /// The snippet for `symbol` in `file`, from the working memory cache when it
 /// is current, rendered and cached otherwise. Entries older than a minute say
 /// how old they are (TDD §3.8.3 cache age).
-fn cached_snippet(service: &Service, file: &str, symbol: &str) -> Option<String> {
+fn cached_snippet(service: &Service, file: &str, symbol: &str) -> Option<Snippet> {
     let engine = service.engine();
     let revision = engine.revision(file)?;
     let mut cache = service.snippet_cache();
-    let entry = match cache.get(file, symbol, revision) {
-        Lookup::Hit(entry) => entry,
+    let (entry, cache_hit) = match cache.get(file, symbol, revision) {
+        Lookup::Hit(entry) => (entry, true),
         Lookup::Miss => {
             let entry = Entry {
                 text: render_snippet(service, file, symbol)?,
@@ -178,17 +185,59 @@ fn cached_snippet(service: &Service, file: &str, symbol: &str) -> Option<String>
                 created: Instant::now(),
             };
             cache.insert(file, symbol, entry.clone());
-            entry
+            (entry, false)
         }
     };
-    let minutes = entry.created.elapsed().as_secs() / 60;
-    if minutes == 0 {
-        return Some(entry.text);
+    let age = entry.created.elapsed();
+    let minutes = age.as_secs() / 60;
+    let text = if minutes == 0 {
+        entry.text
+    } else {
+        // Annotate the `From file:line` header, the snippet's first line.
+        let body = entry.text.strip_prefix('\n').unwrap_or(&entry.text);
+        let (header, rest) = body.split_once('\n').unwrap_or((body, ""));
+        format!("\n{header} (cached {minutes} min ago)\n{rest}")
+    };
+    Some(Snippet {
+        file: file.to_string(),
+        symbol: symbol.to_string(),
+        text,
+        cache_hit,
+        age_seconds: age.as_secs_f64(),
+    })
+}
+
+/// One rendered snippet on its way into the context section.
+struct Snippet {
+    file: String,
+    symbol: String,
+    text: String,
+    cache_hit: bool,
+    age_seconds: f64,
+}
+
+impl Snippet {
+    fn event(&self, trigger_file: &str, token_count: usize) -> InjectionEvent {
+        let lines = self
+            .text
+            .rsplit_once(&format!("{}:", self.file))
+            .map_or(String::new(), |(_, range)| range.trim().to_string());
+        InjectionEvent {
+            timestamp: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            event_type: "context_injection".into(),
+            trigger: "agent_read_file".into(),
+            trigger_file: trigger_file.to_string(),
+            source_file: self.file.clone(),
+            symbol: self.symbol.clone(),
+            lines,
+            snippet: self.text.trim().to_string(),
+            cache_hit: self.cache_hit,
+            cache_age_seconds: self.age_seconds,
+            token_count,
+        }
     }
-    // Annotate the `From file:line` header, the snippet's first line.
-    let body = entry.text.strip_prefix('\n').unwrap_or(&entry.text);
-    let (header, rest) = body.split_once('\n').unwrap_or((body, ""));
-    Some(format!("\n{header} (cached {minutes} min ago)\n{rest}"))
 }
 
 fn render_snippet(service: &Service, file: &str, symbol: &str) -> Option<String> {

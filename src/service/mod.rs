@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod context;
+pub mod injections;
 pub mod model;
 pub mod query;
 pub mod relationships;
@@ -139,6 +140,16 @@ impl Service {
     /// The file's text behind its cross-file context (TDD §3.8.3).
     pub fn read_with_context(&self, file: &str) -> Result<String, PathError> {
         context::read_with_context(self, file)
+    }
+
+    /// The newest injection log events, optionally for one read file.
+    pub fn recent_injections(
+        &self,
+        file: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<injections::InjectionEvent>, PathError> {
+        let file = file.map(|f| self.resolve_file(f)).transpose()?;
+        Ok(injections::recent(&self.root, file.as_deref(), limit))
     }
 
     pub fn cache_statistics(&self) -> cache::CacheStatistics {

@@ -58,8 +58,18 @@ pub fn lines(service: &Service) -> Vec<String> {
 
 /// Copies a fixture into a fresh temporary directory.
 pub fn copy_fixture(name: &str) -> tempfile::TempDir {
+    copy_tree(&fixture(name))
+}
+
+/// Copies the sample project into a fresh temporary directory, so tests that
+/// write logs leave the repository alone.
+pub fn copy_sample() -> tempfile::TempDir {
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project"))
+}
+
+fn copy_tree(from: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_dir(&fixture(name), dir.path());
+    copy_dir(from, dir.path());
     dir
 }
 
@@ -67,6 +77,9 @@ fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
+        if entry.file_name() == ".cross_file_context_logs" {
+            continue;
+        }
         let target = to.join(entry.file_name());
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
