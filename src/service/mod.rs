@@ -116,25 +116,21 @@ impl Service {
     /// Relationships whose source is `file` (FR-18, FR-20, FR-21).
     pub fn dependencies(&self, file: &str) -> Result<Vec<Relationship>, PathError> {
         let file = self.resolve_file(file)?;
-        Ok(self
-            .relationships()
-            .into_iter()
-            .filter(|r| r.source_file == file)
-            .collect())
+        let node = self.engine.interner().node(&file);
+        Ok(relationships::select(
+            &self.engine,
+            relationships::Filter::Source(node),
+        ))
     }
 
     /// Relationships that point at `file`, directly or (for imports) through
     /// a re-export that ends at a definition in it.
     pub fn dependents(&self, file: &str) -> Result<Vec<Relationship>, PathError> {
         let file = self.resolve_file(file)?;
-        Ok(self
-            .relationships()
-            .into_iter()
-            .filter(|r| {
-                r.source_file != file
-                    && (r.target_file == file || r.metadata.defined_in.as_deref() == Some(&file))
-            })
-            .collect())
+        let node = self.engine.interner().node(&file);
+        let mut found = relationships::select(&self.engine, relationships::Filter::Target(node));
+        found.retain(|r| r.source_file != file);
+        Ok(found)
     }
 
     /// The file's text behind its cross-file context (TDD §3.8.3).

@@ -10,7 +10,32 @@ use crate::engine::datalog::{Node, Site, Sym};
 use crate::engine::intern::is_marker;
 use crate::python::{Condition, ImportTarget, Scope};
 
+/// Which relationships to render.
+#[derive(Clone, Copy)]
+pub enum Filter {
+    All,
+    /// Relationships whose source is this file.
+    Source(Node),
+    /// Relationships whose target, or for imports whose defining file, is this file.
+    Target(Node),
+}
+
+impl Filter {
+    fn keeps(self, source: Node, target: Node, defined_in: Option<Node>) -> bool {
+        match self {
+            Filter::All => true,
+            Filter::Source(file) => source == file,
+            Filter::Target(file) => target == file || defined_in == Some(file),
+        }
+    }
+}
+
 pub fn all(engine: &Engine) -> Vec<Relationship> {
+    select(engine, Filter::All)
+}
+
+/// Renders the relationships `filter` keeps, without rendering the others.
+pub fn select(engine: &Engine, filter: Filter) -> Vec<Relationship> {
     let program = engine.program();
     let outputs = &program.outputs;
     let renderer = Renderer {
@@ -25,12 +50,22 @@ pub fn all(engine: &Engine) -> Vec<Relationship> {
 
     let mut out = Vec::new();
     for t in &outputs.imports {
-        let candidates = defined_in.get(&(t.0, t.1)).map(Vec::as_slice);
-        out.extend(renderer.import(t.0, t.1, t.2, certain(candidates)));
+        let defined = certain(defined_in.get(&(t.0, t.1)).map(Vec::as_slice));
+        if filter.keeps(t.0, t.2, defined.map(|d| d.0)) {
+            out.extend(renderer.import(t.0, t.1, t.2, defined));
+        }
     }
-    let calls = outputs.calls.iter().map(|t| (t.0, t.1, t.2, t.3));
+    let calls = outputs
+        .calls
+        .iter()
+        .filter(|t| filter.keeps(t.0, t.2, None))
+        .map(|t| (t.0, t.1, t.2, t.3));
     out.extend(renderer.references(RelationshipType::FunctionCall, calls));
-    let bases = outputs.inherits.iter().map(|t| (t.0, t.1, t.2, t.3));
+    let bases = outputs
+        .inherits
+        .iter()
+        .filter(|t| filter.keeps(t.0, t.2, None))
+        .map(|t| (t.0, t.1, t.2, t.3));
     out.extend(renderer.references(RelationshipType::Inheritance, bases));
     out.sort_by(|a, b| {
         (
