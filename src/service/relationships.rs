@@ -43,26 +43,31 @@ pub fn select(engine: &Engine, filter: Filter) -> Vec<Relationship> {
         owners: Default::default(),
     };
 
+    // Outputs are sorted with the source file first: a source filter reads
+    // only that file's slice of each relation.
+    let imports = source_slice(&outputs.imports, filter, |t| t.0);
+    let import_defined_in = source_slice(&outputs.import_defined_in, filter, |t| t.0);
+    let calls = source_slice(&outputs.calls, filter, |t| t.0);
+    let inherits = source_slice(&outputs.inherits, filter, |t| t.0);
+
     let mut defined_in: FxHashMap<(Node, Site), Vec<(Node, Sym)>> = FxHashMap::default();
-    for t in &outputs.import_defined_in {
+    for t in import_defined_in {
         defined_in.entry((t.0, t.1)).or_default().push((t.2, t.3));
     }
 
     let mut out = Vec::new();
-    for t in &outputs.imports {
+    for t in imports {
         let defined = certain(defined_in.get(&(t.0, t.1)).map(Vec::as_slice));
         if filter.keeps(t.0, t.2, defined.map(|d| d.0)) {
             out.extend(renderer.import(t.0, t.1, t.2, defined));
         }
     }
-    let calls = outputs
-        .calls
+    let calls = calls
         .iter()
         .filter(|t| filter.keeps(t.0, t.2, None))
         .map(|t| (t.0, t.1, t.2, t.3));
     out.extend(renderer.references(RelationshipType::FunctionCall, calls));
-    let bases = outputs
-        .inherits
+    let bases = inherits
         .iter()
         .filter(|t| filter.keeps(t.0, t.2, None))
         .map(|t| (t.0, t.1, t.2, t.3));
@@ -107,6 +112,17 @@ pub fn counts(engine: &Engine) -> std::collections::BTreeMap<&'static str, usize
     .filter(|(_, n)| *n > 0)
     .map(|(kind, n)| (kind.as_str(), n))
     .collect()
+}
+
+fn source_slice<T>(tuples: &[T], filter: Filter, source: impl Fn(&T) -> Node) -> &[T] {
+    match filter {
+        Filter::Source(file) => {
+            let start = tuples.partition_point(|t| source(t) < file);
+            let end = tuples.partition_point(|t| source(t) <= file);
+            &tuples[start..end]
+        }
+        _ => tuples,
+    }
 }
 
 /// One candidate is a fact; several mean the binding is ambiguous and
