@@ -154,13 +154,30 @@ impl XfileServer {
 }
 
 async fn open(root: PathBuf) -> Result<Mutex<Service>, String> {
-    tokio::task::spawn_blocking(move || {
+    let opened = tokio::task::spawn_blocking(move || {
         Service::open(&root)
             .map(Mutex::new)
             .map_err(|e| e.to_string())
     })
     .await
-    .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")))
+    .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")));
+    match &opened {
+        Ok(service) => {
+            let summary = service.lock().unwrap_or_else(|e| e.into_inner()).summary();
+            tracing::info!(
+                files = summary.files,
+                parse_errors = summary.parse_errors,
+                ms = summary.wall_time_ms,
+                "indexed {}",
+                summary.project_root
+            );
+            for notice in &summary.notices {
+                tracing::warn!(path = %notice.path, "{}", notice.message);
+            }
+        }
+        Err(message) => tracing::error!("indexing failed: {message}"),
+    }
+    opened
 }
 
 #[tool_router(router = tool_router)]
@@ -285,8 +302,18 @@ impl ServerHandler for XfileServer {
     }
 }
 
-/// Serves MCP on stdio until the client closes the connection.
+/// Serves MCP on stdio until the client closes the connection. Logs go to
+/// stderr, filtered by `XFILE_LOG` (for example `XFILE_LOG=debug`; default
+/// `warn,xfile=info`).
 pub fn serve(root: PathBuf) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("XFILE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,xfile=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+    tracing::info!(root = %root.display(), "xfile MCP server starting");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -131,7 +131,7 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
         && let Err(error) = injections::append(service.root(), &events)
     {
         // Logging is best effort: the agent still gets its context.
-        eprintln!("xfile: cannot write the injection log: {error}");
+        tracing::warn!("cannot write the injection log: {error}");
     }
     if !kept.is_empty() {
         out.push_str(heading);
