@@ -99,3 +99,42 @@ fn injection_logging_can_be_switched_off() {
     service.read_with_context("main.py").unwrap();
     assert!(!dir.path().join(".cross_file_context_logs").exists());
 }
+
+#[test]
+fn notes_for_missing_dependencies_ec14_and_broken_ones() {
+    let dir = common::copy_fixture("relative_imports");
+    std::fs::write(dir.path().join("app/core/models.py"), "class Model(:\n").unwrap();
+    let service = xfile::service::Service::open(dir.path()).unwrap();
+    let text = service.read_with_context("app/core/deep/leaf.py").unwrap();
+    assert!(
+        text.contains("Note: line 5 imports .missing, which is not in the project (deleted, moved or not created yet)."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Note: app/core/models.py has a syntax error at line 1; its definitions are not available."),
+        "{text}"
+    );
+}
+
+#[test]
+fn widely_used_definitions_get_a_usage_note_fr19() {
+    let dir = common::copy_sample();
+    for name in ["a", "b"] {
+        std::fs::write(
+            dir.path().join(format!("app/user_{name}.py")),
+            "from app.utils.retry import retry_with_backoff\n\nretry_with_backoff(print)\n",
+        )
+        .unwrap();
+    }
+    let service = xfile::service::Service::open(dir.path()).unwrap();
+    assert_eq!(
+        service.usage_count("app/utils/retry.py", "retry_with_backoff"),
+        4
+    );
+    let text = service.read_with_context("app/bot.py").unwrap();
+    assert!(
+        text.contains("Note: retry_with_backoff is used in 4 files; a signature change affects them all (get_dependents app/utils/retry.py)."),
+        "{text}"
+    );
+    assert!(!text.contains("Storage is used in"), "{text}");
+}

@@ -68,6 +68,11 @@ impl Engine {
         self.revisions.insert(path.to_string(), self.changes);
     }
 
+    /// A counter that grows with every change to any file or to the file set.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     /// The change stamp of `path`: it grows whenever the file's text changes.
     pub fn revision(&self, path: &str) -> Option<u64> {
         self.revisions.get(path).copied()
@@ -159,6 +164,7 @@ impl Engine {
     pub fn remove_file(&mut self, path: &str) -> bool {
         let removed = self.files.remove(path).is_some();
         self.revisions.remove(path);
+        self.changes += 1;
         if removed {
             self.sync_file_set();
         }

@@ -50,6 +50,16 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     let mut used: Vec<Used> = Vec::new();
     let mut notes = Vec::new();
     for r in &relationships {
+        if r.target_file.starts_with("<unresolved:")
+            && r.relationship_type == RelationshipType::Import
+        {
+            // EC-14: a module the file imports is not in the project (any more).
+            notes.push(format!(
+                "Note: line {} imports {}, which is not in the project (deleted, moved or not created yet).",
+                r.line_number,
+                r.target_file.trim_start_matches("<unresolved:").trim_end_matches('>')
+            ));
+        }
         if is_marker(&r.target_file) {
             continue;
         }
@@ -123,6 +133,14 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
             spent += cost;
             kept.push_str(&snippet.text);
             events.push(snippet.event(&path, cost));
+            let users = service.usage_count(&snippet.file, &snippet.symbol);
+            if users as u64 >= service.config().function_usage_warning_threshold {
+                let _ = writeln!(
+                    tail,
+                    "Note: {} is used in {users} files; a signature change affects them all (get_dependents {}).",
+                    snippet.symbol, snippet.file
+                );
+            }
         } else {
             left_out.push(snippet.symbol);
         }

@@ -20,7 +20,7 @@ use self::model::{
     QueryResult, Relationship,
 };
 use crate::engine::Engine;
-use crate::engine::datalog::Node;
+use crate::engine::datalog::{Node, Sym};
 use crate::workspace::{self, Config, Notice, NoticeKind, PathError};
 
 pub struct Service {
@@ -29,6 +29,9 @@ pub struct Service {
     engine: Engine,
     notices: Vec<Notice>,
     cache: std::sync::Mutex<cache::SnippetCache>,
+    /// How many files use each definition, for the engine state it was
+    /// computed at (`Engine::changes`).
+    usage: std::sync::Mutex<Option<(u64, std::sync::Arc<FxHashMap<(Node, Sym), usize>>)>>,
     timings: model::PhaseTimings,
 }
 
@@ -68,6 +71,7 @@ impl Service {
             usize::try_from(config.cache_size_limit_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
         Ok(Service {
             cache: std::sync::Mutex::new(cache::SnippetCache::new(cache_bytes)),
+            usage: std::sync::Mutex::new(None),
             root,
             config,
             engine,
@@ -146,6 +150,44 @@ impl Service {
     ) -> Result<Vec<injections::InjectionEvent>, PathError> {
         let file = file.map(|f| self.resolve_file(f)).transpose()?;
         Ok(injections::recent(&self.root, file.as_deref(), limit))
+    }
+
+    /// How many other project files import (through any re-export chain),
+    /// call or inherit from definition `symbol` of `file` (FR-19, §3.8.2).
+    pub fn usage_count(&self, file: &str, symbol: &str) -> usize {
+        let interner = self.engine.interner();
+        let (Some(node), Some(sym)) = (interner.find_node(file), interner.find_sym(symbol)) else {
+            return 0;
+        };
+        let mut slot = self.usage.lock().unwrap_or_else(|e| e.into_inner());
+        let current = match &*slot {
+            Some((changes, index)) if *changes == self.engine.changes() => index.clone(),
+            _ => {
+                let index = std::sync::Arc::new(self.usage_index());
+                *slot = Some((self.engine.changes(), index.clone()));
+                index
+            }
+        };
+        current.get(&(node, sym)).copied().unwrap_or(0)
+    }
+
+    fn usage_index(&self) -> FxHashMap<(Node, Sym), usize> {
+        let outputs = &self.engine.program().outputs;
+        let uses = outputs
+            .calls
+            .iter()
+            .map(|t| (t.0, t.2, t.3))
+            .chain(outputs.inherits.iter().map(|t| (t.0, t.2, t.3)))
+            .chain(outputs.import_defined_in.iter().map(|t| (t.0, t.2, t.3)));
+        let users: BTreeSet<(Node, Sym, Node)> = uses
+            .filter(|(source, target, _)| source != target)
+            .map(|(source, target, name)| (target, name, source))
+            .collect();
+        let mut counts = FxHashMap::default();
+        for (target, name, _) in users {
+            *counts.entry((target, name)).or_default() += 1;
+        }
+        counts
     }
 
     pub fn cache_statistics(&self) -> cache::CacheStatistics {
