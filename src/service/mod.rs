@@ -23,6 +23,9 @@ use crate::engine::Engine;
 use crate::engine::datalog::{Node, Sym};
 use crate::workspace::{self, Config, Notice, NoticeKind, PathError};
 
+/// Definition `(file, name)` → how many other files use it.
+type UsageIndex = FxHashMap<(Node, Sym), usize>;
+
 pub struct Service {
     root: PathBuf,
     config: Config,
@@ -31,7 +34,7 @@ pub struct Service {
     cache: std::sync::Mutex<cache::SnippetCache>,
     /// How many files use each definition, for the engine state it was
     /// computed at (`Engine::changes`).
-    usage: std::sync::Mutex<Option<(u64, std::sync::Arc<FxHashMap<(Node, Sym), usize>>)>>,
+    usage: std::sync::Mutex<Option<(u64, std::sync::Arc<UsageIndex>)>>,
     timings: model::PhaseTimings,
 }
 
@@ -171,7 +174,7 @@ impl Service {
         current.get(&(node, sym)).copied().unwrap_or(0)
     }
 
-    fn usage_index(&self) -> FxHashMap<(Node, Sym), usize> {
+    fn usage_index(&self) -> UsageIndex {
         let outputs = &self.engine.program().outputs;
         let uses = outputs
             .calls
