@@ -11,6 +11,8 @@ use serde::Serialize;
 #[derive(Clone)]
 pub struct Entry {
     pub text: String,
+    /// cl100k_base tokens of `text`, counted once when rendered.
+    pub tokens: usize,
     pub revision: u64,
     pub created: Instant,
 }
@@ -109,6 +111,7 @@ mod tests {
     fn entry(text: &str, revision: u64) -> Entry {
         Entry {
             text: text.to_string(),
+            tokens: 1,
             revision,
             created: Instant::now(),
         }

@@ -128,7 +128,7 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     let mut kept = String::new();
     let mut events = Vec::new();
     for snippet in snippets {
-        let cost = count_tokens(&snippet.text);
+        let cost = snippet.tokens;
         if left_out.is_empty() && spent + cost <= limit {
             spent += cost;
             kept.push_str(&snippet.text);
@@ -197,8 +197,10 @@ fn cached_snippet(service: &Service, file: &str, symbol: &str) -> Option<Snippet
     let (entry, cache_hit) = match cache.get(file, symbol, revision) {
         Lookup::Hit(entry) => (entry, true),
         Lookup::Miss => {
+            let text = render_snippet(service, file, symbol)?;
             let entry = Entry {
-                text: render_snippet(service, file, symbol)?,
+                tokens: count_tokens(&text),
+                text,
                 revision,
                 created: Instant::now(),
             };
@@ -208,18 +210,21 @@ fn cached_snippet(service: &Service, file: &str, symbol: &str) -> Option<Snippet
     };
     let age = entry.created.elapsed();
     let minutes = age.as_secs() / 60;
-    let text = if minutes == 0 {
-        entry.text
+    let (text, tokens) = if minutes == 0 {
+        (entry.text, entry.tokens)
     } else {
         // Annotate the `From file:line` header, the snippet's first line.
         let body = entry.text.strip_prefix('\n').unwrap_or(&entry.text);
         let (header, rest) = body.split_once('\n').unwrap_or((body, ""));
-        format!("\n{header} (cached {minutes} min ago)\n{rest}")
+        let text = format!("\n{header} (cached {minutes} min ago)\n{rest}");
+        let tokens = count_tokens(&text);
+        (text, tokens)
     };
     Some(Snippet {
         file: file.to_string(),
         symbol: symbol.to_string(),
         text,
+        tokens,
         cache_hit,
         age_seconds: age.as_secs_f64(),
     })
@@ -230,6 +235,7 @@ struct Snippet {
     file: String,
     symbol: String,
     text: String,
+    tokens: usize,
     cache_hit: bool,
     age_seconds: f64,
 }
