@@ -25,6 +25,8 @@ use crate::workspace::PathError;
 /// One project definition the file uses, at its first use.
 struct Used {
     first_line: u32,
+    /// How the file first uses it: import before call before inheritance.
+    kind: RelationshipType,
     file: String,
     symbol: String,
 }
@@ -107,7 +109,16 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
         }
     }
 
-    used.sort_by_key(|u| u.first_line);
+    // TDD §3.8.2 priority (all of these are direct dependencies): files
+    // edited in the last 10 minutes, then widely used definitions, then
+    // imports before calls before inheritance, then order of first use.
+    let threshold =
+        usize::try_from(service.config().function_usage_warning_threshold).unwrap_or(usize::MAX);
+    used.sort_by_cached_key(|u| {
+        let recent = recently_edited(service, &u.file);
+        let widely_used = service.usage_count(&u.file, &u.symbol) >= threshold;
+        (!recent, !widely_used, u.kind, u.first_line)
+    });
     let snippets: Vec<Snippet> = used
         .iter()
         .filter_map(|u| cached_snippet(service, &u.file, &u.symbol))
@@ -175,6 +186,14 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     Ok(out)
 }
 
+fn recently_edited(service: &Service, file: &str) -> bool {
+    std::fs::metadata(service.root().join(file))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age.as_secs() < 600)
+}
+
 fn definition_used(r: &Relationship) -> Option<Used> {
     let (file, symbol) = match r.relationship_type {
         RelationshipType::Import => (r.metadata.defined_in.clone()?, r.target_symbol.clone()?),
@@ -182,6 +201,7 @@ fn definition_used(r: &Relationship) -> Option<Used> {
     };
     Some(Used {
         first_line: r.line_number,
+        kind: r.relationship_type,
         file,
         symbol,
     })
