@@ -62,6 +62,9 @@ pub struct QueryArgs {
 
 type Shared = Arc<OnceCell<Result<Mutex<Service>, String>>>;
 
+/// How long a tool waits for the first index before answering `indexing`.
+const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[derive(Clone)]
 pub struct XfileServer {
     root: PathBuf,
@@ -137,7 +140,18 @@ impl XfileServer {
         f: impl FnOnce(&Service) -> Result<CallToolResult, ToolError>,
     ) -> CallToolResult {
         let root = self.root.clone();
-        let ready = self.service.get_or_init(|| open(root)).await;
+        let waiting = self.service.get_or_init(|| open(root));
+        let Ok(ready) = tokio::time::timeout(INDEX_WAIT, waiting).await else {
+            return failure(ToolError {
+                code: "indexing",
+                message: format!(
+                    "the first index of {} is still running after {} s",
+                    self.root.display(),
+                    INDEX_WAIT.as_secs()
+                ),
+                suggestion: "Try again in a moment; large projects take a while to index.",
+            });
+        };
         let outcome = match ready {
             Ok(service) => {
                 let service = service.lock().unwrap_or_else(|e| e.into_inner());
