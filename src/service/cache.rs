@@ -32,6 +32,8 @@ pub struct CacheStatistics {
 
 pub struct SnippetCache {
     entries: LruCache<(String, String), Entry>,
+    /// Entries older than this are refreshed (`cache_expiry_minutes`, FR-14).
+    expiry: std::time::Duration,
     stats: CacheStatistics,
 }
 
@@ -43,9 +45,10 @@ pub enum Lookup {
 }
 
 impl SnippetCache {
-    pub fn new(limit_bytes: usize) -> Self {
+    pub fn new(limit_bytes: usize, expiry: std::time::Duration) -> Self {
         Self {
             entries: LruCache::unbounded(),
+            expiry,
             stats: CacheStatistics {
                 size_limit_bytes: limit_bytes,
                 ..CacheStatistics::default()
@@ -53,11 +56,12 @@ impl SnippetCache {
         }
     }
 
-    /// The snippet of `symbol` in `file` if cached for `revision`.
+    /// The snippet of `symbol` in `file` if cached for `revision` and not
+    /// expired.
     pub fn get(&mut self, file: &str, symbol: &str, revision: u64) -> Lookup {
         let key = (file.to_string(), symbol.to_string());
         match self.entries.get(&key) {
-            Some(entry) if entry.revision == revision => {
+            Some(entry) if entry.revision == revision && entry.created.elapsed() < self.expiry => {
                 self.stats.hits += 1;
                 Lookup::Hit(entry.clone())
             }
@@ -119,7 +123,7 @@ mod tests {
 
     #[test]
     fn hits_misses_staleness_and_lru_eviction_fr13_to_fr16() {
-        let mut cache = SnippetCache::new(10);
+        let mut cache = SnippetCache::new(10, std::time::Duration::from_secs(600));
         assert!(matches!(cache.get("a.py", "f", 1), Lookup::Miss));
         cache.insert("a.py", "f", entry("12345", 1));
         assert!(matches!(cache.get("a.py", "f", 1), Lookup::Hit(_)));
@@ -144,5 +148,13 @@ mod tests {
         assert_eq!(stats.entries, 2);
         assert_eq!(stats.size_bytes, 8);
         assert_eq!(stats.peak_size_bytes, 9);
+    }
+
+    #[test]
+    fn expired_entries_are_refreshed_fr14() {
+        let mut cache = SnippetCache::new(100, std::time::Duration::ZERO);
+        cache.insert("a.py", "f", entry("x", 1));
+        assert!(matches!(cache.get("a.py", "f", 1), Lookup::Miss));
+        assert_eq!(cache.statistics().staleness_refreshes, 1);
     }
 }

@@ -73,7 +73,10 @@ impl Service {
         let cache_bytes =
             usize::try_from(config.cache_size_limit_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
         Ok(Service {
-            cache: std::sync::Mutex::new(cache::SnippetCache::new(cache_bytes)),
+            cache: std::sync::Mutex::new(cache::SnippetCache::new(
+                cache_bytes,
+                std::time::Duration::from_secs(config.cache_expiry_minutes.saturating_mul(60)),
+            )),
             usage: std::sync::Mutex::new(None),
             root,
             config,
