@@ -14,7 +14,7 @@ use super::datalog::{
     InputFact, Node, ProjectFile, RuntimeImport, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
-use super::modules::{ModuleIndex, ModuleLoc, external_marker};
+use super::modules::{ModuleIndex, ModuleLoc};
 use crate::python::names;
 use crate::python::{
     Binding, BindingKind, Condition, DunderAll, Import, ImportTarget, Lookup, Reference, Scope,
@@ -51,12 +51,20 @@ pub fn build(
 /// A module an import statement or binding leads to.
 #[derive(Clone)]
 enum Module {
+    /// A project file: a module or a package's `__init__.py`.
     Project(String),
-    /// Outside the project: the marker text and the dotted name.
-    External(String, String),
-    /// A namespace package or an import that cannot be resolved: nothing to
-    /// relate a name to.
-    Opaque(String),
+    /// Outside the project and known (stdlib, third-party, built-in): names
+    /// in it can be related to.
+    External { marker: String, dotted: String },
+    /// A namespace package: no file to relate names to, but submodules
+    /// resolve below it. `dotted` is relative to `level` leading dots.
+    Namespace {
+        marker: String,
+        level: u32,
+        dotted: String,
+    },
+    /// Not found: a marker for the import alone.
+    Unresolved(String),
 }
 
 struct Builder<'a> {
@@ -73,42 +81,63 @@ impl Builder<'_> {
     fn node(&mut self, module: &Module) -> Node {
         match module {
             Module::Project(path) => self.interner.node(path),
-            // Only a resolved outside target can be related to; an
-            // unresolved one is a marker for the import alone.
-            Module::External(marker, _) if !marker.starts_with("<unresolved:") => {
+            Module::External { marker, .. } => {
                 let node = self.interner.node(marker);
                 self.facts.push(InputFact::External(External(node)));
                 node
             }
-            Module::External(marker, _) | Module::Opaque(marker) => self.interner.node(marker),
-        }
-    }
-
-    fn absolute(&self, dotted: &str) -> Module {
-        match self.index.absolute(dotted) {
-            ModuleLoc::File(path) => Module::Project(path),
-            ModuleLoc::Namespace => Module::Opaque(format!("<namespace:{dotted}>")),
-            ModuleLoc::Missing => {
-                Module::External(external_marker(self.index, dotted), dotted.to_string())
+            Module::Namespace { marker, .. } | Module::Unresolved(marker) => {
+                self.interner.node(marker)
             }
         }
     }
 
+    /// What `module.level` leading dots plus `dotted` resolves to.
+    fn resolve(&self, level: u32, dotted: &str) -> Module {
+        let written = format!("{}{dotted}", ".".repeat(level as usize));
+        let loc = if level == 0 {
+            Some(self.index.absolute(dotted))
+        } else {
+            let module = (!dotted.is_empty()).then_some(dotted);
+            self.index.relative(self.path, level, module)
+        };
+        match loc {
+            Some(ModuleLoc::File(path)) => Module::Project(path),
+            Some(ModuleLoc::Namespace) => Module::Namespace {
+                marker: format!("<namespace:{written}>"),
+                level,
+                dotted: dotted.to_string(),
+            },
+            Some(ModuleLoc::Missing) if level == 0 => self.outside(dotted),
+            _ => Module::Unresolved(format!("<unresolved:{written}>")),
+        }
+    }
+
+    /// An absolute module the project does not have: unresolved if its
+    /// top-level package is the project's, else stdlib or third-party.
+    fn outside(&self, dotted: &str) -> Module {
+        let top = dotted.split('.').next().unwrap_or(dotted);
+        if self.index.has_top_level(dotted) {
+            return Module::Unresolved(format!("<unresolved:{dotted}>"));
+        }
+        let kind = if names::is_stdlib(top) {
+            "stdlib"
+        } else {
+            "third-party"
+        };
+        Module::External {
+            marker: format!("<{kind}:{dotted}>"),
+            dotted: dotted.to_string(),
+        }
+    }
+
+    fn absolute(&self, dotted: &str) -> Module {
+        self.resolve(0, dotted)
+    }
+
     /// The module `from <level><module> import ...` names.
     fn base_module(&self, level: u32, module: Option<&str>) -> Module {
-        if level == 0 {
-            return self.absolute(module.unwrap_or_default());
-        }
-        let written = format!(
-            "{}{}",
-            ".".repeat(level as usize),
-            module.unwrap_or_default()
-        );
-        match self.index.relative(self.path, level, module) {
-            Some(ModuleLoc::File(path)) => Module::Project(path),
-            Some(ModuleLoc::Namespace) => Module::Opaque(format!("<namespace:{written}>")),
-            Some(ModuleLoc::Missing) | None => Module::Opaque(format!("<unresolved:{written}>")),
-        }
+        self.resolve(level, module.unwrap_or_default())
     }
 
     /// `from <level><module> import name`: `Ok` with the submodule `name` if
@@ -123,37 +152,25 @@ impl Builder<'_> {
         self.submodule(&base, name).ok_or(base)
     }
 
-    /// For `from base import name`: the submodule `name`, if it is one.
+    /// Submodule `name` of `base`, if it is a module or namespace package.
     fn submodule(&self, base: &Module, name: &str) -> Option<Module> {
         match base {
             Module::Project(path) => match self.index.submodule(path, name) {
                 ModuleLoc::File(file) => Some(Module::Project(file)),
                 _ => None,
             },
-            Module::Opaque(marker) if marker.starts_with("<namespace:") => {
-                let dotted = marker
-                    .trim_start_matches("<namespace:")
-                    .trim_end_matches('>');
-                let level = dotted.chars().take_while(|c| *c == '.').count() as u32;
-                let rest = dotted.trim_start_matches('.');
-                let full = if rest.is_empty() {
+            Module::Namespace { level, dotted, .. } => {
+                let full = if dotted.is_empty() {
                     name.to_string()
                 } else {
-                    format!("{rest}.{name}")
+                    format!("{dotted}.{name}")
                 };
-                let loc = if level == 0 {
-                    self.index.absolute(&full)
-                } else {
-                    self.index
-                        .relative(self.path, level, Some(&full))
-                        .unwrap_or(ModuleLoc::Missing)
-                };
-                match loc {
-                    ModuleLoc::File(file) => Some(Module::Project(file)),
+                match self.resolve(*level, &full) {
+                    found @ (Module::Project(_) | Module::Namespace { .. }) => Some(found),
                     _ => None,
                 }
             }
-            _ => None,
+            Module::External { .. } | Module::Unresolved(_) => None,
         }
     }
 
@@ -266,7 +283,7 @@ impl Builder<'_> {
                 name,
             } => match self.import_target(*level, module.as_deref(), name) {
                 Ok(submodule) => Some(ModuleOrName::Module(submodule)),
-                Err(Module::Opaque(_)) => None,
+                Err(Module::Namespace { .. } | Module::Unresolved(_)) => None,
                 Err(base) => Some(ModuleOrName::Name(base, name.clone())),
             },
             ImportTarget::Star { .. } => None,
@@ -319,10 +336,9 @@ impl Builder<'_> {
         };
         let (module, name) = match bound? {
             ModuleOrName::Name(module, name) if rest.is_empty() => (module, name),
-            ModuleOrName::Name(Module::External(_, dotted), name) => self.attribute_of(
-                Module::External(String::new(), format!("{dotted}.{name}")),
-                rest,
-            )?,
+            ModuleOrName::Name(Module::External { dotted, .. }, name) => {
+                self.attribute_of(self.outside(&format!("{dotted}.{name}")), rest)?
+            }
             ModuleOrName::Name(..) => return None,
             ModuleOrName::Module(module) => self.attribute_of(module, rest)?,
         };
@@ -334,22 +350,20 @@ impl Builder<'_> {
     /// the final name. Only a chain of modules then one name is certain.
     fn attribute_of(&self, mut module: Module, rest: &[String]) -> Option<(Module, String)> {
         let (name, middle) = rest.split_last()?;
-        for part in middle {
-            module = match module {
-                Module::Project(path) => match self.index.submodule(&path, part) {
-                    ModuleLoc::File(file) => Module::Project(file),
-                    _ => return None,
-                },
-                Module::External(_, dotted) => {
-                    Module::External(String::new(), format!("{dotted}.{part}"))
-                }
-                Module::Opaque(_) => return None,
-            };
+        if let Module::External { dotted, .. } = &module {
+            // Outside modules cannot be inspected: the chain names a module.
+            if !middle.is_empty() {
+                module = self.outside(&format!("{dotted}.{}", middle.join(".")));
+            }
+        } else {
+            for part in middle {
+                module = self.submodule(&module, part)?;
+            }
         }
-        if let Module::External(_, dotted) = &module {
-            module = Module::External(external_marker(self.index, dotted), dotted.clone());
+        match module {
+            Module::Project(_) | Module::External { .. } => Some((module, name.clone())),
+            Module::Namespace { .. } | Module::Unresolved(_) => None,
         }
-        Some((module, name.clone()))
     }
 
     /// A name no module-level statement binds: a built-in, or a name that
@@ -362,7 +376,10 @@ impl Builder<'_> {
             return Some((site, self.me, self.interner.sym(head)));
         }
         if names::is_builtin(head) {
-            let marker = Module::External(format!("<builtin:{head}>"), head.to_string());
+            let marker = Module::External {
+                marker: format!("<builtin:{head}>"),
+                dotted: head.to_string(),
+            };
             let node = self.node(&marker);
             return Some((site, node, self.interner.sym(head)));
         }

@@ -6,8 +6,6 @@
 
 use rustc_hash::FxHashSet;
 
-use crate::python::names;
-
 /// Where a dotted module name leads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModuleLoc {
@@ -191,18 +189,6 @@ impl ModuleIndex {
     pub fn has_top_level(&self, dotted: &str) -> bool {
         let top = dotted.split('.').next().unwrap_or(dotted);
         self.find(&self.roots, &[top]) != ModuleLoc::Missing
-    }
-}
-
-/// The marker for a module outside the project.
-pub fn external_marker(index: &ModuleIndex, dotted: &str) -> String {
-    let top = dotted.split('.').next().unwrap_or(dotted);
-    if index.has_top_level(dotted) {
-        format!("<unresolved:{dotted}>")
-    } else if names::is_stdlib(top) {
-        format!("<stdlib:{dotted}>")
-    } else {
-        format!("<third-party:{dotted}>")
     }
 }
 
