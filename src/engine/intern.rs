@@ -62,12 +62,7 @@ impl Interner {
     }
 
     pub fn sym(&self, name: &str) -> Sym {
-        let id = self.intern(name);
-        if name.starts_with('_') {
-            Sym(id | Sym::PRIVATE)
-        } else {
-            Sym(id)
-        }
+        sym_for(name, self.intern(name))
     }
 
     pub fn node_text(&self, node: Node) -> Arc<str> {
@@ -84,12 +79,16 @@ impl Interner {
     }
 
     pub fn find_sym(&self, text: &str) -> Option<Sym> {
-        let id = self.find(text)?;
-        Some(Sym(if text.starts_with('_') {
-            id | Sym::PRIVATE
-        } else {
-            id
-        }))
+        Some(sym_for(text, self.find(text)?))
+    }
+}
+
+/// A name's id with the private bit set for `_`-prefixed names.
+fn sym_for(name: &str, id: u32) -> Sym {
+    if name.starts_with('_') {
+        Sym(id | Sym::PRIVATE)
+    } else {
+        Sym(id)
     }
 }
 

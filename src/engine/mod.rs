@@ -116,22 +116,13 @@ impl Engine {
     /// Adds or updates a file. Content equal to what is held changes nothing,
     /// so a touch without an edit costs nothing downstream.
     pub fn set_file(&mut self, path: &str, text: String) -> Change {
-        match self.files.get(path) {
-            Some(file) if *file.text(&self.db) == text => Change::Unchanged,
-            Some(&file) => {
-                file.set_text(&mut self.db).to(text);
-                self.stamp(path);
-                self.refresh_semantics(&[file]);
-                Change::Modified
-            }
-            None => {
-                let file = self.new_file(path.to_string(), text);
-                self.files.insert(path.to_string(), file);
-                self.sync_file_set();
-                self.refresh_semantics(&[file]);
-                Change::Added
-            }
-        }
+        let change = match self.files.get(path) {
+            Some(file) if *file.text(&self.db) == text => return Change::Unchanged,
+            Some(_) => Change::Modified,
+            None => Change::Added,
+        };
+        self.set_files([(path.to_string(), text)]);
+        change
     }
 
     /// Adds many files with one change to the file set.
