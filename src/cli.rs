@@ -51,19 +51,29 @@ enum Command {
     Serve,
 }
 
-/// A failure with the exit status it maps to: 2 for what the user can fix.
+/// A failure with the exit status it maps to: 2 for what the user can fix
+/// (a bad root, path or pattern), 1 for anything else.
 struct Failure {
     message: String,
     status: u8,
 }
 
-impl<E: std::fmt::Display> From<E> for Failure {
-    fn from(error: E) -> Self {
-        Failure {
-            message: error.to_string(),
-            status: 2,
+/// `From` conversions for `?`: which errors the user can fix (status 2).
+macro_rules! failure_from {
+    ($($error:ty => $status:expr),* $(,)?) => {$(
+        impl From<$error> for Failure {
+            fn from(error: $error) -> Self {
+                Failure { message: error.to_string(), status: $status }
+            }
         }
-    }
+    )*};
+}
+
+failure_from! {
+    workspace::PathError => 2,
+    crate::service::query::QueryError => 2,
+    std::io::Error => 1,
+    serde_json::Error => 1,
 }
 
 pub fn main() -> ExitCode {
