@@ -45,7 +45,7 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     if !service.config().enable_context_injection {
         return Ok(content.to_string());
     }
-    let relationships = service.dependencies(&path)?;
+    let relationships = service.dependencies_of(&path);
     let mut out = String::from("[Cross-File Context]\n\n");
 
     let mut imported: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -125,12 +125,13 @@ impl Service {
 
     /// Relationships whose source is `file` (FR-18, FR-20, FR-21).
     pub fn dependencies(&self, file: &str) -> Result<Vec<Relationship>, PathError> {
-        let file = self.resolve_file(file)?;
-        let node = self.engine.interner().node(&file);
-        Ok(relationships::select(
-            &self.engine,
-            relationships::Filter::Source(node),
-        ))
+        Ok(self.dependencies_of(&self.resolve_file(file)?))
+    }
+
+    /// [`Service::dependencies`] for a path already validated and relative.
+    pub(crate) fn dependencies_of(&self, file: &str) -> Vec<Relationship> {
+        let node = self.engine.interner().node(file);
+        relationships::select(&self.engine, relationships::Filter::Source(node))
     }
 
     /// Relationships that point at `file`, directly or (for imports) through
