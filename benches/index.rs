@@ -80,6 +80,20 @@ fn benches(c: &mut Criterion) {
             engine.analyze();
         })
     });
+    // An import edit changes the file's base facts, so the Datalog program
+    // re-runs: this is the cost of the common structural edit.
+    group.bench_function("import_edit", |b| {
+        b.iter(|| {
+            flip = !flip;
+            let text = if flip {
+                format!("import keyword\n{original}")
+            } else {
+                original.clone()
+            };
+            engine.set_file(EDITED, text);
+            engine.analyze();
+        })
+    });
     group.finish();
 }
 

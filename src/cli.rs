@@ -9,7 +9,9 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::service::Service;
-use crate::service::model::Relationship;
+use crate::service::live::Live;
+use crate::service::model::{Relationship, UpdateReport};
+use crate::watch::{self, Watch};
 use crate::workspace;
 
 #[derive(Parser)]
@@ -49,6 +51,10 @@ enum Command {
     Read { file: String },
     /// Serve MCP on stdio for the root.
     Serve,
+    /// Watch the tree and print, for each update, what was recomputed and
+    /// what was reused (the MCP tool explain_recomputation, live), until
+    /// interrupted.
+    Watch,
 }
 
 /// A failure with the exit status it maps to: 2 for what the user can fix
@@ -144,6 +150,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Read { file } => write!(out, "{}", service.read_with_context(&file)?)?,
         Command::Serve => {}
+        Command::Watch => {
+            drop(out);
+            watch(service, cli.json);
+        }
         Command::Query { pattern } => {
             let result = service.query(&pattern)?;
             if cli.json {
@@ -160,6 +170,73 @@ fn run(cli: Cli) -> Result<(), Failure> {
     // The process ends here: skip tearing down the database.
     std::mem::forget(service);
     Ok(())
+}
+
+/// Runs the watcher until the process is interrupted.
+fn watch(service: Service, json: bool) -> ! {
+    let live = std::sync::Arc::new(Live::new(service));
+    let watcher = Watch::start(live, watch::Options::default(), move |report| {
+        let mut out = std::io::stdout().lock();
+        let _ = if json {
+            serde_json::to_string(report)
+                .map_err(std::io::Error::other)
+                .and_then(|line| writeln!(out, "{line}"))
+        } else {
+            print_update(&mut out, report)
+        };
+        let _ = out.flush();
+    });
+    // The first status is settled once the initial catch-up walk is done.
+    std::thread::sleep(Duration::from_millis(200));
+    let status = watcher.status();
+    eprintln!(
+        "watching {} directories ({}); press Ctrl-C to stop",
+        status.watched_dirs, status.mode
+    );
+    loop {
+        std::thread::park();
+    }
+}
+
+fn print_update(out: &mut impl Write, r: &UpdateReport) -> std::io::Result<()> {
+    let mut changes = Vec::new();
+    for (label, files) in [
+        ("added", &r.added),
+        ("modified", &r.modified),
+        ("removed", &r.removed),
+    ] {
+        if !files.is_empty() {
+            changes.push(format!("{label} {}", files.join(", ")));
+        }
+    }
+    if r.reloaded {
+        changes.push("configuration changed: re-indexed".into());
+    }
+    writeln!(
+        out,
+        "update {} ({}): {}",
+        r.update,
+        r.trigger,
+        changes.join("; ")
+    )?;
+    writeln!(out, "  executed: {}", r.queries.executed.join(", "))?;
+    let reused: Vec<String> = r
+        .queries
+        .reused
+        .iter()
+        .map(|(query, n)| format!("{query} x{n}"))
+        .collect();
+    writeln!(out, "  reused:   {}", reused.join(", "))?;
+    let d = &r.durations;
+    let datalog = match r.queries.datalog_ms {
+        Some(ms) => format!("re-ran in {ms:.1} ms"),
+        None => "not re-run".into(),
+    };
+    writeln!(
+        out,
+        "  datalog {datalog}; total {:.1} ms (read {:.1}, parse {:.1}, analyze {:.1})",
+        d.total_ms, d.read_ms, d.parse_ms, d.analyze_ms
+    )
 }
 
 fn open(root: &std::path::Path) -> Result<Service, Failure> {

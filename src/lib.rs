@@ -1,11 +1,12 @@
 //! xfile: an incremental cross-file context engine for Python projects.
 //!
-//! Layers point one way: [`cli`] and [`mcp`] → [`service`] → [`engine`] → [`python`];
-//! [`workspace`] holds the project on disk (root, configuration, files).
+//! Layers point one way: [`cli`] and [`mcp`] → [`watch`] → [`service`] → [`engine`] →
+//! [`python`]; [`workspace`] holds the project on disk (root, configuration, files).
 
 pub mod cli;
 pub mod engine;
 pub mod mcp;
 pub mod python;
 pub mod service;
+pub mod watch;
 pub mod workspace;

@@ -18,6 +18,8 @@ use serde::Deserialize;
 use tokio::sync::OnceCell;
 
 use crate::service::Service;
+use crate::service::live::{Involved, Live};
+use crate::watch::{self, Watch};
 use crate::workspace::PathError;
 
 #[derive(Deserialize, JsonSchema)]
@@ -60,7 +62,7 @@ pub struct QueryArgs {
     pub pattern: String,
 }
 
-type Shared = Arc<OnceCell<Result<Mutex<Service>, String>>>;
+type Shared = Arc<OnceCell<Result<Arc<Live>, String>>>;
 
 /// How long a tool waits for the first index before answering `indexing`.
 const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -69,6 +71,8 @@ const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 pub struct XfileServer {
     root: PathBuf,
     service: Shared,
+    /// The file watcher, once the first index is done.
+    watch: Arc<Mutex<Option<Watch>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -121,23 +125,40 @@ impl XfileServer {
         Self {
             root,
             service: Arc::new(OnceCell::new()),
+            watch: Arc::new(Mutex::new(None)),
             tool_router: Self::tool_router(),
         }
     }
 
-    /// Starts the first index, and building the tokenizer, in the background.
+    /// Starts the first index, and building the tokenizer, in the
+    /// background; the file watcher starts once the index is there.
     pub fn start_indexing(&self) {
         tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""));
-        let (root, cell) = (self.root.clone(), self.service.clone());
+        let (root, cell, watch) = (self.root.clone(), self.service.clone(), self.watch.clone());
         tokio::spawn(async move {
-            cell.get_or_init(|| open(root)).await;
+            if let Ok(live) = cell.get_or_init(|| open(root)).await {
+                let watcher = Watch::start(live.clone(), watch::Options::default(), |_| {});
+                *watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+            }
         });
     }
 
-    /// Runs `f` on the service, waiting for the first index if needed.
-    async fn with_service(
+    /// Answers with `f` on a snapshot of the service that is no older than
+    /// the `involved` files on disk, off the async workers (a freshness
+    /// update may parse files).
+    async fn fresh(
         &self,
-        f: impl FnOnce(&Service) -> Result<CallToolResult, ToolError>,
+        involved: Involved,
+        f: impl Fn(&Service) -> Result<CallToolResult, ToolError> + Send + 'static,
+    ) -> CallToolResult {
+        self.with_live(move |live| live.read_fresh(&involved, &f))
+            .await
+    }
+
+    /// Runs `f` on the live service, waiting for the first index if needed.
+    async fn with_live(
+        &self,
+        f: impl FnOnce(&Live) -> Result<CallToolResult, ToolError> + Send + 'static,
     ) -> CallToolResult {
         let root = self.root.clone();
         let waiting = self.service.get_or_init(|| open(root));
@@ -153,9 +174,17 @@ impl XfileServer {
             });
         };
         let outcome = match ready {
-            Ok(service) => {
-                let service = service.lock().unwrap_or_else(|e| e.into_inner());
-                f(&service)
+            Ok(live) => {
+                let live = live.clone();
+                tokio::task::spawn_blocking(move || f(&live))
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(ToolError {
+                            code: "internal",
+                            message: format!("the request failed: {e}"),
+                            suggestion: "Retry; if it keeps failing, report it with the server log.",
+                        })
+                    })
             }
             Err(message) => Err(ToolError {
                 code: "index_failed",
@@ -167,17 +196,15 @@ impl XfileServer {
     }
 }
 
-async fn open(root: PathBuf) -> Result<Mutex<Service>, String> {
+async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
     let opened = tokio::task::spawn_blocking(move || {
-        Service::open(&root)
-            .map(Mutex::new)
-            .map_err(|e| e.to_string())
+        Live::open(&root).map(Arc::new).map_err(|e| e.to_string())
     })
     .await
     .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")));
     match &opened {
-        Ok(service) => {
-            let summary = service.lock().unwrap_or_else(|e| e.into_inner()).summary();
+        Ok(live) => {
+            let summary = live.read(Service::summary);
             tracing::info!(
                 files = summary.files,
                 parse_errors = summary.parse_errors,
@@ -200,7 +227,8 @@ impl XfileServer {
         description = "Read a Python file together with the signatures, docstrings and locations of the project functions and classes it imports or uses from other files. Use this instead of a plain read when you need to know what imported names mean."
     )]
     async fn read_with_context(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
-        self.with_service(|s| {
+        let involved = Involved::Dependencies(args.file_path.clone());
+        self.fresh(involved, move |s| {
             let text = s.read_with_context(&args.file_path)?;
             Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
         })
@@ -211,15 +239,19 @@ impl XfileServer {
         description = "List what a Python file depends on: its imports, the cross-file functions it calls and the classes it inherits from, with line numbers and target definitions."
     )]
     async fn get_dependencies(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
-        self.with_service(|s| Ok(ok_json(&s.dependencies(&args.file_path)?)))
-            .await
+        let involved = Involved::Dependencies(args.file_path.clone());
+        self.fresh(involved, move |s| {
+            Ok(ok_json(&s.dependencies(&args.file_path)?))
+        })
+        .await
     }
 
     #[tool(
         description = "List who depends on a Python file (imports it, calls into it, inherits from it), optionally for one symbol. Use before changing a signature to see what may break."
     )]
     async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
-        self.with_service(|s| {
+        let involved = Involved::Dependents(args.file_path.clone());
+        self.fresh(involved, move |s| {
             let mut dependents = s.dependents(&args.file_path)?;
             if let Some(symbol) = &args.symbol {
                 dependents.retain(|r| r.target_symbol.as_deref() == Some(symbol.as_str()));
@@ -236,7 +268,7 @@ impl XfileServer {
         &self,
         Parameters(args): Parameters<GraphArgs>,
     ) -> CallToolResult {
-        self.with_service(|s| {
+        self.fresh(Involved::All, move |s| {
             let mut export = s.export();
             if let Some(prefix) = &args.path_prefix {
                 export
@@ -255,7 +287,7 @@ impl XfileServer {
         description = "List indexing notices: files skipped (binary, too large, symlink outside the root), files decoded as latin-1, configuration problems. Optionally for one file."
     )]
     async fn get_warnings(&self, Parameters(args): Parameters<WarningsArgs>) -> CallToolResult {
-        self.with_service(|s| {
+        self.fresh(Involved::All, move |s| {
             let file = match &args.file_path {
                 Some(path) => Some(crate::workspace::resolve_user_path(s.root(), path)?),
                 None => None,
@@ -272,10 +304,12 @@ impl XfileServer {
         &self,
         Parameters(args): Parameters<InjectionArgs>,
     ) -> CallToolResult {
-        self.with_service(|s| {
-            let events =
-                s.recent_injections(args.target_file.as_deref(), args.limit.unwrap_or(10))?;
-            Ok(ok_json(&events))
+        self.with_live(move |live| {
+            live.read(|s| {
+                let events =
+                    s.recent_injections(args.target_file.as_deref(), args.limit.unwrap_or(10))?;
+                Ok(ok_json(&events))
+            })
         })
         .await
     }
@@ -284,7 +318,7 @@ impl XfileServer {
         description = "Statistics of the working memory cache of injected snippets: hits, misses, staleness refreshes, evictions, current and peak size against the limit."
     )]
     async fn get_cache_statistics(&self) -> CallToolResult {
-        self.with_service(|s| Ok(ok_json(&s.cache_statistics())))
+        self.with_live(|live| Ok(ok_json(&live.read(Service::cache_statistics))))
             .await
     }
 
@@ -292,7 +326,7 @@ impl XfileServer {
         description = "Query any relation of the Datalog rules with a pattern like Imports(\"app.py\", _, _) or DependsOn(_, \"models.py\"). An unknown relation lists all relations and their arguments."
     )]
     async fn query_relation(&self, Parameters(args): Parameters<QueryArgs>) -> CallToolResult {
-        self.with_service(|s| {
+        self.fresh(Involved::All, move |s| {
             s.query(&args.pattern)
                 .map(|r| ok_json(&r))
                 .map_err(|e| ToolError {
@@ -300,6 +334,25 @@ impl XfileServer {
                     message: e.to_string(),
                     suggestion: "Write Relation(arg, ...) with one argument per relation field.",
                 })
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Explain the recent model updates: for each (newest last), which files were added, modified or removed, which incremental queries executed and which cached results were reused, whether the Datalog rules re-ran, and how long each phase took; plus the file watcher's state. Use to check that the model is fresh after edits or to debug slowness."
+    )]
+    async fn explain_recomputation(&self) -> CallToolResult {
+        let watcher = self
+            .watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(Watch::status);
+        self.with_live(move |live| {
+            Ok(ok_json(&serde_json::json!({
+                "watcher": watcher,
+                "updates": live.recent_updates(),
+            })))
         })
         .await
     }

@@ -98,6 +98,7 @@ fn lists_the_tools_with_schemas() {
     assert_eq!(
         names,
         [
+            "explain_recomputation",
             "get_cache_statistics",
             "get_dependencies",
             "get_dependents",

@@ -13,6 +13,7 @@
 //! input: salsa then reuses `program` without walking the per-file queries at
 //! all (backdating alone would still re-verify every file's chain).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::base_facts;
@@ -48,27 +49,56 @@ pub struct Project {
 #[salsa::db]
 pub trait Db: salsa::Database {
     fn interner(&self) -> &Interner;
+    fn log(&self) -> &ExecutionLog;
 }
 
-/// Records which queries executed, for tests and `explain_recomputation`.
+/// What salsa did while recording: for tests, `explain_recomputation` and
+/// debug logs.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Recomputation {
+    /// Queries that executed, as `query(file)` for per-file queries.
+    pub executed: Vec<String>,
+    /// Memoized results salsa re-verified and reused, by query name. Queries
+    /// whose inputs are all of a durability that did not change are reused
+    /// without being visited, so they do not appear here.
+    pub reused: BTreeMap<String, usize>,
+    /// Time spent evaluating the Datalog program, if it re-ran.
+    pub datalog_ms: Option<f64>,
+}
+
+/// Collects a [`Recomputation`] between `start` and `take`.
 #[derive(Clone, Default)]
 pub struct ExecutionLog {
-    entries: Arc<Mutex<Option<Vec<String>>>>,
+    entries: Arc<Mutex<Option<Recomputation>>>,
 }
 
 impl ExecutionLog {
     /// Starts recording (clearing what was recorded before).
     pub fn start(&self) {
-        *self.lock() = Some(Vec::new());
+        *self.lock() = Some(Recomputation::default());
     }
 
-    /// Stops recording and returns the executed queries, as
-    /// `query_name(input)`.
-    pub fn take(&self) -> Vec<String> {
+    /// Stops recording and returns what was recorded.
+    pub fn take(&self) -> Recomputation {
         self.lock().take().unwrap_or_default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Vec<String>>> {
+    fn record(&self, f: impl FnOnce(&mut Recomputation)) {
+        if let Some(entries) = self.lock().as_mut() {
+            f(entries);
+        }
+    }
+
+    fn executed(&self, query: &str, file: Option<&str>) {
+        self.record(|r| {
+            r.executed.push(match file {
+                Some(file) => format!("{query}({file})"),
+                None => query.to_string(),
+            })
+        });
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Recomputation>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -86,10 +116,12 @@ impl Default for Database {
         let log = ExecutionLog::default();
         let sink = log.clone();
         let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
-            if let salsa::EventKind::WillExecute { database_key } = event.kind
-                && let Some(entries) = sink.lock().as_mut()
-            {
-                entries.push(format!("{database_key:?}"));
+            if let salsa::EventKind::DidValidateMemoizedValue { database_key } = event.kind {
+                sink.record(|r| {
+                    let key = format!("{database_key:?}");
+                    let name = key.split('(').next().unwrap_or_default().to_string();
+                    *r.reused.entry(name).or_default() += 1;
+                });
             }
         })));
         Self {
@@ -114,16 +146,22 @@ impl Db for Database {
     fn interner(&self) -> &Interner {
         &self.interner
     }
+
+    fn log(&self) -> &ExecutionLog {
+        &self.log
+    }
 }
 
 /// Parse and extract everything about one file.
 #[salsa::tracked(returns(ref))]
 pub fn module_facts(db: &dyn Db, file: SourceFile) -> ModuleFacts {
+    db.log().executed("module_facts", Some(file.path(db)));
     python::extract(file.text(db))
 }
 
 #[salsa::tracked(returns(ref))]
 pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
+    db.log().executed("module_index", None);
     let paths: Vec<&str> = project
         .files(db)
         .iter()
@@ -136,6 +174,7 @@ pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
 /// module-level bindings, and the first hop of its calls and class bases.
 #[salsa::tracked(returns(ref))]
 pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
+    db.log().executed("file_base_facts", Some(file.path(db)));
     let index = module_index(db, project);
     base_facts::build(db.interner(), index, file.path(db), file.semantic(db))
 }
@@ -149,6 +188,7 @@ pub struct Program {
 
 #[salsa::tracked(returns(ref))]
 pub fn program(db: &dyn Db, project: Project) -> Program {
+    db.log().executed("program", None);
     let mut facts: Vec<InputFact> = project
         .files(db)
         .iter()
@@ -156,6 +196,9 @@ pub fn program(db: &dyn Db, project: Project) -> Program {
         .collect();
     facts.sort_unstable();
     facts.dedup();
+    let started = std::time::Instant::now();
     let outputs = datalog::run(&facts);
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    db.log().record(|r| r.datalog_ms = Some(ms));
     Program { facts, outputs }
 }

@@ -27,13 +27,20 @@ pub enum Change {
 }
 
 /// One project's model. Several engines can live side by side.
+///
+/// A clone is a snapshot: it shares the salsa storage and sees the inputs as
+/// they were when it was taken. Changing an input on one handle cancels the
+/// queries running on the others and waits until they are dropped (salsa's
+/// rule), so snapshots must be short-lived and readers must retry on
+/// `salsa::Cancelled`.
+#[derive(Clone)]
 pub struct Engine {
     db: Database,
     project: Project,
-    files: BTreeMap<String, SourceFile>,
+    files: Arc<BTreeMap<String, SourceFile>>,
     /// Per file, the engine-wide change counter at its last change: a cheap
     /// staleness stamp for caches above the engine.
-    revisions: BTreeMap<String, u64>,
+    revisions: Arc<BTreeMap<String, u64>>,
     changes: u64,
     /// Files added since the last [`Engine::analyze`], to decide whether
     /// computing their facts in parallel is worth it.
@@ -54,8 +61,8 @@ impl Engine {
         Self {
             db,
             project,
-            files: BTreeMap::new(),
-            revisions: BTreeMap::new(),
+            files: Arc::default(),
+            revisions: Arc::default(),
             changes: 0,
             unanalyzed: 0,
         }
@@ -65,7 +72,7 @@ impl Engine {
     /// edit then costs one parse and no verification walk.
     fn stamp(&mut self, path: &str) {
         self.changes += 1;
-        self.revisions.insert(path.to_string(), self.changes);
+        Arc::make_mut(&mut self.revisions).insert(path.to_string(), self.changes);
     }
 
     /// A counter that grows with every change to any file or to the file set.
@@ -140,7 +147,7 @@ impl Engine {
                 }
                 None => {
                     let file = self.new_file(path.clone(), text);
-                    self.files.insert(path, file);
+                    Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push(file);
                     added = true;
                 }
@@ -153,8 +160,8 @@ impl Engine {
     }
 
     pub fn remove_file(&mut self, path: &str) -> bool {
-        let removed = self.files.remove(path).is_some();
-        self.revisions.remove(path);
+        let removed = Arc::make_mut(&mut self.files).remove(path).is_some();
+        Arc::make_mut(&mut self.revisions).remove(path);
         self.changes += 1;
         if removed {
             self.sync_file_set();
@@ -217,7 +224,7 @@ impl Engine {
         self.db.execution_log().start();
     }
 
-    pub fn take_executions(&self) -> Vec<String> {
+    pub fn take_executions(&self) -> db::Recomputation {
         self.db.execution_log().take()
     }
 }

@@ -56,11 +56,21 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
             && r.relationship_type == RelationshipType::Import
         {
             // EC-14: a module the file imports is not in the project (any more).
-            notes.push(format!(
-                "Note: line {} imports {}, which is not in the project (deleted, moved or not created yet).",
-                r.line_number,
-                r.target_file.trim_start_matches("<unresolved:").trim_end_matches('>')
-            ));
+            let module = r
+                .target_file
+                .trim_start_matches("<unresolved:")
+                .trim_end_matches('>');
+            notes.push(match service.deleted_module(module) {
+                Some((path, when)) => format!(
+                    "Note: line {} imports {module} from {path}, which was deleted at {}.",
+                    r.line_number,
+                    humantime::format_rfc3339_seconds(when)
+                ),
+                None => format!(
+                    "Note: line {} imports {module}, which is not in the project (deleted, moved or not created yet).",
+                    r.line_number
+                ),
+            });
         }
         if is_marker(&r.target_file) {
             continue;

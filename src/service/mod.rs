@@ -5,12 +5,15 @@
 pub mod cache;
 pub mod context;
 pub mod injections;
+pub mod live;
 pub mod model;
 pub mod query;
 pub mod relationships;
+mod update;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use rustc_hash::FxHashMap;
@@ -21,20 +24,34 @@ use self::model::{
 };
 use crate::engine::Engine;
 use crate::engine::datalog::{Node, Sym};
+use crate::workspace::discover::Stamp;
 use crate::workspace::{self, Config, Notice, NoticeKind, PathError};
 
 /// Definition `(file, name)` → how many other files use it.
 type UsageIndex = FxHashMap<(Node, Sym), usize>;
 
+/// The usage index and the `Engine::changes` it was computed at.
+type UsageSlot = Option<(u64, Arc<UsageIndex>)>;
+
+/// One project's state. A clone is a snapshot (see [`Engine`]): cheap, and
+/// sharing the caches; [`live::Live`] hands snapshots to readers while it
+/// applies updates to its own copy.
+#[derive(Clone)]
 pub struct Service {
     root: PathBuf,
-    config: Config,
+    config: Arc<Config>,
     engine: Engine,
-    notices: Vec<Notice>,
-    cache: std::sync::Mutex<cache::SnippetCache>,
+    notices: Arc<Vec<Notice>>,
+    /// Each indexed file's metadata when it was read, for freshness checks.
+    stamps: Arc<FxHashMap<String, Stamp>>,
+    /// The directories discovery entered, absolute: what a watcher watches.
+    dirs: Arc<BTreeSet<PathBuf>>,
+    /// Files removed by an update, and when: for the EC-14 note.
+    deleted: Arc<BTreeMap<String, SystemTime>>,
+    cache: Arc<Mutex<cache::SnippetCache>>,
     /// How many files use each definition, for the engine state it was
     /// computed at (`Engine::changes`).
-    usage: std::sync::Mutex<Option<(u64, std::sync::Arc<UsageIndex>)>>,
+    usage: Arc<Mutex<UsageSlot>>,
     timings: model::PhaseTimings,
 }
 
@@ -62,9 +79,15 @@ impl Service {
         let discovery = workspace::discover::discover(&root, &config.ignore_patterns);
         let discover_ms = elapsed_ms(phase);
         notices.extend(discovery.notices);
+        let dirs = discovery.dirs.into_iter().collect();
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
         let phase = Instant::now();
+        let stamps = discovery
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.stamp))
+            .collect();
         engine.set_files(discovery.files.into_iter().map(|f| (f.path, f.text)));
         let parse_ms = elapsed_ms(phase);
         let phase = Instant::now();
@@ -73,15 +96,18 @@ impl Service {
         let cache_bytes =
             usize::try_from(config.cache_size_limit_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
         Ok(Service {
-            cache: std::sync::Mutex::new(cache::SnippetCache::new(
+            cache: Arc::new(Mutex::new(cache::SnippetCache::new(
                 cache_bytes,
                 std::time::Duration::from_secs(config.cache_expiry_minutes.saturating_mul(60)),
-            )),
-            usage: std::sync::Mutex::new(None),
+            ))),
+            usage: Arc::new(Mutex::new(None)),
             root,
-            config,
+            config: Arc::new(config),
             engine,
-            notices,
+            notices: Arc::new(notices),
+            stamps: Arc::new(stamps),
+            dirs: Arc::new(dirs),
+            deleted: Arc::default(),
             timings: model::PhaseTimings {
                 discover_ms,
                 parse_ms,
@@ -101,6 +127,11 @@ impl Service {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The directories discovery entered (absolute), for a watcher.
+    pub fn dirs(&self) -> &BTreeSet<PathBuf> {
+        &self.dirs
     }
 
     /// Validates a user path and returns it root-relative; it must be an
@@ -170,7 +201,7 @@ impl Service {
         let current = match &*slot {
             Some((changes, index)) if *changes == self.engine.changes() => index.clone(),
             _ => {
-                let index = std::sync::Arc::new(self.usage_index());
+                let index = Arc::new(self.usage_index());
                 *slot = Some((self.engine.changes(), index.clone()));
                 index
             }
@@ -234,7 +265,7 @@ impl Service {
                 .count(),
             relationships: relationships::counts(&self.engine),
             import_cycles: self.cycles().len(),
-            notices: self.notices.clone(),
+            notices: self.notices.to_vec(),
             wall_time_ms: self.timings.total_ms,
             phases: self.timings.clone(),
         }
@@ -311,7 +342,7 @@ impl Service {
             },
             files,
             relationships,
-            warnings: self.notices.clone(),
+            warnings: self.notices.to_vec(),
             graph_metadata: GraphMetadata {
                 circular_imports: self.cycles(),
                 most_connected_files: most_connected,

@@ -138,3 +138,38 @@ pub struct QueryResult {
     pub args: Vec<String>,
     pub tuples: Vec<Vec<serde_json::Value>>,
 }
+
+/// What one update did (the `explain_recomputation` answer): which files
+/// changed, which salsa queries executed and which memoized results were
+/// reused, whether the Datalog program re-ran, and where the time went.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UpdateReport {
+    /// Sequence number of the update since the service started.
+    pub update: u64,
+    pub finished_at: String,
+    /// What asked for it: `watcher`, `poll`, `read` (a freshness check) or `api`.
+    pub trigger: String,
+    pub added: Vec<String>,
+    pub modified: Vec<String>,
+    pub removed: Vec<String>,
+    /// How many files the update looked at whose content had not changed.
+    pub unchanged: usize,
+    /// The configuration changed, so the project was indexed from scratch.
+    pub reloaded: bool,
+    /// An ignore file changed, so the whole tree was walked again.
+    pub rescanned: bool,
+    pub datalog_rerun: bool,
+    pub queries: crate::engine::db::Recomputation,
+    pub durations: UpdateTimings,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UpdateTimings {
+    /// Walking the changed paths and reading files.
+    pub read_ms: f64,
+    /// Writing inputs and parsing changed files.
+    pub parse_ms: f64,
+    /// Resolving and running the Datalog program where needed.
+    pub analyze_ms: f64,
+    pub total_ms: f64,
+}

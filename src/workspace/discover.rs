@@ -3,7 +3,7 @@
 //! directories and sensitive files always skipped, symlinks followed only
 //! while they stay inside the root.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
@@ -66,11 +66,37 @@ pub enum NoticeKind {
 pub struct SourceText {
     pub path: String,
     pub text: String,
+    /// The file's metadata just before it was read.
+    pub stamp: Stamp,
+}
+
+/// Modification time and length: a cheap check that a file on disk is still
+/// the one that was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub modified: Option<std::time::SystemTime>,
+    pub len: u64,
+}
+
+impl Stamp {
+    pub fn of(metadata: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            modified: metadata.modified().ok(),
+            len: metadata.len(),
+        }
+    }
+
+    /// The stamp of the file at `path` now, `None` if it is gone.
+    pub fn read(path: &Path) -> Option<Stamp> {
+        std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
+    }
 }
 
 pub struct Discovery {
     pub files: Vec<SourceText>,
     pub notices: Vec<Notice>,
+    /// Every directory the walk entered, absolute: what a watcher watches.
+    pub dirs: Vec<std::path::PathBuf>,
 }
 
 pub fn is_sensitive(file_name: &str) -> bool {
@@ -93,6 +119,18 @@ fn sensitive_set() -> &'static GlobSet {
 /// Walks `root` (which must be canonical) and reads every Python file, in
 /// parallel. `ignore_patterns` are extra globs on root-relative paths.
 pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
+    walk(root, ignore_patterns, None)
+}
+
+/// [`discover`] restricted to `scope` (absolute paths under `root`): files
+/// and directories at or under a scope path, reached through the same walk,
+/// so the same ignore files and skip rules decide. This is how a change
+/// seen by the watcher is re-read.
+pub fn discover_within(root: &Path, ignore_patterns: &[String], scope: &[PathBuf]) -> Discovery {
+    walk(root, ignore_patterns, Some(scope))
+}
+
+fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> Discovery {
     let mut notices = Vec::new();
     let mut extra = GlobSetBuilder::new();
     for pattern in ignore_patterns {
@@ -111,13 +149,24 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
     }
     let extra = extra.build().unwrap_or_else(|_| GlobSet::empty());
 
-    let found = std::sync::Mutex::new((Vec::new(), Vec::new()));
+    let found = std::sync::Mutex::new((Vec::new(), Vec::new(), Vec::new()));
     let escaped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let (walk_root, escapes) = (root.to_path_buf(), escaped.clone());
+    let scope: Option<Vec<PathBuf>> = scope.map(<[PathBuf]>::to_vec);
     ignore::WalkBuilder::new(root)
         .follow_links(true)
         .require_git(false)
         .filter_entry(move |entry| {
+            let path = entry.path();
+            // Ancestors of a scope path are entered (their ignore files
+            // apply), and everything under one; nothing else.
+            if let Some(scope) = &scope
+                && !scope
+                    .iter()
+                    .any(|s| s.starts_with(path) || path.starts_with(s))
+            {
+                return false;
+            }
             let name = entry.file_name().to_string_lossy();
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             if is_dir && SKIPPED_DIRS.contains(&name.as_ref()) {
@@ -140,18 +189,23 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
             let (found, extra) = (&found, &extra);
             Box::new(move |entry| {
                 if let Ok(entry) = entry {
+                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
                     let (file, notice) = visit(root, &entry, extra);
-                    if file.is_some() || notice.is_some() {
+                    if file.is_some() || notice.is_some() || is_dir {
                         let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
                         found.0.extend(file);
                         found.1.extend(notice);
+                        if is_dir {
+                            found.2.push(entry.into_path());
+                        }
                     }
                 }
                 ignore::WalkState::Continue
             })
         });
-    let (mut files, found_notices): (Vec<SourceText>, Vec<Notice>) =
+    let (mut files, found_notices, mut dirs): (Vec<SourceText>, Vec<Notice>, Vec<PathBuf>) =
         found.into_inner().unwrap_or_else(|e| e.into_inner());
+    dirs.sort();
     notices.extend(found_notices);
     let escaped = std::mem::take(&mut *escaped.lock().unwrap_or_else(|e| e.into_inner()));
     notices.extend(escaped.into_iter().map(|path| Notice {
@@ -162,7 +216,11 @@ pub fn discover(root: &Path, ignore_patterns: &[String]) -> Discovery {
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
     notices.sort_by(|a, b| a.path.cmp(&b.path));
-    Discovery { files, notices }
+    Discovery {
+        files,
+        notices,
+        dirs,
+    }
 }
 
 /// Reads one walked entry if it is a project Python file.
@@ -204,8 +262,16 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
         kind,
         message,
     };
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    let read = || -> std::io::Result<(Stamp, Vec<u8>)> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(path)?;
+        let stamp = Stamp::of(&file.metadata()?);
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok((stamp, bytes))
+    };
+    let (stamp, bytes) = match read() {
+        Ok(read) => read,
         Err(error) => {
             return (
                 None,
@@ -235,6 +301,7 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
             Some(SourceText {
                 path: relative,
                 text,
+                stamp,
             }),
             None,
         ),
@@ -246,6 +313,7 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
                 Some(SourceText {
                     path: relative,
                     text,
+                    stamp,
                 }),
                 Some(notice),
             )

@@ -1,0 +1,162 @@
+//! A [`Service`] that stays fresh while files change: readers work on
+//! snapshots, updates apply to a master copy (TDD §3.6; issue "live
+//! updates", items 2 and 4).
+//!
+//! Salsa lets one handle change inputs only when every other handle is
+//! dropped: a write sets the cancellation flag, queries running on
+//! snapshots unwind with `salsa::Cancelled`, and the write waits for them.
+//! So a reader takes a snapshot, answers, and drops it, never holding a
+//! lock while it answers; a reader that is cancelled takes the next
+//! snapshot and tries again. The writer withdraws the published snapshot
+//! only once the changed files are read, and publishes a new one right after
+//! the inputs are set, before the derived relations are brought up to date:
+//! readers that arrive meanwhile share that one computation (salsa blocks
+//! them on it) instead of seeing old results.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use super::Service;
+use super::model::UpdateReport;
+use crate::workspace::PathError;
+
+/// Which indexed files an answer rests on, for the freshness check.
+pub enum Involved {
+    /// A file (user path) and the project files it depends on.
+    Dependencies(String),
+    /// A file (user path) and the files that depend on it.
+    Dependents(String),
+    /// Every indexed file (a stat each: a few milliseconds on 3,000 files).
+    All,
+}
+
+/// How many update reports are kept for `explain_recomputation`.
+const KEPT_REPORTS: usize = 16;
+
+pub struct Live {
+    root: PathBuf,
+    master: Mutex<Master>,
+    published: Mutex<Option<Service>>,
+    republished: Condvar,
+}
+
+struct Master {
+    service: Service,
+    updates: u64,
+    reports: VecDeque<UpdateReport>,
+}
+
+impl Live {
+    pub fn new(service: Service) -> Live {
+        Live {
+            root: service.root().to_path_buf(),
+            published: Mutex::new(Some(service.clone())),
+            master: Mutex::new(Master {
+                service,
+                updates: 0,
+                reports: VecDeque::new(),
+            }),
+            republished: Condvar::new(),
+        }
+    }
+
+    pub fn open(root: &Path) -> Result<Live, PathError> {
+        Service::open(root).map(Live::new)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The current snapshot, waiting while an update withdrew it.
+    fn snapshot(&self) -> Service {
+        let mut published = lock(&self.published);
+        loop {
+            if let Some(service) = published.as_ref() {
+                return service.clone();
+            }
+            published = self
+                .republished
+                .wait(published)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Runs `f` on a snapshot; if an update cancels it, runs it again on
+    /// the next one.
+    pub fn read<T>(&self, f: impl Fn(&Service) -> T) -> T {
+        loop {
+            let snapshot = self.snapshot();
+            let outcome = salsa::Cancelled::catch(AssertUnwindSafe(|| f(&snapshot)));
+            drop(snapshot);
+            if let Ok(value) = outcome {
+                return value;
+            }
+            tracing::debug!("query cancelled by an update; retrying");
+        }
+    }
+
+    /// Like [`Live::read`], but first brings the files `involved` names up to
+    /// date with the disk: whatever the watcher saw or missed, the answer is
+    /// no older than those files at call time.
+    pub fn read_fresh<T>(&self, involved: &Involved, f: impl Fn(&Service) -> T) -> T {
+        let stale = self.read(|s| s.stale(&s.involved(involved)));
+        if !stale.is_empty() {
+            tracing::debug!(files = stale.len(), "stale on read; updating first");
+            if let Err(error) = self.apply(&stale, "read") {
+                tracing::warn!("update on read failed: {error}");
+            }
+        }
+        self.read(f)
+    }
+
+    /// Applies changes under `paths` (see [`Service::read_changes`]) and
+    /// publishes the result. Must not be called while holding a snapshot.
+    pub fn apply(&self, paths: &[PathBuf], trigger: &str) -> Result<UpdateReport, PathError> {
+        let mut master = lock(&self.master);
+        let pending = master.service.read_changes(paths, trigger)?;
+        let mut report = if pending.is_empty() {
+            pending.into_report()
+        } else {
+            let withdrawn = lock(&self.published).take();
+            drop(withdrawn);
+            let written = master.service.write_changes(pending);
+            *lock(&self.published) = Some(master.service.clone());
+            self.republished.notify_all();
+            master.service.finish(written)
+        };
+        master.updates += 1;
+        report.update = master.updates;
+        if report.added.len() + report.modified.len() + report.removed.len() > 0 || report.reloaded
+        {
+            tracing::debug!(
+                added = ?report.added,
+                modified = ?report.modified,
+                removed = ?report.removed,
+                executed = ?report.queries.executed,
+                reused = ?report.queries.reused,
+                datalog_ms = ?report.queries.datalog_ms,
+                total_ms = report.durations.total_ms,
+                "update {} ({})",
+                report.update,
+                report.trigger,
+            );
+            if master.reports.len() == KEPT_REPORTS {
+                master.reports.pop_front();
+            }
+            master.reports.push_back(report.clone());
+        }
+        Ok(report)
+    }
+
+    /// Reports of the recent updates that changed something, newest last.
+    pub fn recent_updates(&self) -> Vec<UpdateReport> {
+        lock(&self.master).reports.iter().cloned().collect()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,272 @@
+//! Applying changes seen on disk to a [`Service`]: the incremental path
+//! behind the watcher and the freshness check (TDD §3.6.3, §3.6.4).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use super::live::Involved;
+use super::model::UpdateReport;
+use super::{Service, elapsed_ms, rfc3339};
+use crate::engine::datalog::Node;
+use crate::workspace::config::CONFIG_FILE;
+use crate::workspace::discover::{self, Stamp};
+use crate::workspace::{Notice, NoticeKind, PathError, SourceText};
+
+/// Files whose change means the set of indexed files must be recomputed.
+const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore"];
+
+/// Changes read from disk, not yet written to the model.
+pub struct Pending {
+    report: UpdateReport,
+    started: Instant,
+    change: Change,
+}
+
+enum Change {
+    Reload(Box<Service>),
+    Files {
+        scope: Vec<PathBuf>,
+        files: Vec<SourceText>,
+        notices: Vec<Notice>,
+        dirs: Vec<PathBuf>,
+    },
+}
+
+impl Pending {
+    /// Whether writing this would change nothing.
+    pub fn is_empty(&self) -> bool {
+        let r = &self.report;
+        !r.reloaded && r.added.is_empty() && r.modified.is_empty() && r.removed.is_empty()
+    }
+
+    pub fn into_report(self) -> UpdateReport {
+        let mut report = self.report;
+        report.durations.total_ms = elapsed_ms(self.started);
+        report.finished_at = rfc3339(SystemTime::now());
+        report
+    }
+}
+
+/// Changes written to the inputs; derived relations not yet brought up to date.
+pub struct Written {
+    report: UpdateReport,
+    started: Instant,
+}
+
+fn in_scope(root: &Path, scope: &[PathBuf], relative: &str) -> bool {
+    let absolute = root.join(relative);
+    scope.iter().any(|s| absolute.starts_with(s))
+}
+
+impl Service {
+    /// The indexed files among `files` (root-relative) whose metadata on
+    /// disk no longer matches what was read, as absolute paths: a stat per
+    /// file, cheap enough to run before every answer.
+    pub fn stale(&self, files: &[String]) -> Vec<PathBuf> {
+        files
+            .iter()
+            .filter_map(|file| {
+                let absolute = self.root.join(file);
+                let now = Stamp::read(&absolute);
+                (now.as_ref() != self.stamps.get(file)).then_some(absolute)
+            })
+            .collect()
+    }
+
+    /// The indexed files an answer about `involved` rests on.
+    pub fn involved(&self, involved: &Involved) -> Vec<String> {
+        let related = |file: &str, dependents: bool| {
+            let Ok(file) = self.resolve_file(file) else {
+                return Vec::new();
+            };
+            let interner = self.engine.interner();
+            let node = interner.node(&file);
+            let outputs = &self.engine.program().outputs;
+            let others: Box<dyn Iterator<Item = Node>> = if dependents {
+                Box::new(
+                    outputs
+                        .dependent_of
+                        .iter()
+                        .filter(|t| t.0 == node)
+                        .map(|t| t.1),
+                )
+            } else {
+                Box::new(
+                    outputs
+                        .depends_on
+                        .iter()
+                        .filter(|t| t.0 == node)
+                        .map(|t| t.1),
+                )
+            };
+            let mut files = vec![file.clone()];
+            files.extend(others.map(|n| interner.node_text(n).to_string()));
+            files
+        };
+        match involved {
+            Involved::Dependencies(file) => related(file, false),
+            Involved::Dependents(file) => related(file, true),
+            Involved::All => self.engine.paths().map(str::to_string).collect(),
+        }
+    }
+
+    /// Reads what changed under `paths` (absolute files or directories,
+    /// existing or not) through the discovery walk, without touching the
+    /// model, so snapshots keep being served meanwhile. A change to the
+    /// configuration re-indexes from scratch; a change to an ignore file
+    /// walks the whole tree again.
+    pub fn read_changes(&self, paths: &[PathBuf], trigger: &str) -> Result<Pending, PathError> {
+        let started = Instant::now();
+        let mut report = UpdateReport {
+            trigger: trigger.to_string(),
+            ..UpdateReport::default()
+        };
+        let named = |names: &[&str]| {
+            paths.iter().any(|p| {
+                p.file_name()
+                    .is_some_and(|n| names.iter().any(|name| n == *name))
+            })
+        };
+        if named(&[CONFIG_FILE]) {
+            let mut fresh = Service::open(&self.root)?;
+            // The snippet cache belongs to the session, not to one index.
+            fresh.cache = self.cache.clone();
+            report.reloaded = true;
+            report.durations.read_ms = elapsed_ms(started);
+            return Ok(Pending {
+                report,
+                started,
+                change: Change::Reload(Box::new(fresh)),
+            });
+        }
+        report.rescanned = named(IGNORE_FILES);
+        let scope: Vec<PathBuf> = if report.rescanned {
+            vec![self.root.clone()]
+        } else {
+            paths
+                .iter()
+                .filter(|p| p.starts_with(&self.root))
+                .cloned()
+                .collect()
+        };
+        let found = discover::discover_within(&self.root, &self.config.ignore_patterns, &scope);
+        let seen: BTreeSet<&str> = found.files.iter().map(|f| f.path.as_str()).collect();
+        report.removed = self
+            .engine
+            .paths()
+            .filter(|p| in_scope(&self.root, &scope, p) && !seen.contains(p))
+            .map(str::to_string)
+            .collect();
+        let mut files = Vec::new();
+        for file in found.files {
+            match self.engine.text(&file.path) {
+                None => report.added.push(file.path.clone()),
+                Some(text) if text != file.text => report.modified.push(file.path.clone()),
+                Some(_) => report.unchanged += 1,
+            }
+            files.push(file);
+        }
+        report.durations.read_ms = elapsed_ms(started);
+        Ok(Pending {
+            report,
+            started,
+            change: Change::Files {
+                scope,
+                files,
+                notices: found.notices,
+                dirs: found.dirs,
+            },
+        })
+    }
+
+    /// Writes what [`Service::read_changes`] found into the inputs. Queries
+    /// on other snapshots are cancelled, and this waits until they are gone.
+    pub fn write_changes(&mut self, pending: Pending) -> Written {
+        let Pending {
+            mut report,
+            started,
+            change,
+        } = pending;
+        let phase = Instant::now();
+        self.engine.record_executions();
+        match change {
+            Change::Reload(fresh) => *self = *fresh,
+            Change::Files {
+                scope,
+                files,
+                notices,
+                dirs,
+            } => {
+                let known = Arc::make_mut(&mut self.dirs);
+                known.retain(|d| !scope.iter().any(|s| d.starts_with(s)));
+                known.extend(dirs);
+                let now = SystemTime::now();
+                let stamps = Arc::make_mut(&mut self.stamps);
+                let deleted = Arc::make_mut(&mut self.deleted);
+                for path in &report.removed {
+                    self.engine.remove_file(path);
+                    stamps.remove(path);
+                    deleted.insert(path.clone(), now);
+                }
+                let mut updates = Vec::new();
+                for file in files {
+                    stamps.insert(file.path.clone(), file.stamp);
+                    deleted.remove(&file.path);
+                    updates.push((file.path, file.text));
+                }
+                // Unchanged texts are skipped by the engine (no input write).
+                self.engine.set_files(updates);
+                let kept = Arc::make_mut(&mut self.notices);
+                kept.retain(|n| {
+                    n.kind == NoticeKind::Config || !in_scope(&self.root, &scope, &n.path)
+                });
+                kept.extend(notices.into_iter().filter(|n| n.kind != NoticeKind::Config));
+                kept.sort_by(|a, b| a.path.cmp(&b.path));
+            }
+        }
+        report.durations.parse_ms = elapsed_ms(phase);
+        Written { report, started }
+    }
+
+    /// Brings the derived relations up to date after [`Service::write_changes`]
+    /// and completes the report.
+    pub fn finish(&mut self, written: Written) -> UpdateReport {
+        let Written {
+            mut report,
+            started,
+        } = written;
+        let phase = Instant::now();
+        self.engine.analyze();
+        report.durations.analyze_ms = elapsed_ms(phase);
+        report.queries = self.engine.take_executions();
+        report.datalog_rerun = report.queries.datalog_ms.is_some();
+        report.durations.total_ms = elapsed_ms(started);
+        report.finished_at = rfc3339(SystemTime::now());
+        report
+    }
+
+    /// When `module` (dotted, as an unresolved import names it) was last
+    /// seen as a project file that an update removed: `(path, when)`.
+    pub fn deleted_module(&self, module: &str) -> Option<(&str, SystemTime)> {
+        self.deleted.iter().find_map(|(path, &when)| {
+            (module_name(path) == module).then_some((path.as_str(), when))
+        })
+    }
+}
+
+/// The dotted module name of a root-relative file path, as imported from the
+/// root (`pkg/__init__.py` → `pkg`).
+fn module_name(path: &str) -> String {
+    let stem = Path::new(path).with_extension("");
+    let parts: Vec<String> = stem
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let parts = match parts.split_last() {
+        Some((last, rest)) if last == "__init__" => rest,
+        _ => &parts[..],
+    };
+    parts.join(".")
+}
