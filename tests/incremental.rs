@@ -3,8 +3,7 @@
 mod common;
 
 use xfile::engine::Engine;
-use xfile::engine::datalog::{RELATIONS, RelationKind};
-use xfile::service::{query, relationships};
+use xfile::service::relationships;
 use xfile::workspace::discover;
 
 fn engine_for(fixture: &str) -> Engine {
@@ -37,31 +36,13 @@ fn from_scratch(engine: &Engine) -> Engine {
     fresh
 }
 
-/// Every output relation, rendered to paths and names (interned ids differ
-/// between engines), sorted.
-fn rendered_outputs(engine: &Engine) -> Vec<(String, Vec<String>)> {
-    RELATIONS
-        .iter()
-        .filter(|r| r.kind == RelationKind::Output)
-        .map(|r| {
-            let mut tuples: Vec<String> = engine
-                .program()
-                .outputs
-                .tuples(r.name)
-                .unwrap()
-                .iter()
-                .map(|t| serde_json::to_string(&query::render(engine, t)).unwrap())
-                .collect();
-            tuples.sort();
-            (r.name.to_string(), tuples)
-        })
-        .collect()
-}
-
 fn assert_same_as_scratch(engine: &Engine) {
     let fresh = from_scratch(engine);
     assert_eq!(relationships::all(engine), relationships::all(&fresh));
-    assert_eq!(rendered_outputs(engine), rendered_outputs(&fresh));
+    assert_eq!(
+        common::rendered_outputs(engine),
+        common::rendered_outputs(&fresh)
+    );
 }
 
 #[test]

@@ -1,9 +1,14 @@
 #![allow(dead_code)]
 
+pub mod mcp_client;
+
 use std::path::{Path, PathBuf};
 
+use xfile::engine::Engine;
+use xfile::engine::datalog::{RELATIONS, RelationKind};
 use xfile::service::Service;
 use xfile::service::model::Relationship;
+use xfile::service::query;
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -87,4 +92,25 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// Every output relation, rendered to paths and names (interned ids differ
+/// between engines), sorted.
+pub fn rendered_outputs(engine: &Engine) -> Vec<(String, Vec<String>)> {
+    RELATIONS
+        .iter()
+        .filter(|r| r.kind == RelationKind::Output)
+        .map(|r| {
+            let mut tuples: Vec<String> = engine
+                .program()
+                .outputs
+                .tuples(r.name)
+                .unwrap()
+                .iter()
+                .map(|t| serde_json::to_string(&query::render(engine, t)).unwrap())
+                .collect();
+            tuples.sort();
+            (r.name.to_string(), tuples)
+        })
+        .collect()
 }
