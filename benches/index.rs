@@ -9,6 +9,8 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use xfile::engine::Engine;
 use xfile::service::Service;
+use xfile::service::live::Live;
+use xfile::watch::{self, Watch};
 use xfile::workspace::discover;
 
 #[global_allocator]
@@ -122,5 +124,73 @@ fn read_with_context(c: &mut Criterion) {
     });
 }
 
-criterion_group!(index, benches, read_with_context);
+/// Write on disk → fresh `get_dependents` answer, through the watcher, on a
+/// copy of the tree: an import of `django/utils/text.py` is added to and
+/// removed from a file that does not use it, and the time until
+/// `dependents` reflects the change is sampled (the target is p95 under
+/// 50 ms). Criterion cannot time an asynchronous effect, so the samples are
+/// printed.
+fn watcher_end_to_end(_: &mut Criterion) {
+    let Some(tree) = tree() else { return };
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(&tree, copy.path());
+    let live = std::sync::Arc::new(Live::open(copy.path()).expect("opens"));
+    let _watch = Watch::start(live.clone(), watch::Options::default(), |_| {});
+    let importer = "django/utils/dates.py";
+    let path = live.root().join(importer);
+    let original = std::fs::read_to_string(&path).expect("importer");
+    let depends = || {
+        live.read(|s| {
+            s.dependents(EDITED)
+                .expect("dependents")
+                .iter()
+                .any(|r| r.source_file == importer)
+        })
+    };
+    assert!(!depends(), "{importer} already uses {EDITED}");
+    std::thread::sleep(Duration::from_millis(500));
+    let mut samples = Vec::new();
+    for i in 0..60 {
+        let adding = i % 2 == 0;
+        let text = if adding {
+            format!("from django.utils.text import capfirst\n{original}")
+        } else {
+            original.clone()
+        };
+        let start = std::time::Instant::now();
+        std::fs::write(&path, text).expect("writes");
+        while depends() != adding {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "update never came"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        samples.push(start.elapsed());
+        // Let the update settle so the next write is a new batch.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    samples.sort();
+    eprintln!(
+        "watcher end to end (write -> fresh dependents): p50 {:?}, p95 {:?}, max {:?} over {} edits",
+        samples[samples.len() / 2],
+        samples[samples.len() * 95 / 100],
+        samples[samples.len() - 1],
+        samples.len()
+    );
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("readdir").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+criterion_group!(index, benches, read_with_context, watcher_end_to_end);
 criterion_main!(index);
