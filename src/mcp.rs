@@ -42,7 +42,7 @@ pub struct GraphArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct WarningsArgs {
-    /// Only notices about this file.
+    /// Only warnings and notices about this file.
     pub file_path: Option<String>,
 }
 
@@ -252,17 +252,11 @@ impl XfileServer {
     }
 
     #[tool(
-        description = "List indexing notices: files skipped (binary, too large, symlink outside the root), files decoded as latin-1, configuration problems. Optionally for one file."
+        description = "List where static analysis goes blind: dynamic imports, getattr dispatch, monkey patching, exec/eval, decorators, metaclasses, circular imports (and wildcard imports if enabled), each with line, code, explanation and guidance; plus how many were suppressed by configuration and indexing notices (skipped files, latin-1 fallbacks, configuration problems). Optionally for one file."
     )]
     async fn get_warnings(&self, Parameters(args): Parameters<WarningsArgs>) -> CallToolResult {
-        self.with_service(|s| {
-            let file = match &args.file_path {
-                Some(path) => Some(crate::workspace::resolve_user_path(s.root(), path)?),
-                None => None,
-            };
-            Ok(ok_json(&s.notices(file.as_deref())))
-        })
-        .await
+        self.with_service(|s| Ok(ok_json(&s.warnings(args.file_path.as_deref())?)))
+            .await
     }
 
     #[tool(

@@ -5,9 +5,11 @@
 pub mod cache;
 pub mod context;
 pub mod injections;
+pub mod jsonl;
 pub mod model;
 pub mod query;
 pub mod relationships;
+pub mod warnings;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -17,10 +19,10 @@ use rustc_hash::FxHashMap;
 
 use self::model::{
     ConnectedFile, Export, ExportMetadata, FileEntry, GraphMetadata, IndexSummary, ParseErrorEntry,
-    QueryResult, Relationship,
+    QueryResult, Relationship, Warning, WarningReport,
 };
-use crate::engine::Engine;
-use crate::engine::datalog::{Node, Sym};
+use crate::engine::datalog::{Node, Pattern, Sym};
+use crate::engine::{Engine, TestPatterns};
 use crate::workspace::{self, Config, Notice, NoticeKind, PathError};
 
 /// Definition `(file, name)` → how many other files use it.
@@ -35,6 +37,9 @@ pub struct Service {
     /// How many files use each definition, for the engine state it was
     /// computed at (`Engine::changes`).
     usage: std::sync::Mutex<Option<(u64, std::sync::Arc<UsageIndex>)>>,
+    suppression: warnings::Suppression,
+    /// Rendered warnings, for the engine state they were computed at.
+    warnings: std::sync::Mutex<Option<(u64, std::sync::Arc<warnings::Warnings>)>>,
     timings: model::PhaseTimings,
 }
 
@@ -64,15 +69,34 @@ impl Service {
         notices.extend(discovery.notices);
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
+        let (pytest, pytest_problems) = workspace::pytest::load(&root);
+        notices.extend(pytest_problems.into_iter().map(|(path, message)| Notice {
+            path,
+            kind: NoticeKind::Config,
+            message,
+        }));
+        engine.set_test_patterns(TestPatterns {
+            python_files: pytest.python_files,
+            testpaths: pytest.testpaths,
+        });
         let phase = Instant::now();
         engine.set_files(discovery.files.into_iter().map(|f| (f.path, f.text)));
         let parse_ms = elapsed_ms(phase);
         let phase = Instant::now();
         engine.analyze();
         let analyze_ms = elapsed_ms(phase);
+        let (suppression, suppression_problems) =
+            warnings::Suppression::new(&config, &root, &engine);
+        notices.extend(suppression_problems.into_iter().map(|message| Notice {
+            path: workspace::config::CONFIG_FILE.to_string(),
+            kind: NoticeKind::Config,
+            message,
+        }));
         let cache_bytes =
             usize::try_from(config.cache_size_limit_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
-        Ok(Service {
+        let service = Service {
+            suppression,
+            warnings: std::sync::Mutex::new(None),
             cache: std::sync::Mutex::new(cache::SnippetCache::new(
                 cache_bytes,
                 std::time::Duration::from_secs(config.cache_expiry_minutes.saturating_mul(60)),
@@ -88,7 +112,14 @@ impl Service {
                 analyze_ms,
                 total_ms: elapsed_ms(started),
             },
-        })
+        };
+        if service.config.enable_warning_logging
+            && let Err(error) = warnings::log_new(&service.root, &service.all_warnings().active)
+        {
+            // Logging is best effort: indexing still succeeds.
+            tracing::warn!("cannot write the warning log: {error}");
+        }
+        Ok(service)
     }
 
     pub fn root(&self) -> &Path {
@@ -215,6 +246,51 @@ impl Service {
             .collect()
     }
 
+    /// Every warning after suppression, computed once per engine state.
+    pub(crate) fn all_warnings(&self) -> std::sync::Arc<warnings::Warnings> {
+        let mut slot = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        match &*slot {
+            Some((changes, computed)) if *changes == self.engine.changes() => computed.clone(),
+            _ => {
+                let computed = std::sync::Arc::new(warnings::Warnings::compute(
+                    &self.engine,
+                    &self.suppression,
+                ));
+                *slot = Some((self.engine.changes(), computed.clone()));
+                computed
+            }
+        }
+    }
+
+    /// Warnings of `file` (validated and root-relative), after suppression.
+    pub(crate) fn warnings_of(&self, file: &str) -> Vec<Warning> {
+        let all = self.all_warnings();
+        let start = all.active.partition_point(|w| w.file.as_str() < file);
+        all.active[start..]
+            .iter()
+            .take_while(|w| w.file == file)
+            .cloned()
+            .collect()
+    }
+
+    /// Warnings (TDD §3.9) and notices, all or for one file. A file may be
+    /// one that was not indexed, to see why (its notices).
+    pub fn warnings(&self, file: Option<&str>) -> Result<WarningReport, PathError> {
+        let file = file
+            .map(|f| workspace::resolve_user_path(&self.root, f))
+            .transpose()?;
+        let all = self.all_warnings();
+        let warnings = match &file {
+            Some(file) => self.warnings_of(file),
+            None => all.active.clone(),
+        };
+        Ok(WarningReport {
+            warnings,
+            suppressed: all.suppressed_counts(file.as_deref()),
+            notices: self.notices(file.as_deref()),
+        })
+    }
+
     pub fn query(&self, pattern: &str) -> Result<QueryResult, query::QueryError> {
         query::run(&self.engine, pattern)
     }
@@ -234,6 +310,14 @@ impl Service {
                 .count(),
             relationships: relationships::counts(&self.engine),
             import_cycles: self.cycles().len(),
+            warnings: self
+                .all_warnings()
+                .active
+                .iter()
+                .fold(BTreeMap::new(), |mut counts, w| {
+                    *counts.entry(w.warning_type.as_str()).or_default() += 1;
+                    counts
+                }),
             notices: self.notices.clone(),
             wall_time_ms: self.timings.total_ms,
             phases: self.timings.clone(),
@@ -251,6 +335,23 @@ impl Service {
         }
         let program = self.engine.program();
         let interner = self.engine.interner();
+        let mut untrackable: BTreeMap<String, Vec<Pattern>> = BTreeMap::new();
+        for t in &program.outputs.untrackable {
+            untrackable
+                .entry(interner.node_text(t.0).to_string())
+                .or_default()
+                .push(t.1);
+        }
+        let test_modules: BTreeSet<String> = program
+            .facts
+            .iter()
+            .filter_map(|fact| match fact {
+                crate::engine::datalog::InputFact::TestModule(t) => {
+                    Some(interner.node_text(t.0).to_string())
+                }
+                _ => None,
+            })
+            .collect();
         let in_cycle: BTreeSet<String> = program
             .outputs
             .in_cycle
@@ -280,6 +381,8 @@ impl Service {
                             message: e.message.clone(),
                         }),
                     in_import_cycle: in_cycle.contains(path),
+                    test_module: test_modules.contains(path),
+                    untrackable_patterns: untrackable.remove(path).unwrap_or_default(),
                 }
             })
             .collect::<Vec<_>>();
@@ -311,7 +414,8 @@ impl Service {
             },
             files,
             relationships,
-            warnings: self.notices.clone(),
+            warnings: self.all_warnings().active.clone(),
+            notices: self.notices.clone(),
             graph_metadata: GraphMetadata {
                 circular_imports: self.cycles(),
                 most_connected_files: most_connected,
