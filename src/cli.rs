@@ -105,6 +105,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Index => {
+            if let Err(error) = service.log_warnings() {
+                eprintln!("xfile: cannot write the warning log: {error}");
+            }
             let summary = service.summary();
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;

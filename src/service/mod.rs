@@ -113,13 +113,18 @@ impl Service {
                 total_ms: elapsed_ms(started),
             },
         };
-        if service.config.enable_warning_logging
-            && let Err(error) = warnings::log_new(&service.root, &service.all_warnings().active)
-        {
-            // Logging is best effort: indexing still succeeds.
-            tracing::warn!("cannot write the warning log: {error}");
-        }
         Ok(service)
+    }
+
+    /// Appends the warnings not logged yet to `warnings.jsonl` (TDD §3.9.5),
+    /// unless `enable_warning_logging` is off; returns how many it wrote.
+    /// Adapters call it once a session has indexed (the MCP server, the
+    /// `index` command), so that merely opening a project writes nothing.
+    pub fn log_warnings(&self) -> std::io::Result<usize> {
+        if !self.config.enable_warning_logging {
+            return Ok(0);
+        }
+        warnings::log_new(&self.root, &self.all_warnings().active)
     }
 
     pub fn root(&self) -> &Path {
