@@ -188,7 +188,10 @@ async fn open(root: PathBuf) -> Result<Mutex<Service>, String> {
             for notice in &summary.notices {
                 tracing::warn!(path = %notice.path, "{}", notice.message);
             }
-            let logged = service.lock().unwrap_or_else(|e| e.into_inner()).log_warnings();
+            let logged = service
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .log_warnings();
             if let Err(error) = logged {
                 // Best effort: the tools still answer.
                 tracing::warn!("cannot write the warning log: {error}");

@@ -327,7 +327,15 @@ fn warnings_jsonl_logs_each_warning_once_fr41() {
         .collect();
     assert_eq!(entries.len(), 15);
     let first = &entries[0];
-    for key in ["timestamp", "type", "file", "line", "severity", "pattern", "message"] {
+    for key in [
+        "timestamp",
+        "type",
+        "file",
+        "line",
+        "severity",
+        "pattern",
+        "message",
+    ] {
         assert!(first.get(key).is_some(), "missing {key} in {first}");
     }
     // Indexing again logs nothing new.
@@ -392,10 +400,15 @@ fn cli_warnings_command_text_and_json() {
     assert!(text.status.success());
     let stdout = String::from_utf8(text.stdout).unwrap();
     assert!(
-        stdout.starts_with("app/dispatch.py:2:11  warning  dynamic_dispatch  return getattr(handler, action)()\n"),
+        stdout.starts_with(
+            "app/dispatch.py:2:11  warning  dynamic_dispatch  return getattr(handler, action)()\n"
+        ),
         "{stdout}"
     );
-    assert!(stdout.ends_with("1 warnings (0 suppressed by configuration)\n"), "{stdout}");
+    assert!(
+        stdout.ends_with("1 warnings (0 suppressed by configuration)\n"),
+        "{stdout}"
+    );
     let json = run(&["--json"]);
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(report["warnings"].as_array().unwrap().len(), 15);

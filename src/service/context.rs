@@ -213,11 +213,13 @@ fn own_warning_notes(service: &Service, file: &str) -> Vec<String> {
 /// Warnings inside the definition of `symbol` in `file`, its decorators
 /// included: what makes the injected snippet less certain.
 fn symbol_warnings(service: &Service, file: &str, symbol: &str) -> Vec<super::model::Warning> {
-    let Some(definition) = service
-        .engine()
-        .facts(file)
-        .and_then(|facts| facts.definitions.iter().rev().find(|d| d.qualname == symbol))
-    else {
+    let Some(definition) = service.engine().facts(file).and_then(|facts| {
+        facts
+            .definitions
+            .iter()
+            .rev()
+            .find(|d| d.qualname == symbol)
+    }) else {
         return Vec::new();
     };
     let decorators = u32::try_from(definition.decorators.len()).unwrap_or(u32::MAX);
