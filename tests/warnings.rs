@@ -29,7 +29,7 @@ fn warnings_of(service: &Service, file: &str) -> Vec<String> {
     rows(&service.warnings(Some(file)).unwrap().warnings)
 }
 
-fn find<'a>(service: &'a Service, file: &str, line: u32) -> Warning {
+fn find(service: &Service, file: &str, line: u32) -> Warning {
     service
         .warnings(Some(file))
         .unwrap()
