@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use ini::{Ini, ParseOption};
+use configparser::ini::Ini;
 
 /// Where a setting came from and what it says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -85,15 +85,18 @@ type Settings = (Vec<String>, Vec<String>);
 fn parse(text: &str, format: Format) -> Result<Option<Settings>, String> {
     match format {
         Format::Ini(section) => {
-            let options = ParseOption {
-                enabled_quote: false,
-                enabled_escape: false,
-                enabled_indented_mutiline_value: true,
-                ..ParseOption::default()
-            };
-            let ini = Ini::load_from_str_opt(text, options).map_err(|e| e.to_string())?;
-            Ok(ini.section(Some(section)).map(|properties| {
-                let list = |key| properties.get(key).map(split).unwrap_or_default();
+            let mut ini = Ini::new();
+            // Values over indented lines, as Python's configparser reads them.
+            ini.set_multiline(true);
+            let sections = ini.read(text.to_string())?;
+            Ok(sections.get(section).map(|properties| {
+                let list = |key: &str| {
+                    properties
+                        .get(key)
+                        .and_then(Option::as_deref)
+                        .map(split)
+                        .unwrap_or_default()
+                };
                 (list("python_files"), list("testpaths"))
             }))
         }
