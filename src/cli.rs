@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::service::Service;
 use crate::service::live::Live;
-use crate::service::model::{Relationship, UpdateReport};
+use crate::service::model::{Relationship, UpdateReport, WarningReport};
 use crate::watch::{self, Watch};
 use crate::workspace;
 
@@ -49,6 +49,8 @@ enum Command {
     Query { pattern: String },
     /// FILE with its cross-file context, as the MCP tool read_with_context returns it.
     Read { file: String },
+    /// Warnings about code static analysis cannot follow, all or for FILE.
+    Warnings { file: Option<String> },
     /// Serve MCP on stdio for the root.
     Serve,
     /// Watch the tree and print, for each update, what was recomputed and
@@ -109,6 +111,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Index => {
+            if let Err(error) = service.log_warnings() {
+                eprintln!("xfile: cannot write the warning log: {error}");
+            }
             let summary = service.summary();
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
@@ -120,6 +125,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     writeln!(out, "  {:<15} {count}", format!("{kind}:"))?;
                 }
                 writeln!(out, "  import cycles:  {}", summary.import_cycles)?;
+                let warnings: usize = summary.warnings.values().sum();
+                writeln!(out, "  warnings:       {warnings}")?;
+                for (kind, count) in &summary.warnings {
+                    writeln!(out, "    {kind}: {count}")?;
+                }
                 writeln!(out, "  notices:        {}", summary.notices.len())?;
                 for notice in &summary.notices {
                     writeln!(out, "    {}: {}", notice.path, notice.message)?;
@@ -149,6 +159,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print_relationships(&mut out, &service.dependents(&file)?, cli.json)?
         }
         Command::Read { file } => write!(out, "{}", service.read_with_context(&file)?)?,
+        Command::Warnings { file } => {
+            print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
+        }
         Command::Serve => {}
         Command::Watch => {
             drop(out);
@@ -260,6 +273,39 @@ fn open(root: &std::path::Path) -> Result<Service, Failure> {
         bar.finish_and_clear();
     }
     Ok(service?)
+}
+
+fn print_warnings(out: &mut impl Write, report: &WarningReport, json: bool) -> Result<(), Failure> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
+        return Ok(());
+    }
+    for w in &report.warnings {
+        let location = format!("{}:{}:{}", w.file, w.line, w.column);
+        writeln!(
+            out,
+            "{location}  {:<7}  {:<16}  {}",
+            serde_json::to_value(w.severity)?
+                .as_str()
+                .unwrap_or_default(),
+            w.warning_type.as_str(),
+            w.pattern
+        )?;
+        writeln!(out, "    {}", w.message)?;
+        if let Some(guidance) = w.guidance {
+            writeln!(out, "    → {guidance}")?;
+        }
+    }
+    let suppressed: usize = report.suppressed.values().sum();
+    writeln!(
+        out,
+        "{} warnings ({suppressed} suppressed by configuration)",
+        report.warnings.len()
+    )?;
+    for notice in &report.notices {
+        writeln!(out, "notice: {}: {}", notice.path, notice.message)?;
+    }
+    Ok(())
 }
 
 fn print_relationships(

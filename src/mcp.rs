@@ -44,7 +44,7 @@ pub struct GraphArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct WarningsArgs {
-    /// Only notices about this file.
+    /// Only warnings and notices about this file.
     pub file_path: Option<String>,
 }
 
@@ -137,7 +137,10 @@ impl XfileServer {
         let (root, cell, watch) = (self.root.clone(), self.service.clone(), self.watch.clone());
         tokio::spawn(async move {
             if let Ok(live) = cell.get_or_init(|| open(root)).await {
-                let watcher = Watch::start(live.clone(), watch::Options::default(), |_| {});
+                let logged = live.clone();
+                let watcher = Watch::start(live.clone(), watch::Options::default(), move |_| {
+                    log_warnings(&logged)
+                });
                 *watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
             }
         });
@@ -215,10 +218,19 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
             for notice in &summary.notices {
                 tracing::warn!(path = %notice.path, "{}", notice.message);
             }
+            log_warnings(live);
         }
         Err(message) => tracing::error!("indexing failed: {message}"),
     }
     opened
+}
+
+/// Appends warnings not logged yet to `warnings.jsonl` (TDD §3.9.5).
+fn log_warnings(live: &Live) {
+    if let Err(error) = live.read(Service::log_warnings) {
+        // Best effort: the tools still answer.
+        tracing::warn!("cannot write the warning log: {error}");
+    }
 }
 
 #[tool_router(router = tool_router)]
@@ -284,15 +296,11 @@ impl XfileServer {
     }
 
     #[tool(
-        description = "List indexing notices: files skipped (binary, too large, symlink outside the root), files decoded as latin-1, configuration problems. Optionally for one file."
+        description = "List where static analysis goes blind: dynamic imports, getattr dispatch, monkey patching, exec/eval, decorators, metaclasses, circular imports (and wildcard imports if enabled), each with line, code, explanation and guidance; plus how many were suppressed by configuration and indexing notices (skipped files, latin-1 fallbacks, configuration problems). Optionally for one file."
     )]
     async fn get_warnings(&self, Parameters(args): Parameters<WarningsArgs>) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
-            let file = match &args.file_path {
-                Some(path) => Some(crate::workspace::resolve_user_path(s.root(), path)?),
-                None => None,
-            };
-            Ok(ok_json(&s.notices(file.as_deref())))
+            Ok(ok_json(&s.warnings(args.file_path.as_deref())?))
         })
         .await
     }

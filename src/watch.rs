@@ -28,6 +28,7 @@ use serde::Serialize;
 use crate::service::live::Live;
 use crate::service::model::UpdateReport;
 use crate::workspace::config::CONFIG_FILE;
+use crate::workspace::pytest;
 
 /// Retry delays, in units of [`Options::backoff_unit`] (v2 FR-020).
 const BACKOFF: [u32; 5] = [1, 2, 4, 8, 16];
@@ -248,7 +249,7 @@ impl State {
         }
     }
 
-    /// Python files, directories and the files that steer discovery; the
+    /// Python files, directories and the files that steer indexing; the
     /// rest (editor swap files, bytecode) is not worth a walk.
     fn relevant(&self, path: &Path) -> bool {
         let named = |name: &str| path.file_name().is_some_and(|n| n == name);
@@ -256,6 +257,7 @@ impl State {
             || [CONFIG_FILE, ".gitignore", ".ignore"]
                 .iter()
                 .any(|n| named(n))
+            || path.file_name().is_some_and(pytest::is_settings_file)
             || self.watched.contains(path)
             || path.is_dir()
     }

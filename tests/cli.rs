@@ -1,14 +1,17 @@
 //! The CLI contract (DESIGN §4) on the sample project the README indexes.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
+/// Runs on a copy of the sample: `index` writes the warning log.
 fn xfile(args: &[&str]) -> (i32, serde_json::Value) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project");
+    let root = common::copy_sample();
     let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
         .args(args)
         .arg("--root")
-        .arg(&root)
+        .arg(root.path())
         .arg("--json")
         .output()
         .expect("runs");

@@ -2,7 +2,7 @@
 
 mod common;
 
-use xfile::engine::Engine;
+use xfile::engine::{Engine, TestPatterns};
 use xfile::service::relationships;
 use xfile::workspace::discover;
 
@@ -27,6 +27,7 @@ fn count(log: &[String], query: &str) -> usize {
 
 fn from_scratch(engine: &Engine) -> Engine {
     let mut fresh = Engine::new(Vec::new());
+    fresh.set_test_patterns(engine.test_patterns().clone());
     let files: Vec<(String, String)> = engine
         .paths()
         .map(|p| (p.to_string(), engine.text(p).unwrap().to_string()))
@@ -142,6 +143,60 @@ fn edits_creations_and_deletions_match_a_fresh_index() {
     );
 }
 
+/// DD-3: test modules follow the pytest settings and the file set, and
+/// changing the settings re-resolves no file.
+#[test]
+fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
+    let mut engine = engine_for("warnings_pytest_ini");
+    let warned = |engine: &Engine| {
+        let mut files: Vec<String> = engine
+            .program()
+            .outputs
+            .warning
+            .iter()
+            .map(|t| engine.interner().node_text(t.0).to_string())
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    };
+    // No settings yet: only the default patterns, which match none here.
+    assert_eq!(
+        warned(&engine),
+        ["integration/flows.py", "pkg/app.py", "pkg/check_app.py"]
+    );
+    engine.record_executions();
+    engine.set_test_patterns(TestPatterns {
+        python_files: vec!["check_*.py".into()],
+        testpaths: vec!["integration".into()],
+    });
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(count(&log, "file_base_facts"), 0, "{log:?}");
+    assert_eq!(count(&log, "test_modules"), 1, "{log:?}");
+    assert_eq!(warned(&engine), ["pkg/app.py"]);
+    assert_same_as_scratch(&engine);
+    // A new file under a testpath is a test module; removing it forgets it.
+    engine.set_file("integration/more.py", "exec(code)\n".into());
+    engine.set_file("pkg/more.py", "exec(code)\n".into());
+    engine.analyze();
+    assert_eq!(warned(&engine), ["pkg/app.py", "pkg/more.py"]);
+    assert_same_as_scratch(&engine);
+    engine.remove_file("pkg/more.py");
+    engine.set_test_patterns(TestPatterns::default());
+    engine.analyze();
+    assert_eq!(
+        warned(&engine),
+        [
+            "integration/flows.py",
+            "integration/more.py",
+            "pkg/app.py",
+            "pkg/check_app.py"
+        ]
+    );
+    assert_same_as_scratch(&engine);
+}
+
 /// A small deterministic generator (no dependency needed for test noise).
 struct Lcg(u64);
 
@@ -169,6 +224,10 @@ const SNIPPETS: &[&str] = &[
     "__all__ = [\"User\"]\n",
     "def (:\n",
     "if TYPE_CHECKING:\n    from app.admin import AdminBot\n",
+    "getattr(app, name)()\n",
+    "app.models.User = None\n",
+    "exec(code)\n",
+    "@retry_with_backoff\ndef wrapped():\n    pass\n",
 ];
 
 /// DESIGN invariant 6: random edits, creations, renames, deletions and
@@ -206,7 +265,11 @@ fn randomized_edits_match_a_fresh_index() {
                     engine.remove_file(&path);
                 }
                 _ => {
-                    let new_path = format!("app/new_{batch}_{}.py", rng.below(3));
+                    // Some new files are test modules (DD-3).
+                    let new_path = match rng.below(3) {
+                        0 => format!("tests/test_new_{batch}.py"),
+                        n => format!("app/new_{batch}_{n}.py"),
+                    };
                     let body: String = (0..3)
                         .map(|_| SNIPPETS[rng.below(SNIPPETS.len())])
                         .collect();

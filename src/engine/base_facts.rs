@@ -10,15 +10,16 @@
 use rustc_hash::FxHashSet;
 
 use super::datalog::{
-    BaseRef, Binds, BindsImported, CallRef, Defines, External, HasAll, ImportName, ImportStmt,
-    InputFact, Node, ProjectFile, RuntimeImport, Site, StarExport, StarImport, Sym,
+    BaseRef, Binds, BindsImported, CallRef, Defines, DynamicSite, External, HasAll, ImportName,
+    ImportStmt, InputFact, Node, Pattern, ProjectFile, RuntimeImport, Site, StarExport, StarImport,
+    Sym,
 };
 use super::intern::Interner;
 use super::modules::{ModuleIndex, ModuleLoc};
 use crate::python::names;
 use crate::python::{
-    Binding, BindingKind, Condition, DunderAll, Import, ImportTarget, Lookup, Reference, Scope,
-    Semantic,
+    Binding, BindingKind, Condition, DunderAll, DynamicPattern, Import, ImportTarget, Lookup,
+    Reference, Scope, Semantic,
 };
 
 pub fn build(
@@ -45,6 +46,7 @@ pub fn build(
     builder.imports();
     builder.bindings();
     builder.references();
+    builder.dynamic();
     builder.facts
 }
 
@@ -187,6 +189,12 @@ impl Builder<'_> {
                     Ok(submodule) => (submodule, None),
                     Err(base) => (base, Some(name.as_str())),
                 },
+                ImportTarget::Call { dotted, callee } => {
+                    if !self.is_import_function(callee) {
+                        continue;
+                    }
+                    (self.absolute(dotted), None)
+                }
                 ImportTarget::Star { level, module } => {
                     let base = self.base_module(*level, module.as_deref());
                     if let Module::Project(_) = base {
@@ -286,7 +294,7 @@ impl Builder<'_> {
                 Err(Module::Namespace { .. } | Module::Unresolved(_)) => None,
                 Err(base) => Some(ModuleOrName::Name(base, name.clone())),
             },
-            ImportTarget::Star { .. } => None,
+            ImportTarget::Star { .. } | ImportTarget::Call { .. } => None,
         }
     }
 
@@ -384,6 +392,88 @@ impl Builder<'_> {
             return Some((site, node, self.interner.sym(head)));
         }
         None
+    }
+}
+
+impl Builder<'_> {
+    /// Dynamic patterns, where the callee or target resolves as the pattern
+    /// needs, and star imports (EC-4).
+    fn dynamic(&mut self) {
+        let semantic = self.semantic;
+        for dynamic in &semantic.dynamic {
+            let pattern = match &dynamic.pattern {
+                DynamicPattern::Import { callee, .. } => self
+                    .is_import_function(callee)
+                    .then_some(Pattern::DynamicImport),
+                DynamicPattern::Dispatch { callee, .. } => self
+                    .is_builtin(callee, &["getattr"])
+                    .then_some(Pattern::DynamicDispatch),
+                DynamicPattern::Exec { callee } => self
+                    .is_builtin(callee, &["exec", "eval"])
+                    .then_some(Pattern::ExecEval),
+                DynamicPattern::AttributeAssignment { target } => self
+                    .bound_by_import(target)
+                    .then_some(Pattern::MonkeyPatching),
+                DynamicPattern::Decorator { .. } => Some(Pattern::Decorator),
+                DynamicPattern::Metaclass { .. } => Some(Pattern::Metaclass),
+            };
+            if let Some(pattern) = pattern {
+                self.facts.push(InputFact::DynamicSite(DynamicSite(
+                    self.me,
+                    Site(dynamic.site),
+                    pattern,
+                )));
+            }
+        }
+        for import in &semantic.imports {
+            if let ImportTarget::Star { .. } = import.target {
+                self.facts.push(InputFact::DynamicSite(DynamicSite(
+                    self.me,
+                    Site(import.site),
+                    Pattern::WildcardImport,
+                )));
+            }
+        }
+    }
+
+    /// `importlib.import_module` or the built-in `__import__`.
+    fn is_import_function(&mut self, callee: &Reference) -> bool {
+        self.resolves_to(callee, "<stdlib:importlib>", "import_module")
+            || self.is_builtin(callee, &["__import__"])
+    }
+
+    /// Whether `callee` is the built-in function of one of `names`.
+    fn is_builtin(&mut self, callee: &Reference, names: &[&str]) -> bool {
+        names
+            .iter()
+            .any(|name| self.resolves_to(callee, &format!("<builtin:{name}>"), name))
+    }
+
+    fn resolves_to(&mut self, reference: &Reference, module: &str, name: &str) -> bool {
+        self.first_hop(reference).is_some_and(|(_, node, sym)| {
+            *self.interner.node_text(node) == *module && *self.interner.sym_text(sym) == *name
+        })
+    }
+
+    /// Whether the head of `target`'s chain is bound by an import (of a
+    /// module, or of a class or other object from another module) where the
+    /// assignment runs: assigning to its attribute patches shared state.
+    fn bound_by_import(&self, target: &Reference) -> bool {
+        let Some(head) = target.path.first() else {
+            return false;
+        };
+        let visible = match target.lookup {
+            Lookup::LocalImport(_) => return true,
+            Lookup::Globals => usize::MAX,
+            Lookup::GlobalsAt { visible } => visible as usize,
+        };
+        matches!(
+            select(&self.semantic.bindings, head, visible),
+            Selected::One(Binding {
+                kind: BindingKind::Import(_),
+                ..
+            })
+        )
     }
 }
 

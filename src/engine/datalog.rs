@@ -25,12 +25,59 @@ impl Sym {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Site(pub u32);
 
+/// A kind of code static analysis cannot see through, and so the type of a
+/// warning (TDD §3.9.1). Rules name the variants directly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    DynamicImport,
+    DynamicDispatch,
+    MonkeyPatching,
+    ExecEval,
+    Decorator,
+    Metaclass,
+    CircularImport,
+    WildcardImport,
+}
+
+impl Pattern {
+    pub const ALL: [Pattern; 8] = [
+        Pattern::DynamicImport,
+        Pattern::DynamicDispatch,
+        Pattern::MonkeyPatching,
+        Pattern::ExecEval,
+        Pattern::Decorator,
+        Pattern::Metaclass,
+        Pattern::CircularImport,
+        Pattern::WildcardImport,
+    ];
+
+    /// The name in warnings, configuration and queries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pattern::DynamicImport => "dynamic_import",
+            Pattern::DynamicDispatch => "dynamic_dispatch",
+            Pattern::MonkeyPatching => "monkey_patching",
+            Pattern::ExecEval => "exec_eval",
+            Pattern::Decorator => "decorator",
+            Pattern::Metaclass => "metaclass",
+            Pattern::CircularImport => "circular_import",
+            Pattern::WildcardImport => "wildcard_import",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Pattern> {
+        Pattern::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
 /// One argument of any tuple, typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Value {
     Node(Node),
     Sym(Sym),
     Site(Site),
+    Pattern(Pattern),
 }
 
 impl From<Node> for Value {
@@ -42,6 +89,12 @@ impl From<Node> for Value {
 impl From<Sym> for Value {
     fn from(sym: Sym) -> Self {
         Value::Sym(sym)
+    }
+}
+
+impl From<Pattern> for Value {
+    fn from(pattern: Pattern) -> Self {
+        Value::Pattern(pattern)
     }
 }
 

@@ -5,7 +5,8 @@
 //! Query chain, each memoized per input revision:
 //! `module_facts(file)` (parse + extract, from `text`) and, downstream of the
 //! location-free `semantic` field, `file_base_facts(file)` (also reads
-//! `module_index`) → `program(project)`.
+//! `module_index`) → `program(project)`, which also takes
+//! `test_modules(project)` (paths and pytest settings only).
 //!
 //! Early cut-off sits at the `semantic` field. The engine writes it after
 //! `module_facts` ran for a new text, and only when it differs. Texts have low
@@ -17,9 +18,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::base_facts;
-use super::datalog::{self, InputFact, Outputs};
+use super::datalog::{self, InputFact, Outputs, TestModule};
 use super::intern::Interner;
 use super::modules::ModuleIndex;
+use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
 
 #[salsa::input(debug)]
@@ -44,6 +46,9 @@ pub struct Project {
     /// Extra module search roots from configuration, root-relative.
     #[returns(ref)]
     pub extra_search_paths: Vec<String>,
+    /// The project's pytest settings that name test modules (DD-3).
+    #[returns(ref)]
+    pub test_patterns: TestPatterns,
 }
 
 #[salsa::db]
@@ -66,7 +71,9 @@ pub struct Recomputation {
     pub datalog_ms: Option<f64>,
 }
 
-/// Collects a [`Recomputation`] between `start` and `take`.
+/// Collects a [`Recomputation`] between `start` and `take`. Every tracked
+/// query records its own execution as its first statement (salsa events
+/// name inputs by id only, and reports should name files).
 #[derive(Clone, Default)]
 pub struct ExecutionLog {
     entries: Arc<Mutex<Option<Recomputation>>>,
@@ -179,6 +186,22 @@ pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<I
     base_facts::build(db.interner(), index, file.path(db), file.semantic(db))
 }
 
+/// `TestModule` facts. They depend on paths and configuration, not on file
+/// contents, so they are computed over the file set, apart from each file's
+/// facts: a change to the pytest configuration re-runs no resolution.
+#[salsa::tracked(returns(ref))]
+pub fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("test_modules", None);
+    let matcher = TestMatcher::new(project.test_patterns(db));
+    project
+        .files(db)
+        .iter()
+        .map(|file| file.path(db))
+        .filter(|path| matcher.is_test(path))
+        .map(|path| InputFact::TestModule(TestModule(db.interner().node(path))))
+        .collect()
+}
+
 /// All base facts and the relations the rules derive from them.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Program {
@@ -193,6 +216,7 @@ pub fn program(db: &dyn Db, project: Project) -> Program {
         .files(db)
         .iter()
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
+        .chain(test_modules(db, project).iter().copied())
         .collect();
     facts.sort_unstable();
     facts.dedup();

@@ -7,6 +7,7 @@ pub mod datalog;
 pub mod db;
 pub mod intern;
 pub mod modules;
+pub mod test_modules;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use salsa::{Durability, Setter};
 
 use self::db::{Database, Program, Project, SourceFile};
 use self::intern::Interner;
+pub use self::test_modules::TestPatterns;
 use crate::python::{ModuleFacts, Semantic};
 
 /// What [`Engine::set_file`] did.
@@ -54,9 +56,10 @@ const PARALLEL_THRESHOLD: usize = 32;
 impl Engine {
     pub fn new(extra_search_paths: Vec<String>) -> Self {
         let db = Database::default();
-        let project = Project::builder(Vec::new(), extra_search_paths)
+        let project = Project::builder(Vec::new(), extra_search_paths, TestPatterns::default())
             .files_durability(Durability::MEDIUM)
             .extra_search_paths_durability(Durability::HIGH)
+            .test_patterns_durability(Durability::HIGH)
             .new(&db);
         Self {
             db,
@@ -157,6 +160,22 @@ impl Engine {
             self.sync_file_set();
         }
         self.refresh_semantics(&touched);
+    }
+
+    /// Sets the project's pytest test-module settings (DD-3); equal settings
+    /// change nothing.
+    pub fn set_test_patterns(&mut self, patterns: TestPatterns) {
+        if *self.project.test_patterns(&self.db) != patterns {
+            self.changes += 1;
+            self.project
+                .set_test_patterns(&mut self.db)
+                .with_durability(Durability::HIGH)
+                .to(patterns);
+        }
+    }
+
+    pub fn test_patterns(&self) -> &TestPatterns {
+        self.project.test_patterns(&self.db)
     }
 
     pub fn remove_file(&mut self, path: &str) -> bool {

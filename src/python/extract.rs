@@ -5,21 +5,26 @@
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{
-    self as ast, ExceptHandler, Expr, Parameters, Stmt, StmtClassDef, StmtFunctionDef,
+    self as ast, ExceptHandler, Expr, Parameters, Stmt, StmtClassDef, StmtFunctionDef, StringFlags,
 };
 use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextRange, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::dynamic;
 use super::facts::{
-    Binding, BindingKind, Condition, Definition, DefinitionKind, DunderAll, Import, ImportTarget,
-    Lookup, ModuleFacts, Reference, Scope, Semantic, Site, SiteId,
+    Binding, BindingKind, Condition, Definition, DefinitionKind, DunderAll, Dynamic,
+    DynamicPattern, Import, ImportTarget, Lookup, ModuleFacts, Reference, Scope, Semantic, Site,
+    SiteId,
 };
 
 /// Stack head-room the recursive walkers keep; below it they continue on a
 /// freshly allocated segment, so a deeply nested file cannot overflow the stack.
 const RED_ZONE: usize = 128 * 1024;
 const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
+/// Expressions quoted in dynamic-pattern facts are cut to this many characters.
+const SHORT_TEXT: usize = 60;
 
 pub(super) struct Extractor<'src> {
     source: &'src str,
@@ -214,9 +219,7 @@ impl<'src> Extractor<'src> {
     }
 
     fn function_def(&mut self, def: &StmtFunctionDef) {
-        for decorator in &def.decorator_list {
-            self.visit_expr(&decorator.expression);
-        }
+        self.decorators(&def.decorator_list);
         self.parameter_defaults(&def.parameters);
         if let Some(returns) = &def.returns {
             self.visit_expr(returns);
@@ -247,9 +250,7 @@ impl<'src> Extractor<'src> {
     }
 
     fn class_def(&mut self, class: &StmtClassDef) {
-        for decorator in &class.decorator_list {
-            self.visit_expr(&decorator.expression);
-        }
+        self.decorators(&class.decorator_list);
         if let Some(arguments) = &class.arguments {
             for base in arguments.args.iter() {
                 if let Some(reference) = self.reference(base) {
@@ -258,6 +259,13 @@ impl<'src> Extractor<'src> {
                 self.visit_expr(base);
             }
             for keyword in arguments.keywords.iter() {
+                if keyword
+                    .arg
+                    .as_ref()
+                    .is_some_and(|a| a.as_str() == "metaclass")
+                {
+                    self.metaclass(class.name.as_str(), keyword.range.start(), &keyword.value);
+                }
                 self.visit_expr(&keyword.value);
             }
         }
@@ -486,7 +494,9 @@ impl<'src> Extractor<'src> {
             Stmt::Assign(assign) => {
                 self.visit_expr(&assign.value);
                 self.dunder_all(stmt);
+                self.dunder_metaclass(assign);
                 for target in &assign.targets {
+                    self.attribute_assignments(target);
                     self.visit_expr(target);
                     self.bind_targets(target, BindingKind::Assignment);
                     self.record_variable(target, stmt);
@@ -559,6 +569,7 @@ impl<'src> Extractor<'src> {
                 if let Some(reference) = self.reference(&call.func) {
                     self.sem().calls.push(reference);
                 }
+                self.dynamic_call(call);
                 visitor::walk_expr(self, expr);
             }
             Expr::Lambda(lambda) => {
@@ -626,6 +637,147 @@ impl<'src> Extractor<'src> {
             self.visit_expr(element);
         }
         self.scopes.pop();
+    }
+
+    fn push_dynamic(&mut self, at: TextSize, pattern: DynamicPattern) {
+        let site = self.add_site(at);
+        self.sem().dynamic.push(Dynamic { site, pattern });
+    }
+
+    /// Source text of `node`, whitespace folded, cut to a readable length.
+    fn short_text(&self, node: &impl Ranged) -> String {
+        let folded = fold_whitespace(self.text(node));
+        match folded.char_indices().nth(SHORT_TEXT) {
+            Some((end, _)) => format!("{}...", &folded[..end]),
+            None => folded,
+        }
+    }
+
+    /// Dynamic imports (and literal ones, which are imports), dynamic
+    /// dispatch and exec/eval. Whether the callee is the real built-in or
+    /// importlib function is left to resolution.
+    fn dynamic_call(&mut self, call: &ast::ExprCall) {
+        let first = call.arguments.args.first();
+        match call.func.as_ref() {
+            Expr::Call(inner) if is_name(&inner.func, "getattr") => {
+                let [object, name, ..] = &inner.arguments.args[..] else {
+                    return;
+                };
+                if matches!(name, Expr::StringLiteral(_)) {
+                    return;
+                }
+                let Some(callee) = self.reference(&inner.func) else {
+                    return;
+                };
+                let (object, name) = (self.short_text(object), self.short_text(name));
+                let pattern = DynamicPattern::Dispatch {
+                    callee,
+                    object,
+                    name,
+                };
+                self.push_dynamic(call.range().start(), pattern);
+            }
+            Expr::Name(name) if matches!(name.id.as_str(), "exec" | "eval") => {
+                if let Some(callee) = self.reference(&call.func) {
+                    self.push_dynamic(call.range().start(), DynamicPattern::Exec { callee });
+                }
+            }
+            func if dynamic::is_import_function(func) => {
+                let Some(callee) = self.reference(func) else {
+                    return;
+                };
+                match first {
+                    Some(Expr::StringLiteral(literal))
+                        if !literal.value.to_str().starts_with('.') =>
+                    {
+                        let dotted = literal.value.to_str().to_string();
+                        let at = literal
+                            .value
+                            .iter()
+                            .next()
+                            .map_or(literal.range.start(), |part| {
+                                part.range.start() + part.flags.opener_len()
+                            });
+                        self.import(ImportTarget::Call { dotted, callee }, None, at);
+                    }
+                    Some(argument) => {
+                        let argument = self.short_text(argument);
+                        let pattern = DynamicPattern::Import { callee, argument };
+                        self.push_dynamic(call.range().start(), pattern);
+                    }
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Decorators are expressions evaluated where the definition stands;
+    /// those that may replace what they decorate are recorded (EC-8).
+    fn decorators(&mut self, decorators: &[ast::Decorator]) {
+        for decorator in decorators {
+            let expression = &decorator.expression;
+            let callee = match expression {
+                Expr::Call(call) => call.func.as_ref(),
+                other => other,
+            };
+            let mut path = Vec::new();
+            let name = match name_chain(callee, &mut path) {
+                Some(_) => path.join("."),
+                None => self.short_text(callee),
+            };
+            if !dynamic::keeps_definition(&name) {
+                self.push_dynamic(
+                    expression.range().start(),
+                    DynamicPattern::Decorator { name },
+                );
+            }
+            self.visit_expr(expression);
+        }
+    }
+
+    fn metaclass(&mut self, class: &str, at: TextSize, metaclass: &Expr) {
+        let pattern = DynamicPattern::Metaclass {
+            class: class.to_string(),
+            metaclass: self.short_text(metaclass),
+        };
+        self.push_dynamic(at, pattern);
+    }
+
+    /// Python 2's `__metaclass__ = M` in a class body.
+    fn dunder_metaclass(&mut self, assign: &ast::StmtAssign) {
+        let in_class_body = self
+            .scopes
+            .last()
+            .is_some_and(|f| f.kind == FrameKind::Class);
+        if !in_class_body {
+            return;
+        }
+        let Some(target) = assign.targets.iter().find(|t| is_name(t, "__metaclass__")) else {
+            return;
+        };
+        let class = self.class_names.last().cloned().unwrap_or_default();
+        self.metaclass(&class, target.range().start(), &assign.value);
+    }
+
+    /// `a.b = value` (also inside tuple targets) where `a` is not a local
+    /// variable: a candidate monkey patch, decided by resolution (EC-7).
+    fn attribute_assignments(&mut self, target: &Expr) {
+        match target {
+            Expr::Attribute(_) => {
+                if let Some(reference) = self.reference(target) {
+                    let pattern = DynamicPattern::AttributeAssignment { target: reference };
+                    self.push_dynamic(target.range().start(), pattern);
+                }
+            }
+            Expr::Tuple(tuple) => tuple
+                .elts
+                .iter()
+                .for_each(|e| self.attribute_assignments(e)),
+            Expr::List(list) => list.elts.iter().for_each(|e| self.attribute_assignments(e)),
+            Expr::Starred(starred) => self.attribute_assignments(&starred.value),
+            _ => {}
+        }
     }
 
     fn guarded<F: FnOnce(&mut Self)>(&mut self, f: F) {

@@ -50,6 +50,9 @@ pub struct Semantic {
     pub bases: Vec<Reference>,
     /// The module's `__all__`.
     pub all: DunderAll,
+    /// Code whose effect static analysis cannot follow (FR-30..37), in
+    /// source order.
+    pub dynamic: Vec<Dynamic>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -87,13 +90,16 @@ pub enum ImportTarget {
     },
     /// `from <level dots><module> import *`
     Star { level: u32, module: Option<String> },
+    /// `importlib.import_module("a.b")` or `__import__("a.b")` with a literal
+    /// absolute name: an import once `callee` resolves to one of those two.
+    Call { dotted: String, callee: Reference },
 }
 
 impl Import {
     /// The name this import binds in its scope, if any.
     pub fn bound_name(&self) -> Option<&str> {
         match (&self.target, &self.alias) {
-            (ImportTarget::Star { .. }, _) => None,
+            (ImportTarget::Star { .. } | ImportTarget::Call { .. }, _) => None,
             (_, Some(alias)) => Some(alias),
             (ImportTarget::Module { dotted }, None) => dotted.split('.').next(),
             (ImportTarget::From { name, .. }, None) => Some(name),
@@ -180,4 +186,40 @@ pub enum DefinitionKind {
     Class,
     Method,
     Variable,
+}
+
+/// One use of a pattern static analysis cannot see through (TDD §3.5.4).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Dynamic {
+    /// Where a warning points: the call, assignment target, decorator or
+    /// `metaclass` keyword.
+    pub site: SiteId,
+    pub pattern: DynamicPattern,
+}
+
+/// What the front end saw. Patterns that hold a callee are only dynamic when
+/// the callee resolves to the built-in or stdlib function its name suggests
+/// (a project function called `eval` is no `eval`); the engine decides that.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DynamicPattern {
+    /// `importlib.import_module(x)` or `__import__(x)` where `x` (as written)
+    /// is not a literal absolute module name (EC-2).
+    Import { callee: Reference, argument: String },
+    /// `getattr(object, name)(...)` where `name` is not a literal (EC-6).
+    Dispatch {
+        callee: Reference,
+        object: String,
+        name: String,
+    },
+    /// `exec(...)` or `eval(...)` (EC-9).
+    Exec { callee: Reference },
+    /// `head.attr = value` where `head` is not a local variable: monkey
+    /// patching when `head` is bound by an import (EC-7). The target's
+    /// chain, head first.
+    AttributeAssignment { target: Reference },
+    /// A decorator that may replace what it decorates (EC-8): neither a
+    /// common test decorator nor one that keeps the definition as written.
+    Decorator { name: String },
+    /// `class C(metaclass=M)`, or `__metaclass__ = M` in a class body (EC-10).
+    Metaclass { class: String, metaclass: String },
 }

@@ -1,6 +1,7 @@
 //! Python front end: source text in, [`ModuleFacts`] out. Knows nothing of
 //! files, projects or salsa.
 
+mod dynamic;
 mod extract;
 pub mod facts;
 pub mod names;

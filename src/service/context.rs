@@ -7,8 +7,8 @@
 //! are added in order of first use until the budget is spent, and the section
 //! says what was left out and how to get it.
 //!
-//! Not yet here (issue 3): the snippet cache and its age indicator, and the
-//! injection log.
+//! The file's own warnings go in with the notes (counted against the
+//! budget); warnings inside an injected definition follow its snippet.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -134,6 +134,7 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
         .filter_map(|u| cached_snippet(service, &u.file, &u.symbol))
         .collect();
 
+    notes.extend(own_warning_notes(service, &path));
     notes.dedup();
     let mut tail = String::new();
     for note in &notes {
@@ -153,6 +154,9 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
         if left_out.is_empty() && spent + cost <= limit {
             spent += cost;
             kept.push_str(&snippet.text);
+            for warning in symbol_warnings(service, &snippet.file, &snippet.symbol) {
+                let _ = writeln!(tail, "Warning on {}: {}", snippet.symbol, warning.message);
+            }
             events.push(snippet.event(&path, cost));
             let users = service.usage_count(&snippet.file, &snippet.symbol);
             if users as u64 >= service.config().function_usage_warning_threshold {
@@ -194,6 +198,45 @@ pub fn read_with_context(service: &Service, input: &str) -> Result<String, PathE
     out.push_str("\n---\n\n[File Content]\n");
     out.push_str(content);
     Ok(out)
+}
+
+/// At most this many of the read file's own warnings are spelled out.
+const OWN_WARNINGS: usize = 5;
+
+/// The read file's warnings (TDD §3.9): where its context is incomplete.
+fn own_warning_notes(service: &Service, file: &str) -> Vec<String> {
+    let warnings = service.warnings_of(file);
+    let mut notes: Vec<String> = warnings
+        .iter()
+        .take(OWN_WARNINGS)
+        .map(|w| format!("Warning: {}", w.message))
+        .collect();
+    if warnings.len() > OWN_WARNINGS {
+        notes.push(format!(
+            "Note: {} more warnings in this file; call get_warnings for it.",
+            warnings.len() - OWN_WARNINGS
+        ));
+    }
+    notes
+}
+
+/// Warnings inside the definition of `symbol` in `file`, its decorators
+/// included: what makes the injected snippet less certain.
+fn symbol_warnings(service: &Service, file: &str, symbol: &str) -> Vec<super::model::Warning> {
+    let Some(definition) = service.engine().facts(file).and_then(|facts| {
+        facts
+            .definitions
+            .iter()
+            .rev()
+            .find(|d| d.qualname == symbol)
+    }) else {
+        return Vec::new();
+    };
+    let decorators = u32::try_from(definition.decorators.len()).unwrap_or(u32::MAX);
+    let first = definition.start_line.saturating_sub(decorators);
+    let mut warnings = service.warnings_of(file);
+    warnings.retain(|w| (first..=definition.end_line).contains(&w.line));
+    warnings
 }
 
 fn recently_edited(service: &Service, file: &str) -> bool {

@@ -5,11 +5,13 @@
 pub mod cache;
 pub mod context;
 pub mod injections;
+pub mod jsonl;
 pub mod live;
 pub mod model;
 pub mod query;
 pub mod relationships;
 mod update;
+pub mod warnings;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -20,18 +22,46 @@ use rustc_hash::FxHashMap;
 
 use self::model::{
     ConnectedFile, Export, ExportMetadata, FileEntry, GraphMetadata, IndexSummary, ParseErrorEntry,
-    QueryResult, Relationship,
+    QueryResult, Relationship, Warning, WarningReport,
 };
-use crate::engine::Engine;
-use crate::engine::datalog::{Node, Sym};
+use crate::engine::datalog::{Node, Pattern, Sym};
+use crate::engine::{Engine, TestPatterns};
 use crate::workspace::discover::Stamp;
 use crate::workspace::{self, Config, Notice, NoticeKind, PathError};
 
 /// Definition `(file, name)` → how many other files use it.
 type UsageIndex = FxHashMap<(Node, Sym), usize>;
 
-/// The usage index and the `Engine::changes` it was computed at.
-type UsageSlot = Option<(u64, Arc<UsageIndex>)>;
+/// A value derived from one engine state (`Engine::changes`), shared by
+/// the snapshots of a service and recomputed once the state moves on.
+struct PerState<T>(Arc<Mutex<Option<Stamped<T>>>>);
+
+/// A value and the `Engine::changes` it was computed at.
+type Stamped<T> = (u64, Arc<T>);
+
+impl<T> Clone for PerState<T> {
+    fn clone(&self) -> Self {
+        PerState(self.0.clone())
+    }
+}
+
+impl<T> PerState<T> {
+    fn new() -> Self {
+        PerState(Arc::new(Mutex::new(None)))
+    }
+
+    fn get(&self, changes: u64, compute: impl FnOnce() -> T) -> Arc<T> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &*slot {
+            Some((at, value)) if *at == changes => value.clone(),
+            _ => {
+                let value = Arc::new(compute());
+                *slot = Some((changes, value.clone()));
+                value
+            }
+        }
+    }
+}
 
 /// One project's state. A clone is a snapshot (see [`Engine`]): cheap, and
 /// sharing the caches; [`live::Live`] hands snapshots to readers while it
@@ -51,7 +81,10 @@ pub struct Service {
     cache: Arc<Mutex<cache::SnippetCache>>,
     /// How many files use each definition, for the engine state it was
     /// computed at (`Engine::changes`).
-    usage: Arc<Mutex<UsageSlot>>,
+    usage: PerState<UsageIndex>,
+    suppression: Arc<warnings::Suppression>,
+    /// Rendered warnings, for the engine state they were computed at.
+    warnings: PerState<warnings::Warnings>,
     timings: model::PhaseTimings,
 }
 
@@ -82,6 +115,16 @@ impl Service {
         let dirs = discovery.dirs.into_iter().collect();
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
+        let (pytest, pytest_problems) = workspace::pytest::load(&root);
+        notices.extend(pytest_problems.into_iter().map(|(path, message)| Notice {
+            path,
+            kind: NoticeKind::Config,
+            message,
+        }));
+        engine.set_test_patterns(TestPatterns {
+            python_files: pytest.python_files,
+            testpaths: pytest.testpaths,
+        });
         let phase = Instant::now();
         let stamps = discovery
             .files
@@ -93,14 +136,23 @@ impl Service {
         let phase = Instant::now();
         engine.analyze();
         let analyze_ms = elapsed_ms(phase);
+        let (suppression, suppression_problems) =
+            warnings::Suppression::new(&config, &root, &engine);
+        notices.extend(suppression_problems.into_iter().map(|message| Notice {
+            path: workspace::config::CONFIG_FILE.to_string(),
+            kind: NoticeKind::Config,
+            message,
+        }));
         let cache_bytes =
             usize::try_from(config.cache_size_limit_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
-        Ok(Service {
+        let service = Service {
+            suppression: Arc::new(suppression),
+            warnings: PerState::new(),
             cache: Arc::new(Mutex::new(cache::SnippetCache::new(
                 cache_bytes,
                 std::time::Duration::from_secs(config.cache_expiry_minutes.saturating_mul(60)),
             ))),
-            usage: Arc::new(Mutex::new(None)),
+            usage: PerState::new(),
             root,
             config: Arc::new(config),
             engine,
@@ -114,7 +166,19 @@ impl Service {
                 analyze_ms,
                 total_ms: elapsed_ms(started),
             },
-        })
+        };
+        Ok(service)
+    }
+
+    /// Appends the warnings not logged yet to `warnings.jsonl` (TDD §3.9.5),
+    /// unless `enable_warning_logging` is off; returns how many it wrote.
+    /// Adapters call it once a session has indexed (the MCP server, the
+    /// `index` command), so that merely opening a project writes nothing.
+    pub fn log_warnings(&self) -> std::io::Result<usize> {
+        if !self.config.enable_warning_logging {
+            return Ok(0);
+        }
+        warnings::log_new(&self.root, &self.all_warnings().active)
     }
 
     pub fn root(&self) -> &Path {
@@ -197,16 +261,8 @@ impl Service {
         let (Some(node), Some(sym)) = (interner.find_node(file), interner.find_sym(symbol)) else {
             return 0;
         };
-        let mut slot = self.usage.lock().unwrap_or_else(|e| e.into_inner());
-        let current = match &*slot {
-            Some((changes, index)) if *changes == self.engine.changes() => index.clone(),
-            _ => {
-                let index = Arc::new(self.usage_index());
-                *slot = Some((self.engine.changes(), index.clone()));
-                index
-            }
-        };
-        current.get(&(node, sym)).copied().unwrap_or(0)
+        let index = self.usage.get(self.engine.changes(), || self.usage_index());
+        index.get(&(node, sym)).copied().unwrap_or(0)
     }
 
     fn usage_index(&self) -> UsageIndex {
@@ -246,6 +302,42 @@ impl Service {
             .collect()
     }
 
+    /// Every warning after suppression, computed once per engine state.
+    pub(crate) fn all_warnings(&self) -> Arc<warnings::Warnings> {
+        self.warnings.get(self.engine.changes(), || {
+            warnings::Warnings::compute(&self.engine, &self.suppression)
+        })
+    }
+
+    /// Warnings of `file` (validated and root-relative), after suppression.
+    pub(crate) fn warnings_of(&self, file: &str) -> Vec<Warning> {
+        let all = self.all_warnings();
+        let start = all.active.partition_point(|w| w.file.as_str() < file);
+        all.active[start..]
+            .iter()
+            .take_while(|w| w.file == file)
+            .cloned()
+            .collect()
+    }
+
+    /// Warnings (TDD §3.9) and notices, all or for one file. A file may be
+    /// one that was not indexed, to see why (its notices).
+    pub fn warnings(&self, file: Option<&str>) -> Result<WarningReport, PathError> {
+        let file = file
+            .map(|f| workspace::resolve_user_path(&self.root, f))
+            .transpose()?;
+        let all = self.all_warnings();
+        let warnings = match &file {
+            Some(file) => self.warnings_of(file),
+            None => all.active.clone(),
+        };
+        Ok(WarningReport {
+            warnings,
+            suppressed: all.suppressed_counts(file.as_deref()),
+            notices: self.notices(file.as_deref()),
+        })
+    }
+
     pub fn query(&self, pattern: &str) -> Result<QueryResult, query::QueryError> {
         query::run(&self.engine, pattern)
     }
@@ -265,6 +357,14 @@ impl Service {
                 .count(),
             relationships: relationships::counts(&self.engine),
             import_cycles: self.cycles().len(),
+            warnings: self
+                .all_warnings()
+                .active
+                .iter()
+                .fold(BTreeMap::new(), |mut counts, w| {
+                    *counts.entry(w.warning_type.as_str()).or_default() += 1;
+                    counts
+                }),
             notices: self.notices.to_vec(),
             wall_time_ms: self.timings.total_ms,
             phases: self.timings.clone(),
@@ -282,6 +382,23 @@ impl Service {
         }
         let program = self.engine.program();
         let interner = self.engine.interner();
+        let mut untrackable: BTreeMap<String, Vec<Pattern>> = BTreeMap::new();
+        for t in &program.outputs.untrackable {
+            untrackable
+                .entry(interner.node_text(t.0).to_string())
+                .or_default()
+                .push(t.1);
+        }
+        let test_modules: BTreeSet<String> = program
+            .facts
+            .iter()
+            .filter_map(|fact| match fact {
+                crate::engine::datalog::InputFact::TestModule(t) => {
+                    Some(interner.node_text(t.0).to_string())
+                }
+                _ => None,
+            })
+            .collect();
         let in_cycle: BTreeSet<String> = program
             .outputs
             .in_cycle
@@ -311,6 +428,8 @@ impl Service {
                             message: e.message.clone(),
                         }),
                     in_import_cycle: in_cycle.contains(path),
+                    test_module: test_modules.contains(path),
+                    untrackable_patterns: untrackable.remove(path).unwrap_or_default(),
                 }
             })
             .collect::<Vec<_>>();
@@ -342,7 +461,8 @@ impl Service {
             },
             files,
             relationships,
-            warnings: self.notices.to_vec(),
+            warnings: self.all_warnings().active.clone(),
+            notices: self.notices.to_vec(),
             graph_metadata: GraphMetadata {
                 circular_imports: self.cycles(),
                 most_connected_files: most_connected,

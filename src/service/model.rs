@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::engine::datalog::Pattern;
 use crate::workspace::Notice;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -62,7 +63,11 @@ pub struct Export {
     pub metadata: ExportMetadata,
     pub files: Vec<FileEntry>,
     pub relationships: Vec<Relationship>,
-    pub warnings: Vec<Notice>,
+    /// Warnings left after suppression (TDD §3.9).
+    pub warnings: Vec<Warning>,
+    /// File-level indexing notices: skipped files, encoding fallbacks,
+    /// configuration problems.
+    pub notices: Vec<Notice>,
     pub graph_metadata: GraphMetadata,
 }
 
@@ -84,6 +89,11 @@ pub struct FileEntry {
     pub relationship_count: usize,
     pub parse_error: Option<ParseErrorEntry>,
     pub in_import_cycle: bool,
+    /// Test module by DD-3 (default patterns or pytest configuration).
+    pub test_module: bool,
+    /// Patterns in this file that static analysis cannot follow, so some of
+    /// its relationships may be missing (TDD §3.5.4, FR-42).
+    pub untrackable_patterns: Vec<Pattern>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -114,6 +124,8 @@ pub struct IndexSummary {
     pub parse_errors: usize,
     pub relationships: BTreeMap<&'static str, usize>,
     pub import_cycles: usize,
+    /// Warnings after suppression, by type.
+    pub warnings: BTreeMap<&'static str, usize>,
     pub notices: Vec<Notice>,
     pub wall_time_ms: f64,
     pub phases: PhaseTimings,
@@ -154,7 +166,8 @@ pub struct UpdateReport {
     pub removed: Vec<String>,
     /// How many files the update looked at whose content had not changed.
     pub unchanged: usize,
-    /// The configuration changed, so the project was indexed from scratch.
+    /// The configuration or the pytest settings changed, so the project was
+    /// indexed from scratch.
     pub reloaded: bool,
     /// An ignore file changed, so the whole tree was walked again.
     pub rescanned: bool,
@@ -172,4 +185,43 @@ pub struct UpdateTimings {
     /// Resolving and running the Datalog program where needed.
     pub analyze_ms: f64,
     pub total_ms: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Informational: the code is fine, the context may be incomplete.
+    Info,
+    /// Actionable: relationships are missing or may be wrong.
+    Warning,
+}
+
+/// One warning in the shape of TDD §3.9.3 (paths root-relative, DESIGN §2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    #[serde(rename = "type")]
+    pub warning_type: Pattern,
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub severity: Severity,
+    /// The source line the pattern is on, trimmed.
+    pub pattern: String,
+    pub message: String,
+    /// What static analysis cannot see and what that means for the context.
+    pub explanation: String,
+    /// What to do about it, where there is something to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guidance: Option<&'static str>,
+}
+
+/// Warnings, all or for one file, with what configuration suppressed and
+/// the file-level notices.
+#[derive(Clone, Debug, Serialize)]
+pub struct WarningReport {
+    pub warnings: Vec<Warning>,
+    /// How many warnings configuration suppressed, by the most specific
+    /// suppression that applied (TDD §3.9.4 precedence).
+    pub suppressed: BTreeMap<&'static str, usize>,
+    pub notices: Vec<Notice>,
 }

@@ -137,6 +137,7 @@ pub fn render(engine: &Engine, tuple: &[Value]) -> Vec<serde_json::Value> {
                 serde_json::Value::String(text)
             }
             Value::Sym(sym) => serde_json::Value::String(interner.sym_text(sym).to_string()),
+            Value::Pattern(pattern) => serde_json::Value::String(pattern.as_str().to_string()),
             Value::Site(site) => {
                 let position = file
                     .as_deref()

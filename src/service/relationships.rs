@@ -214,9 +214,10 @@ impl Renderer<'_> {
             ImportTarget::Module { .. } => ("import", false, None),
             ImportTarget::From { name, .. } => ("from", false, Some(name.clone())),
             ImportTarget::Star { .. } => ("from", true, Some("*".to_string())),
+            ImportTarget::Call { .. } => ("importlib", false, None),
         };
         let source_symbol = match &import.target {
-            ImportTarget::Module { dotted } => {
+            ImportTarget::Module { dotted } | ImportTarget::Call { dotted, .. } => {
                 Some(import.alias.clone().unwrap_or_else(|| dotted.clone()))
             }
             _ => import

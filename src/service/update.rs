@@ -8,10 +8,11 @@ use std::time::{Instant, SystemTime};
 
 use super::live::Involved;
 use super::model::UpdateReport;
-use super::{Service, elapsed_ms, rfc3339};
+use super::{Service, elapsed_ms, rfc3339, warnings};
 use crate::engine::datalog::Node;
 use crate::workspace::config::CONFIG_FILE;
 use crate::workspace::discover::{self, Stamp};
+use crate::workspace::pytest;
 use crate::workspace::{Notice, NoticeKind, PathError, SourceText};
 
 /// Files whose change means the set of indexed files must be recomputed.
@@ -129,7 +130,13 @@ impl Service {
                     .is_some_and(|n| names.iter().any(|name| n == *name))
             })
         };
-        if named(&[CONFIG_FILE]) {
+        // Settings that shape the whole index: read it again from scratch.
+        let settings = paths.iter().any(|p| {
+            p.parent() == Some(self.root.as_path())
+                && p.file_name()
+                    .is_some_and(|n| n == CONFIG_FILE || pytest::is_settings_file(n))
+        });
+        if settings {
             let mut fresh = Service::open(&self.root)?;
             // The snippet cache belongs to the session, not to one index.
             fresh.cache = self.cache.clone();
@@ -218,6 +225,12 @@ impl Service {
                 }
                 // Unchanged texts are skipped by the engine (no input write).
                 self.engine.set_files(updates);
+                if !(report.added.is_empty() && report.removed.is_empty()) {
+                    // Suppression entries that name files depend on the file set.
+                    let (suppression, _) =
+                        warnings::Suppression::new(&self.config, &self.root, &self.engine);
+                    self.suppression = Arc::new(suppression);
+                }
                 let kept = Arc::make_mut(&mut self.notices);
                 kept.retain(|n| {
                     n.kind == NoticeKind::Config || !in_scope(&self.root, &scope, &n.path)

@@ -2,6 +2,7 @@
 //! key is checked on its own: an unknown key or a bad value gives a notice
 //! and the default, never an error.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -16,7 +17,11 @@ pub struct Config {
     pub context_token_limit: u64,
     pub enable_context_injection: bool,
     pub warn_on_wildcards: bool,
+    /// Files (root-relative paths) and globs whose warnings are suppressed.
     pub suppress_warnings: Vec<String>,
+    /// Per file, the warning types suppressed there (TDD §3.9.4 level 4).
+    pub file_specific_suppressions: BTreeMap<String, Vec<String>>,
+    pub suppress_dynamic_import_warnings: bool,
     pub suppress_dynamic_dispatch_warnings: bool,
     pub suppress_monkey_patching_warnings: bool,
     pub suppress_exec_eval_warnings: bool,
@@ -42,6 +47,8 @@ impl Default for Config {
             enable_context_injection: true,
             warn_on_wildcards: false,
             suppress_warnings: Vec::new(),
+            file_specific_suppressions: BTreeMap::new(),
+            suppress_dynamic_import_warnings: false,
             suppress_dynamic_dispatch_warnings: false,
             suppress_monkey_patching_warnings: false,
             suppress_exec_eval_warnings: false,
@@ -117,6 +124,9 @@ impl Config {
                 }
                 "enable_context_injection" => check.flag(&mut config.enable_context_injection),
                 "warn_on_wildcards" => check.flag(&mut config.warn_on_wildcards),
+                "suppress_dynamic_import_warnings" => {
+                    check.flag(&mut config.suppress_dynamic_import_warnings)
+                }
                 "suppress_dynamic_dispatch_warnings" => {
                     check.flag(&mut config.suppress_dynamic_dispatch_warnings)
                 }
@@ -139,6 +149,9 @@ impl Config {
                 "enable_injection_logging" => check.flag(&mut config.enable_injection_logging),
                 "enable_warning_logging" => check.flag(&mut config.enable_warning_logging),
                 "suppress_warnings" => check.strings(&mut config.suppress_warnings),
+                "file_specific_suppressions" => {
+                    check.lists_by_key(&mut config.file_specific_suppressions)
+                }
                 "ignore_patterns" => check.strings(&mut config.ignore_patterns),
                 "extra_search_paths" => check.strings(&mut config.extra_search_paths),
                 _ => check
@@ -180,17 +193,33 @@ impl Checker<'_> {
     }
 
     fn strings(&mut self, slot: &mut Vec<String>) {
-        let strings = self.value.as_sequence().and_then(|items| {
-            items
-                .iter()
-                .map(|item| item.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-        });
-        match strings {
+        match string_list(self.value) {
             Some(strings) => *slot = strings,
             None => self.reject("a list of strings"),
         }
     }
+
+    fn lists_by_key(&mut self, slot: &mut BTreeMap<String, Vec<String>>) {
+        let lists = self.value.as_mapping().and_then(|mapping| {
+            mapping
+                .iter()
+                .map(|(key, value)| Some((key.as_str()?.to_string(), string_list(value)?)))
+                .collect::<Option<BTreeMap<_, _>>>()
+        });
+        match lists {
+            Some(lists) => *slot = lists,
+            None => self.reject("a mapping of file paths to lists of warning types"),
+        }
+    }
+}
+
+fn string_list(value: &Value) -> Option<Vec<String>> {
+    value.as_sequence().and_then(|items| {
+        items
+            .iter()
+            .map(|item| item.as_str().map(str::to_string))
+            .collect()
+    })
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod discover;
+pub mod pytest;
 
 use std::path::{Path, PathBuf};
 

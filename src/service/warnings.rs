@@ -1,0 +1,528 @@
+//! Warnings (TDD §3.9): the rules' `Warning` tuples rendered with message,
+//! code line, explanation and guidance, less what configuration suppresses;
+//! and the warning log, `.cross_file_context_logs/warnings.jsonl` (§3.9.5).
+//!
+//! Test modules are left out by the rules (rules/warnings.dl), because
+//! that is a fact about the code base. Suppression by file, glob and type is
+//! applied here instead: it is configuration, it changes without any code
+//! changing, and keeping it out of the program means editing the
+//! configuration never re-runs the Datalog program.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::Path;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+use super::jsonl;
+use super::model::{Severity, Warning};
+use crate::engine::Engine;
+use crate::engine::datalog::{Node, Pattern, Site};
+use crate::python::{DynamicPattern, ImportTarget, ModuleFacts};
+use crate::workspace::Config;
+
+const LOG_FILE: &str = "warnings.jsonl";
+
+/// Source lines quoted in a warning are cut to this many characters.
+const PATTERN_CHARS: usize = 120;
+
+/// Why configuration suppressed a warning, most specific first: the order
+/// of TDD §3.9.4, which decides the reason when several apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SuppressedBy {
+    /// `file_specific_suppressions: {file: [type]}`.
+    FileType,
+    /// `suppress_<type>_warnings: true`.
+    Type,
+    /// A file listed in `suppress_warnings`.
+    File,
+    /// A glob or directory listed in `suppress_warnings`.
+    Directory,
+}
+
+impl SuppressedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuppressedBy::FileType => "file_type",
+            SuppressedBy::Type => "type",
+            SuppressedBy::File => "file",
+            SuppressedBy::Directory => "directory",
+        }
+    }
+}
+
+/// The suppression settings of the configuration, checked against the
+/// project's files.
+pub struct Suppression {
+    files: BTreeSet<String>,
+    directories: GlobSet,
+    types: BTreeSet<Pattern>,
+    per_file: BTreeMap<String, BTreeSet<Pattern>>,
+    warn_on_wildcards: bool,
+}
+
+impl Suppression {
+    /// Reads the settings; every entry that names no indexed file or
+    /// directory, is no valid glob or names no warning type gives a message
+    /// and is ignored, the rest still apply.
+    pub fn new(config: &Config, root: &Path, engine: &Engine) -> (Suppression, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut files = BTreeSet::new();
+        let mut directories = GlobSetBuilder::new();
+        for entry in &config.suppress_warnings {
+            let glob = if entry.contains(['*', '?', '[', '{']) {
+                entry.trim_start_matches("./").to_string()
+            } else {
+                let path = normalize(entry);
+                if engine.contains(&path) {
+                    files.insert(path);
+                    continue;
+                }
+                if path.is_empty() || !root.join(&path).is_dir() {
+                    problems.push(format!(
+                        "suppress_warnings: `{entry}` is neither an indexed Python file nor a directory of the project; ignored"
+                    ));
+                    continue;
+                }
+                format!("{path}/**")
+            };
+            match GlobBuilder::new(&glob).literal_separator(true).build() {
+                Ok(glob) => {
+                    directories.add(glob);
+                }
+                Err(error) => problems.push(format!(
+                    "suppress_warnings: `{entry}` is not a valid glob ({error}); ignored"
+                )),
+            }
+        }
+        let mut per_file = BTreeMap::new();
+        for (file, names) in &config.file_specific_suppressions {
+            let path = normalize(file);
+            if !engine.contains(&path) {
+                problems.push(format!(
+                    "file_specific_suppressions: `{file}` is not an indexed Python file; ignored"
+                ));
+                continue;
+            }
+            let patterns: BTreeSet<Pattern> = names
+                .iter()
+                .filter_map(|name| {
+                    let pattern = Pattern::from_name(name);
+                    if pattern.is_none() {
+                        problems.push(format!(
+                            "file_specific_suppressions: `{name}` (for {file}) is not a warning type; use one of {}",
+                            known_types()
+                        ));
+                    }
+                    pattern
+                })
+                .collect();
+            per_file.insert(path, patterns);
+        }
+        let types = [
+            (
+                Pattern::DynamicImport,
+                config.suppress_dynamic_import_warnings,
+            ),
+            (
+                Pattern::DynamicDispatch,
+                config.suppress_dynamic_dispatch_warnings,
+            ),
+            (
+                Pattern::MonkeyPatching,
+                config.suppress_monkey_patching_warnings,
+            ),
+            (Pattern::ExecEval, config.suppress_exec_eval_warnings),
+            (Pattern::Decorator, config.suppress_decorator_warnings),
+            (Pattern::Metaclass, config.suppress_metaclass_warnings),
+            (
+                Pattern::CircularImport,
+                config.suppress_circular_import_warnings,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, suppressed)| *suppressed)
+        .map(|(pattern, _)| pattern)
+        .collect();
+        let suppression = Suppression {
+            files,
+            directories: directories.build().unwrap_or_else(|_| GlobSet::empty()),
+            types,
+            per_file,
+            warn_on_wildcards: config.warn_on_wildcards,
+        };
+        (suppression, problems)
+    }
+
+    /// Wildcard imports warn only when `warn_on_wildcards` is set; that is
+    /// an opt-in, not a suppression, so it is not counted as one.
+    fn enabled(&self, pattern: Pattern) -> bool {
+        pattern != Pattern::WildcardImport || self.warn_on_wildcards
+    }
+
+    /// The most specific suppression of a `pattern` warning in `file`.
+    pub fn reason(&self, file: &str, pattern: Pattern) -> Option<SuppressedBy> {
+        if self
+            .per_file
+            .get(file)
+            .is_some_and(|types| types.contains(&pattern))
+        {
+            Some(SuppressedBy::FileType)
+        } else if self.types.contains(&pattern) {
+            Some(SuppressedBy::Type)
+        } else if self.files.contains(file) {
+            Some(SuppressedBy::File)
+        } else if self.directories.is_match(file) {
+            Some(SuppressedBy::Directory)
+        } else {
+            None
+        }
+    }
+}
+
+fn normalize(path: &str) -> String {
+    path.trim_start_matches("./")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+fn known_types() -> String {
+    Pattern::ALL
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every warning of the project, rendered, after suppression.
+#[derive(Debug, Default)]
+pub struct Warnings {
+    /// Sorted by file, line, column and type.
+    pub active: Vec<Warning>,
+    /// Per file, how many warnings configuration suppressed, by reason.
+    pub suppressed: BTreeMap<String, BTreeMap<SuppressedBy, usize>>,
+}
+
+impl Warnings {
+    pub fn compute(engine: &Engine, suppression: &Suppression) -> Warnings {
+        let outputs = &engine.program().outputs;
+        let renderer = Renderer {
+            engine,
+            cycle_edges: cycle_adjacency(engine),
+        };
+        let mut warnings = Warnings::default();
+        let mut current: Option<(Node, FileLookup)> = None;
+        for tuple in &outputs.warning {
+            let (file, site, pattern) = (tuple.0, tuple.1, tuple.2);
+            if !suppression.enabled(pattern) {
+                continue;
+            }
+            let path = engine.interner().node_text(file);
+            if let Some(reason) = suppression.reason(&path, pattern) {
+                *warnings
+                    .suppressed
+                    .entry(path.to_string())
+                    .or_default()
+                    .entry(reason)
+                    .or_default() += 1;
+                continue;
+            }
+            if current.as_ref().is_none_or(|(node, _)| *node != file) {
+                current = engine
+                    .facts(&path)
+                    .map(|facts| (file, FileLookup::new(facts)));
+            }
+            let Some((_, lookup)) = &current else {
+                continue;
+            };
+            warnings
+                .active
+                .extend(renderer.render(&path, file, site, pattern, lookup));
+        }
+        warnings.active.sort_by(|a, b| {
+            (&a.file, a.line, a.column, a.warning_type, &a.message).cmp(&(
+                &b.file,
+                b.line,
+                b.column,
+                b.warning_type,
+                &b.message,
+            ))
+        });
+        // `from m import a, b` is one site per name; one warning is enough.
+        warnings.active.dedup();
+        warnings
+    }
+
+    pub fn suppressed_counts(&self, file: Option<&str>) -> BTreeMap<&'static str, usize> {
+        let mut counts = BTreeMap::new();
+        for (path, reasons) in &self.suppressed {
+            if file.is_some_and(|f| f != path) {
+                continue;
+            }
+            for (reason, count) in reasons {
+                *counts.entry(reason.as_str()).or_default() += count;
+            }
+        }
+        counts
+    }
+}
+
+/// Which dynamic pattern or import of a file sits at each site.
+struct FileLookup<'a> {
+    facts: &'a ModuleFacts,
+    dynamic: FxHashMap<u32, &'a DynamicPattern>,
+    imports: FxHashMap<u32, &'a ImportTarget>,
+}
+
+impl<'a> FileLookup<'a> {
+    fn new(facts: &'a ModuleFacts) -> Self {
+        let semantic = &facts.semantic;
+        FileLookup {
+            facts,
+            dynamic: semantic
+                .dynamic
+                .iter()
+                .map(|d| (d.site, &d.pattern))
+                .collect(),
+            imports: semantic
+                .imports
+                .iter()
+                .map(|i| (i.site, &i.target))
+                .collect(),
+        }
+    }
+}
+
+struct Renderer<'a> {
+    engine: &'a Engine,
+    cycle_edges: BTreeMap<Node, Vec<Node>>,
+}
+
+impl Renderer<'_> {
+    fn render(
+        &self,
+        path: &str,
+        file: Node,
+        site: Site,
+        pattern: Pattern,
+        lookup: &FileLookup,
+    ) -> Option<Warning> {
+        let position = *lookup.facts.sites.get(site.0 as usize)?;
+        let at = format!("{path}:{}", position.line);
+        let message = match (pattern, lookup.dynamic.get(&site.0)) {
+            (Pattern::DynamicImport, Some(DynamicPattern::Import { callee, argument })) => {
+                format!(
+                    "⚠️ Dynamic import detected: `{}({argument})` - relationship tracking unavailable",
+                    callee.path.join(".")
+                )
+            }
+            (Pattern::DynamicDispatch, Some(DynamicPattern::Dispatch { object, name, .. })) => {
+                format!(
+                    "⚠️ Dynamic dispatch detected in {at} - relationship tracking unavailable for `getattr({object}, {name})`"
+                )
+            }
+            (Pattern::MonkeyPatching, Some(DynamicPattern::AttributeAssignment { target })) => {
+                format!(
+                    "⚠️ Monkey patching detected in {at} - `{}` reassigned, relationship tracking may be inaccurate",
+                    target.path.join(".")
+                )
+            }
+            (Pattern::ExecEval, Some(DynamicPattern::Exec { .. })) => format!(
+                "⚠️ Dynamic code execution detected in {at} - `exec()`/`eval()` prevents static analysis, relationships may be incomplete"
+            ),
+            (Pattern::Decorator, Some(DynamicPattern::Decorator { name })) => format!(
+                "ℹ️ Decorator `{name}` in {at} may modify function behavior - tracking original definition only"
+            ),
+            (Pattern::Metaclass, Some(DynamicPattern::Metaclass { class, metaclass })) => format!(
+                "ℹ️ Metaclass detected in {at} - class `{class}` uses metaclass `{metaclass}`, runtime behavior may differ from static definition"
+            ),
+            (Pattern::WildcardImport, _) => {
+                let Some(ImportTarget::Star { level, module }) = lookup.imports.get(&site.0) else {
+                    return None;
+                };
+                format!(
+                    "⚠️ Wildcard import in {at} - `from {}{} import *` binds names that are not listed, only those that resolve for certain are tracked",
+                    ".".repeat(*level as usize),
+                    module.as_deref().unwrap_or_default()
+                )
+            }
+            (Pattern::CircularImport, _) => {
+                let cycle = self.cycle_through(file, site)?;
+                format!(
+                    "⚠️ Circular import detected: {} (Google Python Style Guide 3.19.14: code smell, good candidate for refactoring)",
+                    cycle.join(" → ")
+                )
+            }
+            _ => return None,
+        };
+        let line = self
+            .engine
+            .text(path)
+            .and_then(|text| text.lines().nth(position.line.saturating_sub(1) as usize))
+            .unwrap_or_default()
+            .trim();
+        let (severity, explanation, guidance) = describe(pattern);
+        Some(Warning {
+            warning_type: pattern,
+            file: path.to_string(),
+            line: position.line,
+            column: position.column,
+            severity,
+            pattern: line.chars().take(PATTERN_CHARS).collect(),
+            message,
+            explanation: explanation.to_string(),
+            guidance,
+        })
+    }
+
+    /// The import at `site` leads to a module on a cycle back to `file`:
+    /// the shortest such cycle, as paths, `file` first and last.
+    fn cycle_through(&self, file: Node, site: Site) -> Option<Vec<String>> {
+        let imports = &self.engine.program().outputs.imports;
+        let start = imports.partition_point(|t| (t.0, t.1) < (file, site));
+        let target = imports.get(start).filter(|t| (t.0, t.1) == (file, site))?.2;
+        let mut previous: FxHashMap<Node, Node> = FxHashMap::default();
+        let mut queue = VecDeque::from([target]);
+        let mut reached = false;
+        while let Some(node) = queue.pop_front() {
+            if node == file {
+                reached = true;
+                break;
+            }
+            for &next in self.cycle_edges.get(&node).into_iter().flatten() {
+                if next != target && !previous.contains_key(&next) {
+                    previous.insert(next, node);
+                    queue.push_back(next);
+                }
+            }
+        }
+        if !reached {
+            return None;
+        }
+        let mut back = vec![file];
+        let mut at = file;
+        while at != target {
+            at = *previous.get(&at)?;
+            back.push(at);
+        }
+        back.push(file);
+        back.reverse();
+        let interner = self.engine.interner();
+        Some(
+            back.into_iter()
+                .map(|n| interner.node_text(n).to_string())
+                .collect(),
+        )
+    }
+}
+
+fn cycle_adjacency(engine: &Engine) -> BTreeMap<Node, Vec<Node>> {
+    let mut adjacency: BTreeMap<Node, Vec<Node>> = BTreeMap::new();
+    for edge in &engine.program().outputs.cycle_edge {
+        adjacency.entry(edge.0).or_default().push(edge.1);
+    }
+    adjacency
+}
+
+/// Severity, explanation and guidance of each warning type (TDD §3.9.1,
+/// §3.9.3).
+fn describe(pattern: Pattern) -> (Severity, &'static str, Option<&'static str>) {
+    match pattern {
+        Pattern::DynamicImport => (
+            Severity::Warning,
+            "The module name is computed at run time, so which module is imported cannot be known statically; no import relationship is recorded for it.",
+            Some(
+                "Import with a literal name (`importlib.import_module(\"pkg.mod\")` or an import statement) if the set of modules is known.",
+            ),
+        ),
+        Pattern::DynamicDispatch => (
+            Severity::Warning,
+            "The attribute name is determined at run time, so which function is called cannot be known statically; no call relationship is recorded for it.",
+            Some("Consider using explicit function calls if the function name is known."),
+        ),
+        Pattern::MonkeyPatching => (
+            Severity::Warning,
+            "An attribute of an imported module or class is replaced at run time; relationships and context show the original definition, not the replacement.",
+            Some(
+                "Prefer passing the replacement in explicitly (dependency injection) over reassigning another module's attributes; in tests, use mock.patch.",
+            ),
+        ),
+        Pattern::ExecEval => (
+            Severity::Warning,
+            "Code run by exec() or eval() is only a string to static analysis: imports, calls and definitions inside it are not seen.",
+            Some(
+                "Consider using safer alternatives (importlib, ast.literal_eval, or explicit logic).",
+            ),
+        ),
+        Pattern::Decorator => (
+            Severity::Info,
+            "A decorator can wrap or replace the function or class it decorates; the context shows the definition as written.",
+            None,
+        ),
+        Pattern::Metaclass => (
+            Severity::Info,
+            "A metaclass can add, remove or change attributes when the class is created, so the class at run time may differ from its static definition.",
+            None,
+        ),
+        Pattern::CircularImport => (
+            Severity::Warning,
+            "These modules import each other while they are being imported; which names exist depends on import order and can fail at run time.",
+            Some("See Google Python Style Guide 3.19.14 for refactoring strategies."),
+        ),
+        Pattern::WildcardImport => (
+            Severity::Warning,
+            "`import *` binds names without listing them; only names that resolve for certain are related.",
+            Some("Import the names the module uses explicitly."),
+        ),
+    }
+}
+
+/// One line of the warning log (TDD §3.9.5).
+#[derive(Serialize)]
+struct LogEntry<'a> {
+    timestamp: String,
+    #[serde(flatten)]
+    warning: &'a Warning,
+}
+
+/// What identifies a logged warning, read back to log each one once.
+#[derive(Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+struct LoggedKey {
+    #[serde(rename = "type")]
+    warning_type: String,
+    file: String,
+    line: u32,
+    column: u32,
+    message: String,
+}
+
+impl LoggedKey {
+    fn of(warning: &Warning) -> LoggedKey {
+        LoggedKey {
+            warning_type: warning.warning_type.as_str().to_string(),
+            file: warning.file.clone(),
+            line: warning.line,
+            column: warning.column,
+            message: warning.message.clone(),
+        }
+    }
+}
+
+/// Appends the warnings the log does not hold yet, so that indexing the
+/// same tree again does not repeat them. Returns how many were written.
+pub fn log_new(root: &Path, warnings: &[Warning]) -> std::io::Result<usize> {
+    let path = jsonl::log_path(root, LOG_FILE);
+    let logged: BTreeSet<LoggedKey> = jsonl::read(&path).into_iter().collect();
+    let timestamp = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let entries: Vec<LogEntry> = warnings
+        .iter()
+        .filter(|w| !logged.contains(&LoggedKey::of(w)))
+        .map(|warning| LogEntry {
+            timestamp: timestamp.clone(),
+            warning,
+        })
+        .collect();
+    jsonl::append(&path, &entries)?;
+    Ok(entries.len())
+}
