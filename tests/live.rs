@@ -499,3 +499,34 @@ fn the_server_follows_the_disk_with_native_events() {
 fn the_server_follows_the_disk_by_polling_when_asked() {
     server_follows_the_disk(&[("XFILE_WATCHER", "poll")], "poll");
 }
+
+#[test]
+fn a_settings_change_re_indexes_and_matches_a_fresh_index() {
+    let (_dir, live) = live_copy("live_edits");
+    let root = root_of(&live);
+    std::fs::write(root.join("tools/check_dispatch.py"), "exec(\"x = 1\")\n").unwrap();
+    live.apply(&[root.join("tools/check_dispatch.py")], "test")
+        .unwrap();
+    let exec_warned = |live: &Live| {
+        live.read(|s| {
+            s.warnings(Some("tools/check_dispatch.py"))
+                .unwrap()
+                .warnings
+                .len()
+        })
+    };
+    assert_eq!(exec_warned(&live), 1);
+    // pytest now treats check_*.py as tests: exec/eval is expected there (DD-3).
+    let settings = root.join("pytest.ini");
+    std::fs::write(&settings, "[pytest]\npython_files = check_*.py\n").unwrap();
+    let report = live.apply(&[settings], "test").unwrap();
+    assert!(report.reloaded);
+    assert_eq!(exec_warned(&live), 0);
+    assert_same_as_scratch(&live, "after a pytest settings change");
+    // The configuration file likewise.
+    let config = root.join(".cross_file_context_links.yml");
+    std::fs::write(&config, "ignore_patterns: [\"tools/**\"]\n").unwrap();
+    assert!(live.apply(&[config], "test").unwrap().reloaded);
+    assert!(!live.read(|s| s.engine().contains("tools/report.py")));
+    assert_same_as_scratch(&live, "after a configuration change");
+}
