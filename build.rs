@@ -333,7 +333,16 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
         )
         .unwrap();
     }
-    writeln!(out, "            _ => None,\n        }}\n    }}\n}}").unwrap();
+    writeln!(out, "            _ => None,\n        }}\n    }}\n").unwrap();
+    writeln!(
+        out,
+        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        0{}\n    }}\n}}",
+        names
+            .iter()
+            .map(|n| format!(" + self.{n}.len()"))
+            .collect::<String>()
+    )
+    .unwrap();
 }
 
 /// One argument of an atom: a variable (by index into the rule's variables)

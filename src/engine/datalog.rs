@@ -73,7 +73,7 @@ pub struct RelationInfo {
     pub line: usize,
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct RuleInfo {
     pub head: &'static str,
     pub text: &'static str,

@@ -5,6 +5,7 @@
 mod base_facts;
 pub mod datalog;
 pub mod db;
+pub mod explain;
 pub mod intern;
 pub mod modules;
 

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod context;
+pub mod explain;
 pub mod injections;
 pub mod model;
 pub mod query;
@@ -217,6 +218,20 @@ impl Service {
 
     pub fn query(&self, pattern: &str) -> Result<QueryResult, query::QueryError> {
         query::run(&self.engine, pattern)
+    }
+
+    /// Derivation trees of the tuples matching `pattern`, or why none holds.
+    pub fn explain(&self, pattern: &str) -> Result<explain::Explanation, query::QueryError> {
+        explain::explain(&self.engine, pattern)
+    }
+
+    /// The derivations of every derived tuple of `file`, or of every file.
+    pub fn explain_dump(&self, file: Option<&str>) -> Result<Vec<explain::FileDump>, PathError> {
+        let files = match file {
+            Some(file) => vec![self.resolve_file(file)?],
+            None => self.engine.paths().map(str::to_string).collect(),
+        };
+        Ok(explain::dump_files(&self.engine, &files))
     }
 
     pub fn summary(&self) -> IndexSummary {

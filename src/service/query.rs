@@ -19,7 +19,7 @@ pub enum QueryError {
         got: usize,
         signature: String,
     },
-    #[error("`{0}` is an intermediate relation and is not materialized; query one of:\n{1}")]
+    #[error("`{0}` is an intermediate relation, internal to the rules; use one of:\n{1}")]
     Intermediate(String, String),
 }
 
@@ -41,7 +41,7 @@ fn kind_name(kind: RelationKind) -> &'static str {
     }
 }
 
-fn signature(relation: &datalog::RelationInfo) -> String {
+pub(crate) fn signature(relation: &datalog::RelationInfo) -> String {
     format!("{}({})", relation.name, relation.args.join(", "))
 }
 
@@ -74,7 +74,11 @@ fn parse(pattern: &str) -> Result<(String, Vec<Option<String>>), QueryError> {
     Ok((name.to_string(), args))
 }
 
-pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
+/// The relation a pattern names and its arguments (`None` = `_`), checked
+/// against the catalogue: known, not intermediate, right arity.
+pub(crate) fn resolve(
+    pattern: &str,
+) -> Result<(&'static datalog::RelationInfo, Vec<Option<String>>), QueryError> {
     let (name, args) = parse(pattern)?;
     let relation = datalog::relation(&name)
         .ok_or_else(|| QueryError::UnknownRelation(name.clone(), catalogue()))?;
@@ -89,6 +93,16 @@ pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
             signature: signature(relation),
         });
     }
+    Ok((relation, args))
+}
+
+/// The tuples of `relation` whose rendering matches `args`, each with its
+/// rendering.
+pub(crate) fn select(
+    engine: &Engine,
+    relation: &datalog::RelationInfo,
+    args: &[Option<String>],
+) -> Vec<(Vec<Value>, Vec<serde_json::Value>)> {
     let program = engine.program();
     let tuples: Vec<Vec<Value>> = match relation.kind {
         RelationKind::Input => program
@@ -99,24 +113,34 @@ pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
             .collect(),
         _ => program.outputs.tuples(relation.name).unwrap_or_default(),
     };
-    let rendered = tuples
-        .iter()
-        .map(|tuple| render(engine, tuple))
-        .filter(|tuple| {
-            tuple.iter().zip(&args).all(|(value, arg)| match arg {
+    tuples
+        .into_iter()
+        .map(|tuple| {
+            let rendered = render(engine, &tuple);
+            (tuple, rendered)
+        })
+        .filter(|(_, rendered)| {
+            rendered.iter().zip(args).all(|(value, arg)| match arg {
                 None => true,
                 Some(arg) => value.as_str() == Some(arg) || value_text(value) == *arg,
             })
         })
-        .collect();
+        .collect()
+}
+
+pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
+    let (relation, args) = resolve(pattern)?;
     Ok(QueryResult {
         relation: relation.name.to_string(),
         args: relation.args.iter().map(|a| a.to_string()).collect(),
-        tuples: rendered,
+        tuples: select(engine, relation, &args)
+            .into_iter()
+            .map(|(_, rendered)| rendered)
+            .collect(),
     })
 }
 
-fn value_text(value: &serde_json::Value) -> String {
+pub(crate) fn value_text(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),

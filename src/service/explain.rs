@@ -1,0 +1,584 @@
+//! `explain 'Relation(args)'`: derivation trees of tuples, down to the base
+//! facts and the source lines they come from, or why a tuple does not hold;
+//! and explanation dumps of a file's (or the project's) derived tuples.
+//! The engine retraces the rules ([`crate::engine::explain`]); this module
+//! renders its answers to paths, positions and source text.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::query::{self, QueryError};
+use crate::engine::Engine;
+use crate::engine::datalog::{self, Node, RELATIONS, RelationKind, RuleInfo, Site, Value};
+use crate::engine::explain::{Derivation, Explainer, Fact, Failure, Miss, Premise};
+use crate::engine::intern::is_marker;
+
+/// How many matching tuples one `explain` derives; the rest are counted.
+const EXPLAIN_LIMIT: usize = 20;
+
+/// The answer to one `explain` pattern.
+#[derive(Clone, Debug, Serialize)]
+pub struct Explanation {
+    pub pattern: String,
+    pub relation: &'static str,
+    /// Whether any tuple matches the pattern.
+    pub holds: bool,
+    /// One tree per matching tuple (at most 20).
+    pub derivations: Vec<Tree>,
+    /// Matching tuples beyond those derived here.
+    pub more: usize,
+    /// When nothing matches: per rule, how far it got and what failed.
+    pub misses: Vec<MissReport>,
+    /// Constants of the pattern that name no known file, marker, name or
+    /// position: no tuple can hold them.
+    pub unknown: Vec<String>,
+}
+
+/// One node of a derivation tree.
+#[derive(Clone, Debug, Serialize)]
+pub struct Tree {
+    /// `Relation(arg, ...)` as `query` renders it; negated premises read
+    /// `!Relation(...)`.
+    pub fact: String,
+    /// `derived`, `base`, or `absent` (a negated premise: no such tuple).
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleRef>,
+    /// Where a base fact comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceRef>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub premises: Vec<Tree>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RuleRef {
+    pub file: &'static str,
+    pub line: usize,
+    pub text: &'static str,
+}
+
+impl From<&'static RuleInfo> for RuleRef {
+    fn from(rule: &'static RuleInfo) -> Self {
+        RuleRef {
+            file: rule.file,
+            line: rule.line,
+            text: rule.text,
+        }
+    }
+}
+
+/// A source location: a file, and where known a 1-based line, the column
+/// and the line's text.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourceRef {
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Why one rule does not derive the asked tuple.
+#[derive(Clone, Debug, Serialize)]
+pub struct MissReport {
+    /// `None` for a base relation: the front end produced no such fact.
+    pub rule: Option<RuleRef>,
+    /// The rule's variables bound when it got stuck, rendered.
+    pub bindings: Vec<(String, serde_json::Value)>,
+    /// Premises that held before the failing clause.
+    pub satisfied: Vec<String>,
+    /// The failing clause, instantiated.
+    pub failed: String,
+    /// Why it failed, in words.
+    pub reason: String,
+    /// Tuples that differ from the missing one in one argument: the import
+    /// that exists but resolves elsewhere, and the like.
+    pub near: Vec<String>,
+}
+
+/// Renders engine answers for one engine state.
+pub(crate) struct Renderer<'e> {
+    engine: &'e Engine,
+    explainer: Explainer<'e>,
+}
+
+impl<'e> Renderer<'e> {
+    pub(crate) fn new(engine: &'e Engine) -> Self {
+        Renderer {
+            engine,
+            explainer: Explainer::new(engine.program()),
+        }
+    }
+
+    fn fact(&self, relation: &str, values: &[Value]) -> String {
+        let args: Vec<String> = query::render(self.engine, values)
+            .iter()
+            .map(query::value_text)
+            .collect();
+        format!("{relation}({})", args.join(", "))
+    }
+
+    /// A pattern with `_` where unbound.
+    fn pattern(&self, relation: &str, pattern: &[Option<Value>]) -> String {
+        // Render bound values in place; a site needs the node before it,
+        // which a pattern binds whenever it binds the site.
+        let bound: Vec<Value> = pattern.iter().flatten().copied().collect();
+        let mut rendered = query::render(self.engine, &bound).into_iter();
+        let args: Vec<String> = pattern
+            .iter()
+            .map(|v| match v {
+                Some(_) => rendered
+                    .next()
+                    .map_or_else(|| "?".to_string(), |r| query::value_text(&r)),
+                None => "_".to_string(),
+            })
+            .collect();
+        format!("{relation}({})", args.join(", "))
+    }
+
+    fn tree(&self, derivation: &Derivation) -> Tree {
+        let Fact { relation, values } = &derivation.fact;
+        Tree {
+            fact: self.fact(relation, values),
+            kind: if derivation.rule.is_some() {
+                "derived"
+            } else {
+                "base"
+            },
+            rule: derivation.rule.map(RuleRef::from),
+            source: derivation
+                .rule
+                .is_none()
+                .then(|| self.source(values))
+                .flatten(),
+            premises: derivation
+                .premises
+                .iter()
+                .map(|p| match p {
+                    Premise::Holds(d) => self.tree(d),
+                    Premise::Absent { relation, pattern } => Tree {
+                        fact: format!("!{}", self.pattern(relation, pattern)),
+                        kind: "absent",
+                        rule: None,
+                        source: None,
+                        premises: Vec::new(),
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// Where a base tuple comes from: its site if it has one (in the file
+    /// named by the node before it), else the line that binds its name in
+    /// its file, else its file.
+    fn source(&self, values: &[Value]) -> Option<SourceRef> {
+        let interner = self.engine.interner();
+        let mut file: Option<String> = None;
+        let mut name: Option<String> = None;
+        for value in values {
+            match *value {
+                Value::Node(node) if file.is_none() => file = project_file(self.engine, node),
+                Value::Site(site) => {
+                    let path = file.clone()?;
+                    return Some(self.at_site(path, site));
+                }
+                Value::Sym(sym) if name.is_none() => name = Some(interner.sym_text(sym).to_string()),
+                _ => {}
+            }
+        }
+        let file = file?;
+        let line = name.and_then(|n| binding_line(self.engine, &file, &n));
+        Some(SourceRef {
+            text: line.and_then(|l| line_text(self.engine, &file, l)),
+            line,
+            column: None,
+            file,
+        })
+    }
+
+    fn at_site(&self, file: String, site: Site) -> SourceRef {
+        let position = self
+            .engine
+            .facts(&file)
+            .and_then(|f| f.sites.get(site.0 as usize).copied());
+        SourceRef {
+            line: position.map(|p| p.line),
+            column: position.map(|p| p.column),
+            text: position.and_then(|p| line_text(self.engine, &file, p.line)),
+            file,
+        }
+    }
+
+    fn miss(&self, miss: &Miss) -> MissReport {
+        let (failed, reason, near) = match &miss.failed {
+            Failure::Missing {
+                relation,
+                pattern,
+                near,
+            } => (
+                self.pattern(relation, pattern),
+                if near.is_empty() {
+                    "no such tuple".to_string()
+                } else {
+                    "no such tuple; these differ in one argument".to_string()
+                },
+                near.iter()
+                    .map(|f| self.fact(f.relation, &f.values))
+                    .collect(),
+            ),
+            Failure::Present(fact) => (
+                format!("!{}", self.fact(fact.relation, &fact.values)),
+                "the rule requires this tuple to be absent, and it holds".to_string(),
+                Vec::new(),
+            ),
+            Failure::Guard(text) => (
+                text.to_string(),
+                "the condition is false for these bindings".to_string(),
+                Vec::new(),
+            ),
+            Failure::Head => (
+                String::new(),
+                "the rule's head cannot take these values".to_string(),
+                Vec::new(),
+            ),
+        };
+        MissReport {
+            rule: miss.rule.map(RuleRef::from),
+            bindings: miss
+                .bindings
+                .iter()
+                .map(|(name, value)| {
+                    let rendered = query::render(self.engine, &[*value]);
+                    (
+                        name.to_string(),
+                        rendered.into_iter().next().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            satisfied: miss
+                .satisfied
+                .iter()
+                .map(|f| self.fact(f.relation, &f.values))
+                .collect(),
+            failed,
+            reason,
+            near,
+        }
+    }
+
+    /// The derivation of one tuple known to hold.
+    pub(crate) fn derive(&self, relation: &'static str, values: Vec<Value>) -> Option<Tree> {
+        let derivation = self.explainer.derive(&Fact { relation, values })?;
+        Some(self.tree(&derivation))
+    }
+
+    /// The pattern's constants as engine values; the ones that name
+    /// nothing known are returned apart.
+    fn constants(
+        &self,
+        relation: &datalog::RelationInfo,
+        args: &[Option<String>],
+    ) -> (Vec<Option<Value>>, Vec<String>) {
+        let interner = self.engine.interner();
+        let mut unknown = Vec::new();
+        let mut file: Option<String> = None;
+        let mut values = Vec::new();
+        for (ty, arg) in relation.types.iter().zip(args) {
+            let Some(text) = arg else {
+                values.push(None);
+                continue;
+            };
+            let value = match *ty {
+                "Node" => {
+                    file = Some(text.clone());
+                    interner.find_node(text).map(Value::Node)
+                }
+                "Sym" => interner.find_sym(text).map(Value::Sym),
+                _ => file.as_deref().and_then(|f| find_site(self.engine, f, text)),
+            };
+            if value.is_none() {
+                unknown.push(text.clone());
+            }
+            values.push(value);
+        }
+        (values, unknown)
+    }
+}
+
+fn project_file(engine: &Engine, node: Node) -> Option<String> {
+    let text = engine.interner().node_text(node);
+    (!is_marker(&text) && engine.contains(&text)).then(|| text.to_string())
+}
+
+/// The last line of `file` where a module-level statement defines or
+/// imports `name`.
+fn binding_line(engine: &Engine, file: &str, name: &str) -> Option<u32> {
+    let facts = engine.facts(file)?;
+    let defined = facts
+        .definitions
+        .iter()
+        .filter(|d| d.qualname == name)
+        .map(|d| d.start_line)
+        .next_back();
+    let imported = facts
+        .semantic
+        .imports
+        .iter()
+        .filter(|i| i.bound_name() == Some(name))
+        .filter_map(|i| facts.sites.get(i.site as usize).map(|s| s.line))
+        .next_back();
+    defined.max(imported)
+}
+
+fn line_text(engine: &Engine, file: &str, line: u32) -> Option<String> {
+    let index = usize::try_from(line).ok()?.checked_sub(1)?;
+    let text = engine.text(file)?.lines().nth(index)?;
+    Some(text.trim().to_string())
+}
+
+/// The site of `file` at `line:column`.
+fn find_site(engine: &Engine, file: &str, position: &str) -> Option<Value> {
+    let (line, column) = position.split_once(':')?;
+    let (line, column): (u32, u32) = (line.trim().parse().ok()?, column.trim().parse().ok()?);
+    let facts = engine.facts(file)?;
+    let index = facts
+        .sites
+        .iter()
+        .position(|s| s.line == line && s.column == column)?;
+    Some(Value::Site(Site(u32::try_from(index).ok()?)))
+}
+
+/// Explains the tuples that match `pattern`, or why none does.
+pub fn explain(engine: &Engine, pattern: &str) -> Result<Explanation, QueryError> {
+    let (relation, args) = query::resolve(pattern)?;
+    let renderer = Renderer::new(engine);
+    let matching = query::select(engine, relation, &args);
+    let more = matching.len().saturating_sub(EXPLAIN_LIMIT);
+    let derivations: Vec<Tree> = matching
+        .into_iter()
+        .take(EXPLAIN_LIMIT)
+        .filter_map(|(values, _)| renderer.derive(relation.name, values))
+        .collect();
+    let (misses, unknown) = if derivations.is_empty() {
+        let (values, unknown) = renderer.constants(relation, &args);
+        let misses = if unknown.is_empty() {
+            renderer
+                .explainer
+                .why_not(relation.name, &values)
+                .iter()
+                .map(|m| renderer.miss(m))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (misses, unknown)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(Explanation {
+        pattern: pattern.trim().to_string(),
+        relation: relation.name,
+        holds: !derivations.is_empty(),
+        derivations,
+        more,
+        misses,
+        unknown,
+    })
+}
+
+impl Explanation {
+    /// The readable form: one indented tree per tuple, or the misses.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for tree in &self.derivations {
+            write_tree(&mut out, tree, 0);
+            out.push('\n');
+        }
+        if self.more > 0 {
+            let _ = writeln!(
+                out,
+                "... and {} more matching tuples; narrow the pattern to see them.",
+                self.more
+            );
+        }
+        if self.holds {
+            return out;
+        }
+        let _ = writeln!(out, "{} does not hold.", self.pattern);
+        for text in &self.unknown {
+            let _ = writeln!(
+                out,
+                "  `{text}` names no indexed file, marker, name or position, so no tuple can hold it."
+            );
+        }
+        if self.misses.is_empty() && self.unknown.is_empty() {
+            let _ = writeln!(out, "  No rule derives {}.", self.relation);
+        }
+        for miss in &self.misses {
+            write_miss(&mut out, miss);
+        }
+        out
+    }
+}
+
+fn write_tree(out: &mut String, node: &Tree, depth: usize) {
+    let indent = "  ".repeat(depth);
+    let _ = writeln!(out, "{indent}{}", node.fact);
+    if let Some(rule) = &node.rule {
+        let _ = writeln!(
+            out,
+            "{indent}  [rule {}:{}] {}",
+            rule.file, rule.line, rule.text
+        );
+    }
+    match (&node.source, node.kind) {
+        (Some(source), _) => {
+            let mut at = source.file.clone();
+            if let Some(line) = source.line {
+                let _ = write!(at, ":{line}");
+            }
+            if let Some(column) = source.column {
+                let _ = write!(at, ":{column}");
+            }
+            match &source.text {
+                Some(text) => {
+                    let _ = writeln!(out, "{indent}  [base {at}] {text}");
+                }
+                None => {
+                    let _ = writeln!(out, "{indent}  [base {at}]");
+                }
+            }
+        }
+        (None, "base") => {
+            let _ = writeln!(out, "{indent}  [base]");
+        }
+        (None, "absent") => {
+            let _ = writeln!(out, "{indent}  [absent]");
+        }
+        _ => {}
+    }
+    for premise in &node.premises {
+        write_tree(out, premise, depth + 1);
+    }
+}
+
+fn write_miss(out: &mut String, miss: &MissReport) {
+    match &miss.rule {
+        Some(rule) => {
+            let _ = writeln!(out, "  [rule {}:{}] {}", rule.file, rule.line, rule.text);
+        }
+        None => {
+            let _ = writeln!(out, "  [base] the front end produced no such fact");
+        }
+    }
+    if !miss.bindings.is_empty() {
+        let bindings: Vec<String> = miss
+            .bindings
+            .iter()
+            .map(|(name, value)| format!("{name} = {}", query::value_text(value)))
+            .collect();
+        let _ = writeln!(out, "    with {}", bindings.join(", "));
+    }
+    for fact in &miss.satisfied {
+        let _ = writeln!(out, "    holds: {fact}");
+    }
+    if !miss.failed.is_empty() {
+        let _ = writeln!(out, "    fails: {}: {}", miss.failed, miss.reason);
+    } else {
+        let _ = writeln!(out, "    fails: {}", miss.reason);
+    }
+    for fact in &miss.near {
+        let _ = writeln!(out, "      near: {fact}");
+    }
+}
+
+/// What `explain --dump` wrote.
+#[derive(Clone, Debug, Serialize)]
+pub struct DumpSummary {
+    pub directory: String,
+    pub files: usize,
+    pub tuples: usize,
+}
+
+/// One file's dump. Sections are top-level keys, so another kind of
+/// explanation (recomputation traces, say) is one more field.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileDump {
+    pub file: String,
+    /// Every tuple of every `@output` relation whose first argument is the
+    /// file, with its derivation.
+    pub derivations: Vec<Tree>,
+}
+
+impl FileDump {
+    pub fn to_text(&self) -> String {
+        let mut out = format!("# {}\n\n## Derivations\n\n", self.file);
+        for tree in &self.derivations {
+            write_tree(&mut out, tree, 0);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The dump of `files` (root-relative paths).
+pub fn dump_files(engine: &Engine, files: &[String]) -> Vec<FileDump> {
+    let renderer = Renderer::new(engine);
+    let program = engine.program();
+    let outputs: Vec<(&'static str, Vec<Vec<Value>>)> = RELATIONS
+        .iter()
+        .filter(|r| r.kind == RelationKind::Output)
+        .map(|r| (r.name, program.outputs.tuples(r.name).unwrap_or_default()))
+        .collect();
+    files
+        .iter()
+        .map(|file| {
+            let first = engine.interner().find_node(file).map(Value::Node);
+            let derivations = outputs
+                .iter()
+                .flat_map(|(relation, tuples)| {
+                    tuples
+                        .iter()
+                        .filter(|t| first.is_some() && t.first() == first.as_ref())
+                        .map(move |t| (*relation, t.clone()))
+                })
+                .filter_map(|(relation, values)| renderer.derive(relation, values))
+                .collect();
+            FileDump {
+                file: file.clone(),
+                derivations,
+            }
+        })
+        .collect()
+}
+
+/// Writes `<dir>/<file>.txt` and `<dir>/<file>.json` per dumped file.
+pub fn write_dump(dir: &Path, dumps: &[FileDump]) -> std::io::Result<DumpSummary> {
+    let mut tuples = 0;
+    for dump in dumps {
+        let base: PathBuf = dir.join(&dump.file);
+        if let Some(parent) = base.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let json = serde_json::to_string_pretty(dump).map_err(std::io::Error::other)?;
+        std::fs::write(with_suffix(&base, ".json"), json + "\n")?;
+        std::fs::write(with_suffix(&base, ".txt"), dump.to_text())?;
+        tuples += dump.derivations.len();
+    }
+    Ok(DumpSummary {
+        directory: dir.display().to_string(),
+        files: dumps.len(),
+        tuples,
+    })
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
