@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::query::{self, QueryError};
@@ -44,6 +45,9 @@ pub struct Tree {
     pub fact: String,
     /// `derived`, `base`, or `absent` (a negated premise: no such tuple).
     pub kind: &'static str,
+    /// A derived tuple whose derivation appears earlier in the same tree.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub see_above: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<RuleRef>,
     /// Where a base fact comes from.
@@ -141,8 +145,12 @@ impl<'e> Renderer<'e> {
         format!("{relation}({})", args.join(", "))
     }
 
-    fn tree(&self, derivation: &Derivation) -> Tree {
+    /// Renders a derivation. A derived tuple whose derivation was already
+    /// shown in this tree is shown once more without it (`see_above`):
+    /// rules such as the cycle filters reuse the same premises many times.
+    fn tree(&self, derivation: &Derivation, shown: &mut FxHashSet<Fact>) -> Tree {
         let Fact { relation, values } = &derivation.fact;
+        let repeated = derivation.rule.is_some() && !shown.insert(derivation.fact.clone());
         Tree {
             fact: self.fact(relation, values),
             kind: if derivation.rule.is_some() {
@@ -150,26 +158,32 @@ impl<'e> Renderer<'e> {
             } else {
                 "base"
             },
-            rule: derivation.rule.map(RuleRef::from),
+            see_above: repeated,
+            rule: derivation.rule.filter(|_| !repeated).map(RuleRef::from),
             source: derivation
                 .rule
                 .is_none()
                 .then(|| self.source(values))
                 .flatten(),
-            premises: derivation
-                .premises
-                .iter()
-                .map(|p| match p {
-                    Premise::Holds(d) => self.tree(d),
-                    Premise::Absent { relation, pattern } => Tree {
-                        fact: format!("!{}", self.pattern(relation, pattern)),
-                        kind: "absent",
-                        rule: None,
-                        source: None,
-                        premises: Vec::new(),
-                    },
-                })
-                .collect(),
+            premises: if repeated {
+                Vec::new()
+            } else {
+                derivation
+                    .premises
+                    .iter()
+                    .map(|p| match p {
+                        Premise::Holds(d) => self.tree(d, shown),
+                        Premise::Absent { relation, pattern } => Tree {
+                            fact: format!("!{}", self.pattern(relation, pattern)),
+                            kind: "absent",
+                            see_above: false,
+                            rule: None,
+                            source: None,
+                            premises: Vec::new(),
+                        },
+                    })
+                    .collect()
+            },
         }
     }
 
@@ -249,9 +263,12 @@ impl<'e> Renderer<'e> {
         };
         MissReport {
             rule: miss.rule.map(RuleRef::from),
+            // A site alone renders to nothing readable; the satisfied
+            // premises show it in its file.
             bindings: miss
                 .bindings
                 .iter()
+                .filter(|(_, value)| !matches!(value, Value::Site(_)))
                 .map(|(name, value)| {
                     let rendered = query::render(self.engine, &[*value]);
                     (
@@ -274,7 +291,7 @@ impl<'e> Renderer<'e> {
     /// The derivation of one tuple known to hold.
     pub(crate) fn derive(&self, relation: &'static str, values: Vec<Value>) -> Option<Tree> {
         let derivation = self.explainer.derive(&Fact { relation, values })?;
-        Some(self.tree(&derivation))
+        Some(self.tree(&derivation, &mut FxHashSet::default()))
     }
 
     /// The pattern's constants as engine values; the ones that name
@@ -428,6 +445,10 @@ impl Explanation {
 
 fn write_tree(out: &mut String, node: &Tree, depth: usize) {
     let indent = "  ".repeat(depth);
+    if node.see_above {
+        let _ = writeln!(out, "{indent}{}  [see above]", node.fact);
+        return;
+    }
     let _ = writeln!(out, "{indent}{}", node.fact);
     if let Some(rule) = &node.rule {
         let _ = writeln!(

@@ -7,9 +7,9 @@ use crate::engine::datalog::{self, RELATIONS, RelationKind, Value};
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     #[error(
-        "cannot parse `{0}`: write Relation(arg, ...) with quoted or bare strings and `_` wildcards"
+        "cannot parse `{0}`: write Relation(arg, ...) with quoted or bare strings and `_` wildcards. Available relations:\n{1}"
     )]
-    Syntax(String),
+    Syntax(String, String),
     #[error("unknown relation `{0}`. Available relations:\n{1}")]
     UnknownRelation(String, String),
     #[error("`{name}` takes {expected} arguments ({signature}), got {got}")]
@@ -47,7 +47,7 @@ pub(crate) fn signature(relation: &datalog::RelationInfo) -> String {
 
 /// Parses `Name(a, "b", _)` into the name and its arguments (`None` = `_`).
 fn parse(pattern: &str) -> Result<(String, Vec<Option<String>>), QueryError> {
-    let syntax = || QueryError::Syntax(pattern.to_string());
+    let syntax = || QueryError::Syntax(pattern.to_string(), catalogue());
     let pattern = pattern.trim();
     let (name, rest) = pattern.split_once('(').ok_or_else(syntax)?;
     let inner = rest.trim_end().strip_suffix(')').ok_or_else(syntax)?;
