@@ -171,15 +171,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             } else {
                 writeln!(
                     out,
-                    "wrote derivations of {} tuples in {} files to {}",
+                    "wrote derivations of {} tuples for {} file(s) to {}",
                     summary.tuples, summary.files, summary.directory
                 )?;
             }
         }
-        Command::Explain {
-            target,
-            dump: None,
-        } => {
+        Command::Explain { target, dump: None } => {
             let explanation = service.explain(target.as_deref().unwrap_or_default())?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&explanation)?)?;

@@ -19,9 +19,7 @@ use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::datalog::{
-    self, Clause, PLANS, RULES, RelationKind, RuleInfo, RulePlan, Term, Value,
-};
+use super::datalog::{self, Clause, PLANS, RULES, RelationKind, RuleInfo, RulePlan, Term, Value};
 use super::db::Program;
 
 /// One tuple of a named relation.
@@ -343,7 +341,7 @@ impl<'p> Explainer<'p> {
     fn missing(&self, relation: &'static str, pattern: Vec<Option<Value>>) -> Failure {
         let mut near = Vec::new();
         for (i, value) in pattern.iter().enumerate() {
-            if value.is_none() || near.len() >= NEAR_LIMIT {
+            if value.is_none() || near.len() >= NEAR_LIMIT || pins_a_site(&pattern, i) {
                 continue;
             }
             let mut relaxed = pattern.clone();
@@ -360,6 +358,18 @@ impl<'p> Explainer<'p> {
             near,
         }
     }
+}
+
+/// Whether position `i` is the file of a bound site after it: a site is an
+/// index into that file's positions, so with another file it would name an
+/// unrelated place.
+fn pins_a_site(pattern: &[Option<Value>], i: usize) -> bool {
+    matches!(pattern.get(i), Some(Some(Value::Node(_))))
+        && pattern
+            .iter()
+            .skip(i + 1)
+            .take_while(|v| !matches!(v, Some(Value::Node(_))))
+            .any(|v| matches!(v, Some(Value::Site(_))))
 }
 
 fn is_input(relation: &str) -> bool {
@@ -520,7 +530,12 @@ impl Probe<'_, '_> {
                 args,
             } => {
                 let pattern = instantiate(args, &env);
-                match self.explainer.matching(relation, &pattern).into_iter().next() {
+                match self
+                    .explainer
+                    .matching(relation, &pattern)
+                    .into_iter()
+                    .next()
+                {
                     None => return self.clauses(at + 1, env),
                     Some(blocking) => Failure::Present(blocking),
                 }

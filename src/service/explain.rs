@@ -201,7 +201,9 @@ impl<'e> Renderer<'e> {
                     let path = file.clone()?;
                     return Some(self.at_site(path, site));
                 }
-                Value::Sym(sym) if name.is_none() => name = Some(interner.sym_text(sym).to_string()),
+                Value::Sym(sym) if name.is_none() => {
+                    name = Some(interner.sym_text(sym).to_string())
+                }
                 _ => {}
             }
         }
@@ -316,7 +318,9 @@ impl<'e> Renderer<'e> {
                     interner.find_node(text).map(Value::Node)
                 }
                 "Sym" => interner.find_sym(text).map(Value::Sym),
-                _ => file.as_deref().and_then(|f| find_site(self.engine, f, text)),
+                _ => file
+                    .as_deref()
+                    .and_then(|f| find_site(self.engine, f, text)),
             };
             if value.is_none() {
                 unknown.push(text.clone());
