@@ -336,11 +336,12 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     writeln!(out, "            _ => None,\n        }}\n    }}\n").unwrap();
     writeln!(
         out,
-        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        0{}\n    }}\n}}",
+        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        [{}].iter().sum()\n    }}\n}}",
         names
             .iter()
-            .map(|n| format!(" + self.{n}.len()"))
-            .collect::<String>()
+            .map(|n| format!("self.{n}.len()"))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
     .unwrap();
 }

@@ -89,8 +89,11 @@ const MISS_BUDGET: usize = 10_000;
 struct Table {
     tuples: Vec<Vec<Value>>,
     all: FxHashSet<Vec<Value>>,
-    indexes: RefCell<FxHashMap<u64, Rc<FxHashMap<Vec<Value>, Vec<usize>>>>>,
+    indexes: RefCell<FxHashMap<u64, Rc<Index>>>,
 }
+
+/// Bound values → positions in [`Table::tuples`].
+type Index = FxHashMap<Vec<Value>, Vec<usize>>;
 
 impl Table {
     fn new(mut tuples: Vec<Vec<Value>>) -> Self {
@@ -122,7 +125,7 @@ impl Table {
             .borrow_mut()
             .entry(mask)
             .or_insert_with(|| {
-                let mut index: FxHashMap<Vec<Value>, Vec<usize>> = FxHashMap::default();
+                let mut index = Index::default();
                 for (i, tuple) in self.tuples.iter().enumerate() {
                     let key = pattern
                         .iter()
