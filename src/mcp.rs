@@ -270,6 +270,13 @@ impl XfileServer {
                 export
                     .relationships
                     .retain(|r| r.source_file.starts_with(prefix.as_str()));
+                for relation in export.derived.values_mut() {
+                    relation.tuples.retain(|t| {
+                        t.first()
+                            .and_then(|v| v.as_str())
+                            .is_some_and(|v| v.starts_with(prefix.as_str()))
+                    });
+                }
             }
             Ok(ok_json(&export))
         })

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use super::base_facts;
 use super::datalog::{self, InputFact, Outputs};
 use super::intern::Interner;
+use super::layers::{self, Layer};
 use super::modules::ModuleIndex;
 use crate::python::{self, ModuleFacts, Semantic};
 
@@ -43,6 +44,9 @@ pub struct Project {
     /// Extra module search roots from configuration, root-relative.
     #[returns(ref)]
     pub extra_search_paths: Vec<String>,
+    /// Architecture layers from configuration, top to bottom.
+    #[returns(ref)]
+    pub layers: Vec<Layer>,
 }
 
 #[salsa::db]
@@ -140,6 +144,13 @@ pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<I
     base_facts::build(db.interner(), index, file.path(db), file.semantic(db))
 }
 
+/// Project-level base facts: the files' layers.
+#[salsa::tracked(returns(ref))]
+pub fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    let paths = project.files(db).iter().map(|file| file.path(db).as_str());
+    layers::facts(db.interner(), project.layers(db), paths)
+}
+
 /// All base facts and the relations the rules derive from them.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Program {
@@ -153,6 +164,7 @@ pub fn program(db: &dyn Db, project: Project) -> Program {
         .files(db)
         .iter()
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
+        .chain(layer_facts(db, project).iter().copied())
         .collect();
     facts.sort_unstable();
     facts.dedup();

@@ -343,7 +343,9 @@ impl<'p> Explainer<'p> {
 
     fn missing(&self, relation: &'static str, pattern: Vec<Option<Value>>) -> Failure {
         let mut near = Vec::new();
-        for (i, value) in pattern.iter().enumerate() {
+        // Relaxing the only bound argument would list unrelated tuples.
+        let bound = pattern.iter().flatten().count();
+        for (i, value) in pattern.iter().enumerate().filter(|_| bound > 1) {
             if value.is_none() || near.len() >= NEAR_LIMIT || pins_a_site(&pattern, i) {
                 continue;
             }

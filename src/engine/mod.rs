@@ -7,6 +7,7 @@ pub mod datalog;
 pub mod db;
 pub mod explain;
 pub mod intern;
+pub mod layers;
 pub mod modules;
 
 use std::collections::BTreeMap;
@@ -48,9 +49,10 @@ const PARALLEL_THRESHOLD: usize = 32;
 impl Engine {
     pub fn new(extra_search_paths: Vec<String>) -> Self {
         let db = Database::default();
-        let project = Project::builder(Vec::new(), extra_search_paths)
+        let project = Project::builder(Vec::new(), extra_search_paths, Vec::new())
             .files_durability(Durability::MEDIUM)
             .extra_search_paths_durability(Durability::HIGH)
+            .layers_durability(Durability::HIGH)
             .new(&db);
         Self {
             db,
@@ -169,6 +171,18 @@ impl Engine {
             .set_files(&mut self.db)
             .with_durability(Durability::MEDIUM)
             .to(files);
+    }
+
+    /// Sets the architecture layers (top to bottom) that `InLayer` and
+    /// `LayerAbove` facts come from.
+    pub fn set_layers(&mut self, layers: Vec<layers::Layer>) {
+        if *self.project.layers(&self.db) != layers {
+            self.changes += 1;
+            self.project
+                .set_layers(&mut self.db)
+                .with_durability(Durability::HIGH)
+                .to(layers);
+        }
     }
 
     /// Computes every file's facts (on all cores when many are new), then

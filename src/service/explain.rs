@@ -15,6 +15,11 @@ use crate::engine::Engine;
 use crate::engine::datalog::{self, Node, RELATIONS, RelationKind, RuleInfo, Site, Value};
 use crate::engine::explain::{Derivation, Explainer, Fact, Failure, Miss, Premise};
 use crate::engine::intern::is_marker;
+use crate::workspace::config::CONFIG_FILE;
+
+/// Base relations built from the configuration file rather than from a
+/// source file (`engine::layers`): that file is their source.
+const CONFIG_FACTS: &[&str] = &["InLayer", "LayerAbove"];
 
 /// How many matching tuples one `explain` derives; the rest are counted.
 const EXPLAIN_LIMIT: usize = 20;
@@ -163,7 +168,7 @@ impl<'e> Renderer<'e> {
             source: derivation
                 .rule
                 .is_none()
-                .then(|| self.source(values))
+                .then(|| self.source(relation, values))
                 .flatten(),
             premises: if repeated {
                 Vec::new()
@@ -187,10 +192,19 @@ impl<'e> Renderer<'e> {
         }
     }
 
-    /// Where a base tuple comes from: its site if it has one (in the file
-    /// named by the node before it), else the line that binds its name in
-    /// its file, else its file.
-    fn source(&self, values: &[Value]) -> Option<SourceRef> {
+    /// Where a base tuple comes from: the configuration for configured
+    /// facts; else its site if it has one (in the file named by the node
+    /// before it), else the line that binds its name in its file, else its
+    /// file.
+    fn source(&self, relation: &str, values: &[Value]) -> Option<SourceRef> {
+        if CONFIG_FACTS.contains(&relation) {
+            return Some(SourceRef {
+                file: CONFIG_FILE.to_string(),
+                line: None,
+                column: None,
+                text: None,
+            });
+        }
         let interner = self.engine.interner();
         let mut file: Option<String> = None;
         let mut name: Option<String> = None;

@@ -65,6 +65,16 @@ impl Service {
         notices.extend(discovery.notices);
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
+        engine.set_layers(
+            config
+                .layers
+                .iter()
+                .map(|l| crate::engine::layers::Layer {
+                    name: l.name.clone(),
+                    globs: l.globs.clone(),
+                })
+                .collect(),
+        );
         let phase = Instant::now();
         engine.set_files(discovery.files.into_iter().map(|f| (f.path, f.text)));
         let parse_ms = elapsed_ms(phase);
@@ -331,6 +341,7 @@ impl Service {
                 circular_imports: self.cycles(),
                 most_connected_files: most_connected,
             },
+            derived: query::derived(&self.engine),
         }
     }
 

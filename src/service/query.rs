@@ -1,6 +1,8 @@
 //! `Relation(arg, _)` patterns over any base or output relation (DESIGN §4).
 
-use super::model::QueryResult;
+use std::collections::BTreeMap;
+
+use super::model::{DerivedRelation, QueryResult};
 use crate::engine::Engine;
 use crate::engine::datalog::{self, RELATIONS, RelationKind, Value};
 
@@ -124,6 +126,43 @@ pub(crate) fn select(
                 None => true,
                 Some(arg) => value.as_str() == Some(arg) || value_text(value) == *arg,
             })
+        })
+        .collect()
+}
+
+/// `@output` relations the export shows in its own shape: relationships
+/// (`Imports`, `ImportDefinedIn` as `defined_in`, `Calls`, `Inherits`),
+/// `files[].in_import_cycle` (`InCycle`) and `circular_imports` (`CycleEdge`).
+const EXPORTED_ELSEWHERE: &[&str] = &[
+    "Imports",
+    "ImportDefinedIn",
+    "Calls",
+    "Inherits",
+    "InCycle",
+    "CycleEdge",
+];
+
+/// The export's `derived` section: every other `@output` relation.
+pub(crate) fn derived(engine: &Engine) -> BTreeMap<&'static str, DerivedRelation> {
+    RELATIONS
+        .iter()
+        .filter(|r| r.kind == RelationKind::Output && !EXPORTED_ELSEWHERE.contains(&r.name))
+        .map(|r| {
+            let tuples = engine
+                .program()
+                .outputs
+                .tuples(r.name)
+                .unwrap_or_default()
+                .iter()
+                .map(|t| render(engine, t))
+                .collect();
+            (
+                r.name,
+                DerivedRelation {
+                    args: r.args.to_vec(),
+                    tuples,
+                },
+            )
         })
         .collect()
 }
