@@ -204,8 +204,9 @@ fn malformed_patterns_are_errors_that_list_relations_and_arguments() {
     for pattern in ["Nope(_)", "DependsOn(_)", "Bogus(x", "Reaches(_, _)", ""] {
         let error = service.explain(pattern).expect_err(pattern).to_string();
         assert!(
-            error.contains("DependsOn(file, dependency)")
-                || error.contains("takes 2 arguments (DependsOn(file, dependency))"),
+            error.contains("Available relations:")
+                && error.contains("  DependsOn(file, dependency)  [derived]")
+                && error.contains("  ImportStmt(file, site, module)  [base]"),
             "{pattern}: {error}"
         );
     }

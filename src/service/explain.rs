@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use super::query::{self, QueryError};
@@ -569,28 +569,32 @@ impl FileDump {
 pub fn dump_files(engine: &Engine, files: &[String]) -> Vec<FileDump> {
     let renderer = Renderer::new(engine);
     let program = engine.program();
-    let outputs: Vec<(&'static str, Vec<Vec<Value>>)> = RELATIONS
-        .iter()
-        .filter(|r| r.kind == RelationKind::Output)
-        .map(|r| (r.name, program.outputs.tuples(r.name).unwrap_or_default()))
-        .collect();
+    // Every @output tuple by its first argument, in catalogue order.
+    let mut by_first: FxHashMap<Value, Vec<(&'static str, Vec<Value>)>> = FxHashMap::default();
+    for relation in RELATIONS.iter().filter(|r| r.kind == RelationKind::Output) {
+        for tuple in program.outputs.tuples(relation.name).unwrap_or_default() {
+            if let Some(first) = tuple.first() {
+                by_first
+                    .entry(*first)
+                    .or_default()
+                    .push((relation.name, tuple));
+            }
+        }
+    }
     files
         .iter()
         .map(|file| {
-            let first = engine.interner().find_node(file).map(Value::Node);
-            let derivations = outputs
-                .iter()
-                .flat_map(|(relation, tuples)| {
-                    tuples
-                        .iter()
-                        .filter(|t| first.is_some() && t.first() == first.as_ref())
-                        .map(move |t| (*relation, t.clone()))
-                })
-                .filter_map(|(relation, values)| renderer.derive(relation, values))
-                .collect();
+            let tuples = engine
+                .interner()
+                .find_node(file)
+                .and_then(|node| by_first.remove(&Value::Node(node)))
+                .unwrap_or_default();
             FileDump {
                 file: file.clone(),
-                derivations,
+                derivations: tuples
+                    .into_iter()
+                    .filter_map(|(relation, values)| renderer.derive(relation, values))
+                    .collect(),
             }
         })
         .collect()

@@ -14,12 +14,15 @@ pub enum QueryError {
     Syntax(String, String),
     #[error("unknown relation `{0}`. Available relations:\n{1}")]
     UnknownRelation(String, String),
-    #[error("`{name}` takes {expected} arguments ({signature}), got {got}")]
+    #[error(
+        "`{name}` takes {expected} arguments ({signature}), got {got}. Available relations:\n{catalogue}"
+    )]
     Arity {
         name: String,
         expected: usize,
         got: usize,
         signature: String,
+        catalogue: String,
     },
     #[error("`{0}` is an intermediate relation, internal to the rules; use one of:\n{1}")]
     Intermediate(String, String),
@@ -93,6 +96,7 @@ pub(crate) fn resolve(
             expected: relation.args.len(),
             got: args.len(),
             signature: signature(relation),
+            catalogue: catalogue(),
         });
     }
     Ok((relation, args))
