@@ -24,7 +24,7 @@ pub enum QueryError {
         signature: String,
         catalogue: String,
     },
-    #[error("`{0}` is an intermediate relation, internal to the rules; use one of:\n{1}")]
+    #[error("`{0}` is an intermediate relation, internal to the rules. Available relations:\n{1}")]
     Intermediate(String, String),
 }
 
