@@ -148,17 +148,57 @@ InCycle(a.py)
 
 #[test]
 fn a_name_that_resolves_elsewhere_is_a_near_miss() {
+    // The import exists, but the name resolves to api/impl/core.py; each
+    // level shows the rule that got furthest.
     assert_eq!(
-        explain("reexport_chain", r#"ImportDefinedIn("client.py", _, "api/__init__.py", handler)"#),
-        r#"
-ImportDefinedIn("client.py", _, "api/__init__.py", handler) does not hold.
+        explain(
+            "reexport_chain",
+            r#"ImportDefinedIn("client.py", _, "api/__init__.py", handler)"#
+        ),
+        r#"ImportDefinedIn("client.py", _, "api/__init__.py", handler) does not hold.
   [rule rules/relationships.dl:24] ImportDefinedIn(f, s, df, dn) <- ImportName(f, s, m, n), Resolves(m, n, df, dn);
     with f = client.py, df = api/__init__.py, dn = handler, m = api/__init__.py, n = handler
     holds: ImportName(client.py, 1:5, api/__init__.py, handler)
     fails: Resolves(api/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
       near: Resolves(api/__init__.py, handler, api/impl/core.py, handler)
+      [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+        with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/__init__.py, tn = handler
+        holds: BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
+        fails: Resolves(api/impl/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+          near: Resolves(api/impl/__init__.py, handler, api/impl/core.py, handler)
+          [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+            with m = api/impl/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/core.py, tn = handler
+            holds: BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
+            fails: Resolves(api/impl/core.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+              near: Resolves(api/impl/core.py, handler, api/impl/core.py, handler)
 "#
-        .trim_start()
+    );
+}
+
+#[test]
+fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
+    assert_eq!(
+        explain("wildcard", r#"Calls(consumer.py, "6:0", _, not_exported)"#),
+        r#"Calls(consumer.py, "6:0", _, not_exported) does not hold.
+  [rule rules/relationships.dl:26] Calls(f, s, df, dn) <- CallRef(f, s, m, n), Resolves(m, n, df, dn), (f != df);
+    with f = consumer.py, dn = not_exported, m = consumer.py, n = not_exported
+    holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
+    fails: Resolves(consumer.py, not_exported, _, not_exported): no such tuple; these differ in one argument
+      near: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
+      [rule rules/resolution.dl:15] Resolves(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Resolves(t, n, df, dn), !Binds(m, n);
+        with m = consumer.py, n = not_exported, dn = not_exported, t = lib/helpers.py
+        holds: StarImport(consumer.py, 1:5, lib/helpers.py)
+        fails: Exported(lib/helpers.py, not_exported): no such tuple; these differ in one argument
+          near: Exported(lib/helpers.py, public_helper)
+          [rule rules/resolution.dl:18] Exported(m, n) <- Resolves(m, n, _, _), !HasAll(m), (!n.is_private());
+            with m = lib/helpers.py, n = not_exported
+            holds: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
+            fails: !HasAll(lib/helpers.py): the rule requires this tuple to be absent, and it holds
+  [rule rules/relationships.dl:27] Calls(f, s, m, n) <- CallRef(f, s, m, n), External(m);
+    with f = consumer.py, m = consumer.py, n = not_exported
+    holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
+    fails: External(consumer.py): no such tuple
+"#
     );
 }
 

@@ -59,6 +59,9 @@ pub struct Miss {
     /// The premises that did hold before the failing clause.
     pub satisfied: Vec<Fact>,
     pub failed: Failure,
+    /// When the failing clause is a missing derived tuple: why that one
+    /// does not hold, in turn (a few levels deep).
+    pub deeper: Vec<Miss>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +86,9 @@ pub enum Failure {
 const NEAR_LIMIT: usize = 5;
 /// How many partial matches the search for a [`Miss`] visits per rule.
 const MISS_BUDGET: usize = 10_000;
+/// How many levels of missing derived premises [`Explainer::why_not`]
+/// follows.
+const MISS_DEPTH: usize = 3;
 
 /// A relation's tuples with lookup indexes built on demand, one per set of
 /// bound positions.
@@ -309,12 +315,22 @@ impl<'p> Explainer<'p> {
     /// Why `relation` has no tuple matching `pattern`: one [`Miss`] per rule
     /// with that head (for a base relation, one without a rule).
     pub fn why_not(&self, relation: &'static str, pattern: &[Option<Value>]) -> Vec<Miss> {
+        self.why_not_within(relation, pattern, MISS_DEPTH)
+    }
+
+    fn why_not_within(
+        &self,
+        relation: &'static str,
+        pattern: &[Option<Value>],
+        depth: usize,
+    ) -> Vec<Miss> {
         if is_input(relation) {
             return vec![Miss {
                 rule: None,
                 bindings: Vec::new(),
                 satisfied: Vec::new(),
                 failed: self.missing(relation, pattern.to_vec()),
+                deeper: Vec::new(),
             }];
         }
         plans_for(relation)
@@ -326,6 +342,7 @@ impl<'p> Explainer<'p> {
                         bindings: Vec::new(),
                         satisfied: Vec::new(),
                         failed: Failure::Head,
+                        deeper: Vec::new(),
                     });
                 };
                 let mut probe = Probe {
@@ -336,7 +353,16 @@ impl<'p> Explainer<'p> {
                     satisfied: Vec::new(),
                 };
                 probe.clauses(0, env);
-                probe.deepest.map(|(_, miss)| miss)
+                let (_, mut miss) = probe.deepest?;
+                if let Failure::Missing {
+                    relation, pattern, ..
+                } = &miss.failed
+                    && depth > 1
+                    && !is_input(relation)
+                {
+                    miss.deeper = most_advanced(self.why_not_within(relation, pattern, depth - 1));
+                }
+                Some(miss)
             })
             .collect()
     }
@@ -363,6 +389,20 @@ impl<'p> Explainer<'p> {
             near,
         }
     }
+}
+
+/// Below the top level, only the rules that got furthest into their body
+/// are worth reading: the others fail at their first premise.
+fn most_advanced(misses: Vec<Miss>) -> Vec<Miss> {
+    let furthest = misses
+        .iter()
+        .filter(|m| m.failed != Failure::Head)
+        .map(|m| m.satisfied.len())
+        .max();
+    misses
+        .into_iter()
+        .filter(|m| m.failed != Failure::Head && Some(m.satisfied.len()) == furthest)
+        .collect()
 }
 
 /// Whether position `i` is the file of a bound site after it: a site is an
@@ -581,6 +621,7 @@ impl Probe<'_, '_> {
                     bindings,
                     satisfied: self.satisfied.clone(),
                     failed: failure,
+                    deeper: Vec::new(),
                 },
             ));
         }

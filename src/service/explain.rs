@@ -108,6 +108,9 @@ pub struct MissReport {
     /// Tuples that differ from the missing one in one argument: the import
     /// that exists but resolves elsewhere, and the like.
     pub near: Vec<String>,
+    /// Why the missing premise, a derived tuple, does not hold in turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub because: Vec<MissReport>,
 }
 
 /// Renders engine answers for one engine state.
@@ -301,6 +304,7 @@ impl<'e> Renderer<'e> {
             failed,
             reason,
             near,
+            because: miss.deeper.iter().map(|m| self.miss(m)).collect(),
         }
     }
 
@@ -455,7 +459,7 @@ impl Explanation {
             let _ = writeln!(out, "  No rule derives {}.", self.relation);
         }
         for miss in &self.misses {
-            write_miss(&mut out, miss);
+            write_miss(&mut out, miss, 1);
         }
         out
     }
@@ -506,13 +510,18 @@ fn write_tree(out: &mut String, node: &Tree, depth: usize) {
     }
 }
 
-fn write_miss(out: &mut String, miss: &MissReport) {
+fn write_miss(out: &mut String, miss: &MissReport, depth: usize) {
+    let indent = "    ".repeat(depth - 1);
     match &miss.rule {
         Some(rule) => {
-            let _ = writeln!(out, "  [rule {}:{}] {}", rule.file, rule.line, rule.text);
+            let _ = writeln!(
+                out,
+                "{indent}  [rule {}:{}] {}",
+                rule.file, rule.line, rule.text
+            );
         }
         None => {
-            let _ = writeln!(out, "  [base] the front end produced no such fact");
+            let _ = writeln!(out, "{indent}  [base] the front end produced no such fact");
         }
     }
     if !miss.bindings.is_empty() {
@@ -521,18 +530,21 @@ fn write_miss(out: &mut String, miss: &MissReport) {
             .iter()
             .map(|(name, value)| format!("{name} = {}", query::value_text(value)))
             .collect();
-        let _ = writeln!(out, "    with {}", bindings.join(", "));
+        let _ = writeln!(out, "{indent}    with {}", bindings.join(", "));
     }
     for fact in &miss.satisfied {
-        let _ = writeln!(out, "    holds: {fact}");
+        let _ = writeln!(out, "{indent}    holds: {fact}");
     }
-    if !miss.failed.is_empty() {
-        let _ = writeln!(out, "    fails: {}: {}", miss.failed, miss.reason);
+    if miss.failed.is_empty() {
+        let _ = writeln!(out, "{indent}    fails: {}", miss.reason);
     } else {
-        let _ = writeln!(out, "    fails: {}", miss.reason);
+        let _ = writeln!(out, "{indent}    fails: {}: {}", miss.failed, miss.reason);
     }
     for fact in &miss.near {
-        let _ = writeln!(out, "      near: {fact}");
+        let _ = writeln!(out, "{indent}      near: {fact}");
+    }
+    for deeper in &miss.because {
+        write_miss(out, deeper, depth + 1);
     }
 }
 
