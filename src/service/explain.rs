@@ -38,7 +38,7 @@ pub struct Explanation {
     /// When nothing matches: per rule, how far it got and what failed.
     pub misses: Vec<MissReport>,
     /// Constants of the pattern that name no known file, marker, name or
-    /// position: no tuple can hold them.
+    /// position (when nothing matches): no tuple can hold them.
     pub unknown: Vec<String>,
 }
 
@@ -380,31 +380,51 @@ fn line_text(engine: &Engine, file: &str, line: u32) -> Option<String> {
     Some(text.trim().to_string())
 }
 
-/// The site of `file` at `line:column`.
+/// The site of `file` at `line:column`, if exactly one site is there.
 fn find_site(engine: &Engine, file: &str, position: &str) -> Option<Value> {
     let (line, column) = position.split_once(':')?;
     let (line, column): (u32, u32) = (line.trim().parse().ok()?, column.trim().parse().ok()?);
     let facts = engine.facts(file)?;
-    let index = facts
+    let mut at = facts
         .sites
         .iter()
-        .position(|s| s.line == line && s.column == column)?;
-    Some(Value::Site(Site(u32::try_from(index).ok()?)))
+        .enumerate()
+        .filter(|(_, s)| s.line == line && s.column == column)
+        .map(|(i, _)| i);
+    match (at.next(), at.next()) {
+        (Some(index), None) => Some(Value::Site(Site(u32::try_from(index).ok()?))),
+        _ => None,
+    }
 }
 
 /// Explains the tuples that match `pattern`, or why none does.
 pub fn explain(engine: &Engine, pattern: &str) -> Result<Explanation, QueryError> {
     let (relation, args) = query::resolve(pattern)?;
     let renderer = Renderer::new(engine);
-    let matching = query::select(engine, relation, &args);
+    let (values, unknown) = renderer.constants(relation, &args);
+    // With every constant known, the engine's indexed lookup finds the
+    // tuples; otherwise (a site without its file, say) match renderings,
+    // as `query` does.
+    let matching: Vec<Vec<Value>> = if unknown.is_empty() {
+        renderer
+            .explainer
+            .matching(relation.name, &values)
+            .into_iter()
+            .map(|fact| fact.values)
+            .collect()
+    } else {
+        query::select(engine, relation, &args)
+            .into_iter()
+            .map(|(values, _)| values)
+            .collect()
+    };
     let more = matching.len().saturating_sub(EXPLAIN_LIMIT);
     let derivations: Vec<Tree> = matching
         .into_iter()
         .take(EXPLAIN_LIMIT)
-        .filter_map(|(values, _)| renderer.derive(relation.name, values))
+        .filter_map(|values| renderer.derive(relation.name, values))
         .collect();
     let (misses, unknown) = if derivations.is_empty() {
-        let (values, unknown) = renderer.constants(relation, &args);
         let misses = if unknown.is_empty() {
             renderer
                 .explainer
