@@ -21,6 +21,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::datalog::{self, Clause, PLANS, RULES, RelationKind, RuleInfo, RulePlan, Term, Value};
 use super::db::Program;
+use super::intern::Interner;
 
 /// One tuple of a named relation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -162,6 +163,14 @@ struct Known {
     fails_up_to: Option<u32>,
 }
 
+/// A value ordered by what it stands for.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum TextKey {
+    Wild,
+    Site(u32),
+    Text(std::sync::Arc<str>),
+}
+
 /// One derivation step: the plan and the matched premises, in body order.
 #[derive(Clone)]
 struct Step {
@@ -179,16 +188,44 @@ enum StepPremise {
 /// are cached, so explaining many tuples (a dump) shares the work.
 pub struct Explainer<'p> {
     program: &'p Program,
+    interner: &'p Interner,
     tables: RefCell<FxHashMap<&'static str, Rc<Table>>>,
     known: RefCell<FxHashMap<Fact, Known>>,
 }
 
 impl<'p> Explainer<'p> {
-    pub fn new(program: &'p Program) -> Self {
+    pub fn new(program: &'p Program, interner: &'p Interner) -> Self {
         Explainer {
             program,
+            interner,
             tables: RefCell::default(),
             known: RefCell::default(),
+        }
+    }
+
+    /// A key that orders premise lists by their text, not their ids.
+    fn text_key(&self, premises: &[StepPremise]) -> TextKeys {
+        premises
+            .iter()
+            .map(|p| match p {
+                StepPremise::Holds(fact) => (
+                    fact.relation,
+                    fact.values.iter().map(|v| self.text(Some(*v))).collect(),
+                ),
+                StepPremise::Absent(relation, pattern) => {
+                    (*relation, pattern.iter().map(|v| self.text(*v)).collect())
+                }
+            })
+            .collect()
+    }
+
+    fn text(&self, value: Option<Value>) -> TextKey {
+        match value {
+            None => TextKey::Wild,
+            Some(Value::Node(node)) => TextKey::Text(self.interner.node_text(node)),
+            Some(Value::Sym(sym)) => TextKey::Text(self.interner.sym_text(sym)),
+            // Site indexes follow source order within their file.
+            Some(Value::Site(site)) => TextKey::Site(site.0),
         }
     }
 
@@ -294,6 +331,7 @@ impl<'p> Explainer<'p> {
                 plan,
                 limit: limit - 1,
                 best: &mut best,
+                best_key: None,
                 premises: Vec::new(),
             };
             search.clauses(0, env, 0);
@@ -480,24 +518,54 @@ struct Search<'s, 'p> {
     /// Premises must have a derivation at most this high.
     limit: u32,
     best: &'s mut Option<(u32, Step)>,
+    /// [`Explainer::text_key`] of the best premises, once this rule found
+    /// some.
+    best_key: Option<TextKeys>,
     premises: Vec<StepPremise>,
 }
+
+type TextKeys = Vec<(&'static str, Vec<TextKey>)>;
 
 impl Search<'_, '_> {
     /// Matches clauses from `at` on; `height` is the highest premise so far.
     fn clauses(&mut self, at: usize, env: Vec<Option<Value>>, height: u32) {
-        // Branch and bound: a step is one above its highest premise.
-        if self.best.as_ref().is_some_and(|(b, _)| height + 1 >= *b) {
+        // Branch and bound: a step is one above its highest premise. Equal
+        // heights go on, to be broken by text below.
+        if self.best.as_ref().is_some_and(|(b, _)| height + 1 > *b) {
             return;
         }
         let Some(clause) = self.plan.body.get(at) else {
-            *self.best = Some((
-                height + 1,
-                Step {
-                    plan: self.plan,
-                    premises: self.premises.clone(),
-                },
-            ));
+            // Ties: the earlier rule, then the premises first by text. Ids
+            // depend on interning order, which parallel analysis makes vary
+            // between runs; text keeps answers stable.
+            let replace = match &*self.best {
+                Some((b, _)) if height + 1 == *b => {
+                    if self
+                        .best
+                        .as_ref()
+                        .is_some_and(|(_, s)| s.plan.rule != self.plan.rule)
+                    {
+                        None
+                    } else {
+                        let key = self.explainer.text_key(&self.premises);
+                        self.best_key
+                            .as_ref()
+                            .is_none_or(|best| key < *best)
+                            .then_some(key)
+                    }
+                }
+                _ => Some(self.explainer.text_key(&self.premises)),
+            };
+            if let Some(key) = replace {
+                self.best_key = Some(key);
+                *self.best = Some((
+                    height + 1,
+                    Step {
+                        plan: self.plan,
+                        premises: self.premises.clone(),
+                    },
+                ));
+            }
             return;
         };
         match *clause {

@@ -123,7 +123,7 @@ impl<'e> Renderer<'e> {
     pub(crate) fn new(engine: &'e Engine) -> Self {
         Renderer {
             engine,
-            explainer: Explainer::new(engine.program()),
+            explainer: Explainer::new(engine.program(), engine.interner()),
         }
     }
 
@@ -397,6 +397,27 @@ fn find_site(engine: &Engine, file: &str, position: &str) -> Option<Value> {
     }
 }
 
+/// Orders tuples by their rendering: ids follow interning order, which
+/// varies between runs on large projects, and answers should not.
+fn sort_by_text(engine: &Engine, tuples: &mut [Vec<Value>]) {
+    if tuples.len() > 1 {
+        tuples.sort_by_cached_key(|values| text_key(engine, values));
+    }
+}
+
+/// Paths and names by text, sites by source order.
+fn text_key(engine: &Engine, values: &[Value]) -> Vec<(u32, std::sync::Arc<str>)> {
+    let interner = engine.interner();
+    values
+        .iter()
+        .map(|value| match *value {
+            Value::Node(node) => (0, interner.node_text(node)),
+            Value::Sym(sym) => (0, interner.sym_text(sym)),
+            Value::Site(site) => (site.0, std::sync::Arc::from("")),
+        })
+        .collect()
+}
+
 /// Explains the tuples that match `pattern`, or why none does.
 pub fn explain(engine: &Engine, pattern: &str) -> Result<Explanation, QueryError> {
     let (relation, args) = query::resolve(pattern)?;
@@ -418,6 +439,8 @@ pub fn explain(engine: &Engine, pattern: &str) -> Result<Explanation, QueryError
             .map(|(values, _)| values)
             .collect()
     };
+    let mut matching = matching;
+    sort_by_text(engine, &mut matching);
     let more = matching.len().saturating_sub(EXPLAIN_LIMIT);
     let derivations: Vec<Tree> = matching
         .into_iter()
@@ -616,11 +639,20 @@ pub fn dump_files(engine: &Engine, files: &[String]) -> Vec<FileDump> {
     files
         .iter()
         .map(|file| {
-            let tuples = engine
+            let mut tuples = engine
                 .interner()
                 .find_node(file)
                 .and_then(|node| by_first.remove(&Value::Node(node)))
                 .unwrap_or_default();
+            // Catalogue order, then text order within a relation.
+            let order: FxHashMap<&str, usize> = RELATIONS
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.name, i))
+                .collect();
+            tuples.sort_by_cached_key(|(relation, values)| {
+                (order.get(relation).copied(), text_key(engine, values))
+            });
             FileDump {
                 file: file.clone(),
                 derivations: tuples
