@@ -333,3 +333,35 @@ fn dump_writes_text_and_json_per_file() {
     assert!(text.contains("    [base b.py:1:7] import c\n"), "{text}");
     assert!(!dir.path().join("a.py.txt").exists());
 }
+
+/// Ids follow interning order, which parallel analysis varies between runs
+/// on large projects; explanations must not depend on it.
+#[test]
+fn explanations_do_not_depend_on_interning_order() {
+    let root = fixture("import_cycles");
+    let files: Vec<(String, String)> = xfile::workspace::discover::discover(&root, &[])
+        .files
+        .into_iter()
+        .map(|f| (f.path, f.text))
+        .collect();
+    let explain_with = |reverse: bool| {
+        let mut engine = xfile::engine::Engine::new(Vec::new());
+        if reverse {
+            for (path, _) in files.iter().rev() {
+                engine.interner().node(path);
+            }
+        }
+        engine.set_files(files.iter().cloned());
+        engine.analyze();
+        xfile::service::explain::explain(&engine, "InCycle(_)")
+            .expect("valid")
+            .to_text()
+    };
+    let forward = explain_with(false);
+    assert_eq!(forward, explain_with(true));
+    assert_eq!(forward, explain("import_cycles", "InCycle(_)"));
+    // Of a.py's two runtime imports, b.py comes first by text.
+    assert!(forward.contains(
+        "          CycleCandidate(a.py)\n            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n            RuntimeDependsOn(a.py, b.py)\n"
+    ));
+}
