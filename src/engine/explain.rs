@@ -17,9 +17,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
-use super::datalog::{self, Clause, PLANS, RULES, RelationKind, RuleInfo, RulePlan, Term, Value};
+use super::datalog::{
+    self, Clause, PLANS, RELATIONS, RULES, RelationKind, RuleInfo, RulePlan, Term, Value,
+};
 use super::db::Program;
 use super::intern::Interner;
 
@@ -95,7 +97,6 @@ const MISS_DEPTH: usize = 3;
 /// bound positions.
 struct Table {
     tuples: Vec<Vec<Value>>,
-    all: FxHashSet<Vec<Value>>,
     indexes: RefCell<FxHashMap<u64, Rc<Index>>>,
 }
 
@@ -107,10 +108,18 @@ impl Table {
         tuples.sort_unstable();
         tuples.dedup();
         Table {
-            all: tuples.iter().cloned().collect(),
             tuples,
             indexes: RefCell::default(),
         }
+    }
+
+    /// The tuple equal to `values`, found by binary search (tuples are sorted).
+    fn get(&self, values: &[Value]) -> Option<&[Value]> {
+        let at = self
+            .tuples
+            .binary_search_by(|t| t.as_slice().cmp(values))
+            .ok()?;
+        self.tuples.get(at).map(Vec::as_slice)
     }
 
     /// The tuples that agree with `pattern` on its bound positions.
@@ -125,7 +134,7 @@ impl Table {
             return self.tuples.iter().map(Vec::as_slice).collect();
         }
         if key.len() == pattern.len() {
-            return self.all.get(&key).map(Vec::as_slice).into_iter().collect();
+            return self.get(&key).into_iter().collect();
         }
         let index = self
             .indexes
@@ -235,10 +244,23 @@ impl<'p> Explainer<'p> {
         }
         let is_input = datalog::relation(relation).is_some_and(|r| r.kind == RelationKind::Input);
         let tuples = if is_input {
-            self.program
-                .facts
+            // `program` sorts the facts, and `InputFact` orders its variants
+            // as `RELATIONS` lists the inputs (build.rs writes both), so one
+            // relation's facts are one contiguous run.
+            let rank = |name: &str| {
+                RELATIONS
+                    .iter()
+                    .filter(|r| r.kind == RelationKind::Input)
+                    .position(|r| r.name == name)
+            };
+            let target = rank(relation);
+            let facts = &self.program.facts;
+            let start = facts.partition_point(|f| rank(f.relation()) < target);
+            let end = facts.partition_point(|f| rank(f.relation()) <= target);
+            facts
+                .get(start..end)
+                .unwrap_or_default()
                 .iter()
-                .filter(|f| f.relation() == relation)
                 .map(|f| f.values())
                 .collect()
         } else {
@@ -262,7 +284,7 @@ impl<'p> Explainer<'p> {
     }
 
     pub fn holds(&self, fact: &Fact) -> bool {
-        self.table(fact.relation).all.contains(&fact.values)
+        self.table(fact.relation).get(&fact.values).is_some()
     }
 
     /// The least-height derivation of `fact`, or `None` if it does not hold.
