@@ -365,3 +365,30 @@ fn explanations_do_not_depend_on_interning_order() {
         "          CycleCandidate(a.py)\n            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n            RuntimeDependsOn(a.py, b.py)\n"
     ));
 }
+
+/// A re-export chain a thousand modules long: the derivation is a thousand
+/// Resolves steps deep, and neither deepening nor rendering overflows.
+#[test]
+fn a_very_long_reexport_chain_explains_without_overflow() {
+    const LENGTH: usize = 1000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..LENGTH {
+        let text = if i + 1 < LENGTH {
+            format!("from m{} import f\n", i + 1)
+        } else {
+            "def f():\n    pass\n".to_string()
+        };
+        std::fs::write(dir.path().join(format!("m{i}.py")), text).expect("write");
+    }
+    std::fs::write(dir.path().join("main.py"), "from m0 import f\n\nf()\n").expect("write");
+    let service = xfile::service::Service::open(dir.path()).expect("opens");
+    let text = service
+        .explain(r#"Calls("main.py", "3:0", _, _)"#)
+        .expect("valid")
+        .to_text();
+    assert!(
+        text.starts_with("Calls(main.py, 3:0, m999.py, f)\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("[base m").count(), LENGTH + 1);
+}

@@ -7,9 +7,10 @@
 //! generated: body atoms are joined left to right, negated atoms must find no
 //! tuple, guards run as compiled Rust. Among all premise sets, the one of
 //! least derivation height wins (a base fact has height 0, a rule adds one
-//! to its highest premise), found by iterative deepening. That keeps
-//! derivations of recursive relations finite and shortest-first: a cycle
-//! can never be part of a least-height derivation.
+//! to its highest premise), found by a depth-limited search whose limit
+//! doubles until it succeeds. That keeps derivations of recursive relations
+//! finite and shortest-first: a cycle can never be part of a least-height
+//! derivation.
 //!
 //! A tuple that does not hold gets [`Miss`]es instead: per rule, how far its
 //! body could be satisfied and which clause failed, with nearby tuples.
@@ -89,6 +90,9 @@ pub enum Failure {
 const NEAR_LIMIT: usize = 5;
 /// How many partial matches the search for a [`Miss`] visits per rule.
 const MISS_BUDGET: usize = 10_000;
+/// Deep derivations recurse; below this much stack left, grow it.
+pub const RED_ZONE: usize = 64 * 1024;
+pub const STACK_SEGMENT: usize = 1024 * 1024;
 /// How many levels of missing derived premises [`Explainer::why_not`]
 /// follows.
 const MISS_DEPTH: usize = 3;
@@ -292,15 +296,29 @@ impl<'p> Explainer<'p> {
         if !self.holds(fact) {
             return None;
         }
-        // A tuple that holds has a derivation no higher than the number of
-        // derived tuples, so deepening ends.
-        let bound = u32::try_from(self.program.outputs.tuple_count()).unwrap_or(u32::MAX);
-        (1..=bound.saturating_add(1)).find_map(|limit| self.height(fact, limit))?;
+        // `height` is exact whenever the least height is within the limit,
+        // so doubling the limit finds it; the memo carries over between
+        // rounds. A tuple that holds has a derivation no higher than the
+        // number of derived tuples, so the search ends.
+        let bound = u32::try_from(self.program.outputs.tuple_count())
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        let mut limit = 1;
+        while self.height(fact, limit).is_none() {
+            if limit >= bound {
+                return None;
+            }
+            limit = limit.saturating_mul(2).min(bound);
+        }
         self.tree(fact)
     }
 
     /// Builds the tree from the recorded least-height steps.
     fn tree(&self, fact: &Fact) -> Option<Derivation> {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.tree_on_stack(fact))
+    }
+
+    fn tree_on_stack(&self, fact: &Fact) -> Option<Derivation> {
         if is_input(fact.relation) {
             return Some(Derivation {
                 fact: fact.clone(),
@@ -328,7 +346,15 @@ impl<'p> Explainer<'p> {
     }
 
     /// The least derivation height of `fact` if it is at most `limit`.
+    /// Recursion is as deep as the derivation is high (a long chain of
+    /// re-exports, say), so the stack grows on demand.
     fn height(&self, fact: &Fact, limit: u32) -> Option<u32> {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            self.height_on_stack(fact, limit)
+        })
+    }
+
+    fn height_on_stack(&self, fact: &Fact, limit: u32) -> Option<u32> {
         if is_input(fact.relation) {
             return self.holds(fact).then_some(0);
         }

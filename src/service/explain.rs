@@ -13,7 +13,9 @@ use serde::Serialize;
 use super::query::{self, QueryError};
 use crate::engine::Engine;
 use crate::engine::datalog::{self, Node, RELATIONS, RelationKind, RuleInfo, Site, Value};
-use crate::engine::explain::{Derivation, Explainer, Fact, Failure, Miss, Premise};
+use crate::engine::explain::{
+    Derivation, Explainer, Fact, Failure, Miss, Premise, RED_ZONE, STACK_SEGMENT,
+};
 use crate::engine::intern::is_marker;
 use crate::workspace::config::CONFIG_FILE;
 
@@ -157,6 +159,12 @@ impl<'e> Renderer<'e> {
     /// shown in this tree is shown once more without it (`see_above`):
     /// rules such as the cycle filters reuse the same premises many times.
     fn tree(&self, derivation: &Derivation, shown: &mut FxHashSet<Fact>) -> Tree {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            self.tree_on_stack(derivation, shown)
+        })
+    }
+
+    fn tree_on_stack(&self, derivation: &Derivation, shown: &mut FxHashSet<Fact>) -> Tree {
         let Fact { relation, values } = &derivation.fact;
         let repeated = derivation.rule.is_some() && !shown.insert(derivation.fact.clone());
         Tree {
@@ -509,6 +517,12 @@ impl Explanation {
 }
 
 fn write_tree(out: &mut String, node: &Tree, depth: usize) {
+    stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+        write_tree_on_stack(out, node, depth)
+    })
+}
+
+fn write_tree_on_stack(out: &mut String, node: &Tree, depth: usize) {
     let indent = "  ".repeat(depth);
     if node.see_above {
         let _ = writeln!(out, "{indent}{}  [see above]", node.fact);
