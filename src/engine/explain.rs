@@ -100,6 +100,8 @@ const MISS_DEPTH: usize = 3;
 /// A relation's tuples with lookup indexes built on demand, one per set of
 /// bound positions.
 struct Table {
+    /// A base relation: its tuples need no derivation.
+    input: bool,
     tuples: Vec<Vec<Value>>,
     indexes: RefCell<FxHashMap<u64, Rc<Index>>>,
 }
@@ -108,10 +110,11 @@ struct Table {
 type Index = FxHashMap<Vec<Value>, Vec<usize>>;
 
 impl Table {
-    fn new(mut tuples: Vec<Vec<Value>>) -> Self {
+    fn new(input: bool, mut tuples: Vec<Vec<Value>>) -> Self {
         tuples.sort_unstable();
         tuples.dedup();
         Table {
+            input,
             tuples,
             indexes: RefCell::default(),
         }
@@ -216,20 +219,38 @@ impl<'p> Explainer<'p> {
         }
     }
 
-    /// A key that orders premise lists by their text, not their ids.
-    fn text_key(&self, premises: &[StepPremise]) -> TextKeys {
-        premises
-            .iter()
-            .map(|p| match p {
+    /// Orders premise lists by their text, not their ids, comparing value
+    /// by value only as far as needed.
+    fn text_cmp(&self, a: &[StepPremise], b: &[StepPremise]) -> std::cmp::Ordering {
+        let values = |p: &StepPremise| -> (&'static str, Vec<Option<Value>>) {
+            match p {
                 StepPremise::Holds(fact) => (
                     fact.relation,
-                    fact.values.iter().map(|v| self.text(Some(*v))).collect(),
+                    fact.values.iter().copied().map(Some).collect(),
                 ),
-                StepPremise::Absent(relation, pattern) => {
-                    (*relation, pattern.iter().map(|v| self.text(*v)).collect())
-                }
-            })
-            .collect()
+                StepPremise::Absent(relation, pattern) => (relation, pattern.clone()),
+            }
+        };
+        for (x, y) in a.iter().zip(b) {
+            let ((rx, vx), (ry, vy)) = (values(x), values(y));
+            let order = rx.cmp(ry).then_with(|| {
+                vx.iter()
+                    .zip(&vy)
+                    .map(|(u, v)| {
+                        if u == v {
+                            std::cmp::Ordering::Equal
+                        } else {
+                            self.text(*u).cmp(&self.text(*v))
+                        }
+                    })
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            if order.is_ne() {
+                return order;
+            }
+        }
+        a.len().cmp(&b.len())
     }
 
     fn text(&self, value: Option<Value>) -> TextKey {
@@ -270,7 +291,7 @@ impl<'p> Explainer<'p> {
         } else {
             self.program.outputs.tuples(relation).unwrap_or_default()
         };
-        let table = Rc::new(Table::new(tuples));
+        let table = Rc::new(Table::new(is_input, tuples));
         self.tables.borrow_mut().insert(relation, table.clone());
         table
     }
@@ -355,8 +376,9 @@ impl<'p> Explainer<'p> {
     }
 
     fn height_on_stack(&self, fact: &Fact, limit: u32) -> Option<u32> {
-        if is_input(fact.relation) {
-            return self.holds(fact).then_some(0);
+        let table = self.table(fact.relation);
+        if table.input {
+            return table.get(&fact.values).map(|_| 0);
         }
         if let Some(known) = self.known.borrow().get(fact) {
             if let Some((height, _)) = &known.exact {
@@ -366,7 +388,7 @@ impl<'p> Explainer<'p> {
                 return None;
             }
         }
-        if limit == 0 || !self.holds(fact) {
+        if limit == 0 || table.get(&fact.values).is_none() {
             return None;
         }
         let mut best: Option<(u32, Step)> = None;
@@ -379,7 +401,6 @@ impl<'p> Explainer<'p> {
                 plan,
                 limit: limit - 1,
                 best: &mut best,
-                best_key: None,
                 premises: Vec::new(),
             };
             search.clauses(0, env, 0);
@@ -566,13 +587,8 @@ struct Search<'s, 'p> {
     /// Premises must have a derivation at most this high.
     limit: u32,
     best: &'s mut Option<(u32, Step)>,
-    /// [`Explainer::text_key`] of the best premises, once this rule found
-    /// some.
-    best_key: Option<TextKeys>,
     premises: Vec<StepPremise>,
 }
-
-type TextKeys = Vec<(&'static str, Vec<TextKey>)>;
 
 impl Search<'_, '_> {
     /// Matches clauses from `at` on; `height` is the highest premise so far.
@@ -586,26 +602,18 @@ impl Search<'_, '_> {
             // Ties: the earlier rule, then the premises first by text. Ids
             // depend on interning order, which parallel analysis makes vary
             // between runs; text keeps answers stable.
-            let replace = match &*self.best {
-                Some((b, _)) if height + 1 == *b => {
-                    if self
-                        .best
-                        .as_ref()
-                        .is_some_and(|(_, s)| s.plan.rule != self.plan.rule)
-                    {
-                        None
-                    } else {
-                        let key = self.explainer.text_key(&self.premises);
-                        self.best_key
-                            .as_ref()
-                            .is_none_or(|best| key < *best)
-                            .then_some(key)
-                    }
+            let better = match &*self.best {
+                None => true,
+                Some((b, _)) if height + 1 < *b => true,
+                Some((_, step)) => {
+                    step.plan.rule == self.plan.rule
+                        && self
+                            .explainer
+                            .text_cmp(&self.premises, &step.premises)
+                            .is_lt()
                 }
-                _ => Some(self.explainer.text_key(&self.premises)),
             };
-            if let Some(key) = replace {
-                self.best_key = Some(key);
+            if better {
                 *self.best = Some((
                     height + 1,
                     Step {
