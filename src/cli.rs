@@ -160,9 +160,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             target,
             dump: Some(dir),
         } => {
-            let dumps = service.explain_dump(target.as_deref())?;
-            let summary =
-                crate::service::explain::write_dump(&dir, &dumps).map_err(|e| Failure {
+            let summary = service
+                .explain_dump(target.as_deref())?
+                .write(&dir)
+                .map_err(|e| Failure {
                     message: format!("cannot write the dump to {}: {e}", dir.display()),
                     status: 1,
                 })?;

@@ -634,12 +634,22 @@ impl FileDump {
     }
 }
 
+/// The explanation dump of some files, rendered and written one file at a
+/// time so a whole project's dump never sits in memory at once.
+pub struct Dump<'e> {
+    renderer: Renderer<'e>,
+    /// Per file, its @output tuples in catalogue order, then text order.
+    files: Vec<(String, Vec<Tuple>)>,
+}
+
+/// A tuple with its relation's name.
+type Tuple = (&'static str, Vec<Value>);
+
 /// The dump of `files` (root-relative paths).
-pub fn dump_files(engine: &Engine, files: &[String]) -> Vec<FileDump> {
-    let renderer = Renderer::new(engine);
+pub fn dump<'e>(engine: &'e Engine, files: Vec<String>) -> Dump<'e> {
     let program = engine.program();
     // Every @output tuple by its first argument, in catalogue order.
-    let mut by_first: FxHashMap<Value, Vec<(&'static str, Vec<Value>)>> = FxHashMap::default();
+    let mut by_first: FxHashMap<Value, Vec<Tuple>> = FxHashMap::default();
     for relation in RELATIONS.iter().filter(|r| r.kind == RelationKind::Output) {
         for tuple in program.outputs.tuples(relation.name).unwrap_or_default() {
             if let Some(first) = tuple.first() {
@@ -650,52 +660,63 @@ pub fn dump_files(engine: &Engine, files: &[String]) -> Vec<FileDump> {
             }
         }
     }
-    files
+    let order: FxHashMap<&str, usize> = RELATIONS
         .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name, i))
+        .collect();
+    let files = files
+        .into_iter()
         .map(|file| {
             let mut tuples = engine
                 .interner()
-                .find_node(file)
+                .find_node(&file)
                 .and_then(|node| by_first.remove(&Value::Node(node)))
                 .unwrap_or_default();
-            // Catalogue order, then text order within a relation.
-            let order: FxHashMap<&str, usize> = RELATIONS
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (r.name, i))
-                .collect();
             tuples.sort_by_cached_key(|(relation, values)| {
                 (order.get(relation).copied(), text_key(engine, values))
             });
-            FileDump {
-                file: file.clone(),
-                derivations: tuples
-                    .into_iter()
-                    .filter_map(|(relation, values)| renderer.derive(relation, values))
-                    .collect(),
-            }
+            (file, tuples)
         })
-        .collect()
+        .collect();
+    Dump {
+        renderer: Renderer::new(engine),
+        files,
+    }
 }
 
-/// Writes `<dir>/<file>.txt` and `<dir>/<file>.json` per dumped file.
-pub fn write_dump(dir: &Path, dumps: &[FileDump]) -> std::io::Result<DumpSummary> {
-    let mut tuples = 0;
-    for dump in dumps {
-        let base: PathBuf = dir.join(&dump.file);
-        if let Some(parent) = base.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let json = serde_json::to_string_pretty(dump).map_err(std::io::Error::other)?;
-        std::fs::write(with_suffix(&base, ".json"), json + "\n")?;
-        std::fs::write(with_suffix(&base, ".txt"), dump.to_text())?;
-        tuples += dump.derivations.len();
+impl Dump<'_> {
+    /// Each file's dump, derived when asked for.
+    pub fn file_dumps(&self) -> impl Iterator<Item = FileDump> + '_ {
+        self.files.iter().map(|(file, tuples)| FileDump {
+            file: file.clone(),
+            derivations: tuples
+                .iter()
+                .filter_map(|(relation, values)| self.renderer.derive(relation, values.clone()))
+                .collect(),
+        })
     }
-    Ok(DumpSummary {
-        directory: dir.display().to_string(),
-        files: dumps.len(),
-        tuples,
-    })
+
+    /// Writes `<dir>/<file>.txt` and `<dir>/<file>.json` per file.
+    pub fn write(&self, dir: &Path) -> std::io::Result<DumpSummary> {
+        let mut summary = DumpSummary {
+            directory: dir.display().to_string(),
+            files: 0,
+            tuples: 0,
+        };
+        for dump in self.file_dumps() {
+            let base: PathBuf = dir.join(&dump.file);
+            if let Some(parent) = base.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let json = serde_json::to_string_pretty(&dump).map_err(std::io::Error::other)?;
+            std::fs::write(with_suffix(&base, ".json"), json + "\n")?;
+            std::fs::write(with_suffix(&base, ".txt"), dump.to_text())?;
+            summary.files += 1;
+            summary.tuples += dump.derivations.len();
+        }
+        Ok(summary)
+    }
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

@@ -236,12 +236,12 @@ impl Service {
     }
 
     /// The derivations of every derived tuple of `file`, or of every file.
-    pub fn explain_dump(&self, file: Option<&str>) -> Result<Vec<explain::FileDump>, PathError> {
+    pub fn explain_dump(&self, file: Option<&str>) -> Result<explain::Dump<'_>, PathError> {
         let files = match file {
             Some(file) => vec![self.resolve_file(file)?],
             None => self.engine.paths().map(str::to_string).collect(),
         };
-        Ok(explain::dump_files(&self.engine, &files))
+        Ok(explain::dump(&self.engine, files))
     }
 
     pub fn summary(&self) -> IndexSummary {
