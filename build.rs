@@ -51,6 +51,7 @@ fn main() {
     write_tables(&mut out, &relations, &rules);
     write_inputs(&mut out, &relations);
     write_outputs(&mut out, &relations);
+    write_plans(&mut out, &relations, &rules);
 
     let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("rules.rs");
     std::fs::write(dest, out).unwrap();
@@ -88,13 +89,23 @@ fn parse_file(
                 file,
                 line_no,
             );
-            // crepe takes attributes only after an `@` marker.
-            let marker = match relation.kind {
-                "Input" => "@input\n#[derive(Debug, PartialOrd, Ord)]\n",
-                "Output" => "@output\n#[derive(Debug, PartialOrd, Ord)]\n",
-                _ => "",
+            // crepe takes attributes only after an `@` marker. Intermediate
+            // relations are published to Rust too (crepe wants them `pub`
+            // then), so explanations can show their tuples; the catalogue
+            // keeps them intermediate.
+            let marker = if relation.kind == "Input" {
+                "@input"
+            } else {
+                "@output"
             };
-            writeln!(program, "{marker}{line}").unwrap();
+            let fields: Vec<String> = relation.types.iter().map(|t| format!("pub {t}")).collect();
+            writeln!(
+                program,
+                "{marker}\n#[derive(Debug, PartialOrd, Ord)]\npub struct {}({});",
+                relation.name,
+                fields.join(", ")
+            )
+            .unwrap();
             relations.push(relation);
             continue;
         }
@@ -271,10 +282,10 @@ fn write_inputs(out: &mut String, relations: &[Relation]) {
 }
 
 fn write_outputs(out: &mut String, relations: &[Relation]) {
-    let outputs: Vec<_> = relations.iter().filter(|r| r.kind == "Output").collect();
+    let outputs: Vec<_> = relations.iter().filter(|r| r.kind != "Input").collect();
     writeln!(
         out,
-        "/// The materialized `@output` relations, each sorted."
+        "/// Every derived relation (`@output` and intermediate) materialized, each sorted."
     )
     .unwrap();
     writeln!(out, "#[derive(Debug, Default, PartialEq, Eq)]").unwrap();
@@ -304,7 +315,7 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     writeln!(out, "impl Outputs {{").unwrap();
     writeln!(
         out,
-        "    /// The tuples of output relation `name`, or `None` if there is no such output."
+        "    /// The tuples of derived relation `name`, or `None` if there is no such relation."
     )
     .unwrap();
     writeln!(
@@ -322,5 +333,186 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
         )
         .unwrap();
     }
-    writeln!(out, "            _ => None,\n        }}\n    }}\n}}").unwrap();
+    writeln!(out, "            _ => None,\n        }}\n    }}\n").unwrap();
+    writeln!(
+        out,
+        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        [{}].iter().sum()\n    }}\n}}",
+        names
+            .iter()
+            .map(|n| format!("self.{n}.len()"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+    .unwrap();
+}
+
+/// One argument of an atom: a variable (by index into the rule's variables)
+/// or `_`.
+enum Term {
+    Var(usize),
+    Wild,
+    /// A Rust expression of the argument's type, as written in the rule.
+    Const(String),
+}
+
+/// A rule's variables, in order of first appearance, with their types.
+#[derive(Default)]
+struct Vars {
+    names: Vec<String>,
+    types: Vec<String>,
+}
+
+impl Vars {
+    fn term(&mut self, arg: &str, ty: &str, where_: &str) -> Term {
+        if arg == "_" {
+            return Term::Wild;
+        }
+        assert!(!arg.is_empty(), "{where_}: an empty atom argument");
+        if !arg.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Term::Const(format!("Value::{ty}({arg})"));
+        }
+        if let Some(i) = self.names.iter().position(|n| n == arg) {
+            return Term::Var(i);
+        }
+        self.names.push(arg.to_string());
+        self.types.push(ty.to_string());
+        Term::Var(self.names.len() - 1)
+    }
+}
+
+/// Splits at commas outside brackets.
+fn split_top(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut current = String::new();
+    for c in text.chars() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if !current.trim().is_empty() {
+        parts.push(current.trim().to_string());
+    }
+    parts
+}
+
+/// `Name(a, b)` into the name and its arguments.
+fn atom(text: &str) -> Option<(String, Vec<String>)> {
+    let (name, rest) = text.split_once('(')?;
+    let inner = rest.trim_end().strip_suffix(')')?;
+    Some((name.trim().to_string(), split_top(inner)))
+}
+
+fn terms(terms: &[Term]) -> String {
+    let items: Vec<String> = terms
+        .iter()
+        .map(|t| match t {
+            Term::Var(i) => format!("Term::Var({i})"),
+            Term::Wild => "Term::Wild".to_string(),
+            Term::Const(value) => format!("Term::Const({value})"),
+        })
+        .collect();
+    format!("&[{}]", items.join(", "))
+}
+
+/// For each rule, the plan `engine::explain` follows to find the premises of
+/// a head tuple: body atoms in order (variables bound left to right),
+/// negated atoms, and each Rust guard as a generated function over the
+/// variables bound before it.
+fn write_plans(out: &mut String, relations: &[Relation], rules: &[Rule]) {
+    let types = |name: &str, where_: &str| -> Vec<String> {
+        relations
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("{where_}: unknown relation `{name}`"))
+            .types
+            .clone()
+    };
+    let mut plans = String::new();
+    let mut guards = String::new();
+    for (index, rule) in rules.iter().enumerate() {
+        let where_ = format!("{}:{}", rule.file, rule.line);
+        let (head_text, body_text) = rule
+            .text
+            .trim_end_matches(';')
+            .split_once("<-")
+            .unwrap_or_else(|| {
+                panic!("{where_}: explanations need rules of the form `Head(..) <- body;`")
+            });
+        let (head_name, head_args) =
+            atom(head_text.trim()).unwrap_or_else(|| panic!("{where_}: cannot read the head"));
+        let mut vars = Vars::default();
+        let head_types = types(&head_name, &where_);
+        let head: Vec<Term> = head_args
+            .iter()
+            .zip(&head_types)
+            .map(|(a, t)| vars.term(a, t, &where_))
+            .collect();
+        let mut body = Vec::new();
+        for (position, clause) in split_top(body_text).iter().enumerate() {
+            if clause.starts_with('(') {
+                let name = format!("guard_{index}_{position}");
+                let mut function = format!(
+                    "#[allow(unused_variables, unused_parens, clippy::all)]\nfn {name}(env: &[Option<Value>]) -> bool {{\n"
+                );
+                for (i, (var, ty)) in vars.names.iter().zip(&vars.types).enumerate() {
+                    writeln!(
+                        function,
+                        "    let Some(&Some(Value::{ty}({var}))) = env.get({i}) else {{ return false }};"
+                    )
+                    .unwrap();
+                }
+                writeln!(function, "    {clause}\n}}\n").unwrap();
+                guards.push_str(&function);
+                body.push(format!(
+                    "Clause::Guard {{ text: {clause:?}, check: {name} }}"
+                ));
+                continue;
+            }
+            assert!(
+                !clause.starts_with("let ") && !clause.starts_with("for "),
+                "{where_}: `{clause}`: explanations do not follow `let` or `for` clauses; \
+                 compute such values in base facts"
+            );
+            let (negated, text) = match clause.strip_prefix('!') {
+                Some(rest) => (true, rest.trim()),
+                None => (false, clause.as_str()),
+            };
+            let (name, args) =
+                atom(text).unwrap_or_else(|| panic!("{where_}: cannot read `{clause}`"));
+            let atom_types = types(&name, &where_);
+            let args: Vec<Term> = args
+                .iter()
+                .zip(&atom_types)
+                .map(|(a, t)| vars.term(a, t, &where_))
+                .collect();
+            body.push(format!(
+                "Clause::Atom {{ relation: {name:?}, negated: {negated}, args: {} }}",
+                terms(&args)
+            ));
+        }
+        writeln!(
+            plans,
+            "    RulePlan {{ rule: {index}, head: {}, vars: &{:?}, body: &[{}] }},",
+            terms(&head),
+            vars.names,
+            body.join(", ")
+        )
+        .unwrap();
+    }
+    writeln!(out, "{guards}").unwrap();
+    writeln!(
+        out,
+        "/// How to retrace each rule of [`RULES`] (same order), for explanations."
+    )
+    .unwrap();
+    writeln!(out, "pub const PLANS: &[RulePlan] = &[\n{plans}];").unwrap();
 }

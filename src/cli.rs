@@ -47,6 +47,18 @@ enum Command {
     Dependents { file: String },
     /// Tuples of a relation, e.g. 'Imports("app.py", _, _)'.
     Query { pattern: String },
+    /// Derivation tree of the tuples matching a pattern, e.g. 'DependsOn("app.py", _)':
+    /// each rule (file:line) and premise, down to base facts and their source lines;
+    /// or why the tuple does not hold.
+    Explain {
+        /// The pattern; with --dump, the FILE to dump (default: every file).
+        #[arg(required_unless_present = "dump")]
+        target: Option<String>,
+        /// Write the derivations of FILE's derived tuples, or of every file's,
+        /// to DIR as <file>.txt and <file>.json.
+        #[arg(long, value_name = "DIR")]
+        dump: Option<PathBuf>,
+    },
     /// FILE with its cross-file context, as the MCP tool read_with_context returns it.
     Read { file: String },
     /// Warnings about code static analysis cannot follow, all or for FILE.
@@ -166,6 +178,35 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Watch => {
             drop(out);
             watch(service, cli.json);
+        }
+        Command::Explain {
+            target,
+            dump: Some(dir),
+        } => {
+            let summary = service
+                .explain_dump(target.as_deref())?
+                .write(&dir)
+                .map_err(|e| Failure {
+                    message: format!("cannot write the dump to {}: {e}", dir.display()),
+                    status: 1,
+                })?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
+            } else {
+                writeln!(
+                    out,
+                    "wrote derivations of {} tuples for {} file(s) to {}",
+                    summary.tuples, summary.files, summary.directory
+                )?;
+            }
+        }
+        Command::Explain { target, dump: None } => {
+            let explanation = service.explain(target.as_deref().unwrap_or_default())?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&explanation)?)?;
+            } else {
+                write!(out, "{}", explanation.to_text())?;
+            }
         }
         Command::Query { pattern } => {
             let result = service.query(&pattern)?;

@@ -62,6 +62,31 @@ pub struct QueryArgs {
     pub pattern: String,
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct ExplainArgs {
+    /// A tuple pattern such as `DependsOn("app.py", "models.py")`; `_` is a wildcard.
+    pub fact: String,
+    /// Answer with the JSON tree instead of indented text.
+    pub json: Option<bool>,
+}
+
+/// The relations `query_relation` and `explain` accept, generated from the
+/// rules so a new rules file shows up in the tool descriptions by itself.
+fn relations_description(what: &str) -> String {
+    format!(
+        "{what} Relations (name(arguments)):\n{}",
+        crate::service::query::catalogue()
+    )
+}
+
+fn invalid_pattern(error: crate::service::query::QueryError) -> ToolError {
+    ToolError {
+        code: "invalid_parameter",
+        message: error.to_string(),
+        suggestion: "Write Relation(arg, ...) with one argument per relation field.",
+    }
+}
+
 type Shared = Arc<OnceCell<Result<Arc<Live>, String>>>;
 
 /// How long a tool waits for the first index before answering `indexing`.
@@ -289,6 +314,13 @@ impl XfileServer {
                 export
                     .relationships
                     .retain(|r| r.source_file.starts_with(prefix.as_str()));
+                for relation in export.derived.values_mut() {
+                    relation.tuples.retain(|t| {
+                        t.first()
+                            .and_then(|v| v.as_str())
+                            .is_some_and(|v| v.starts_with(prefix.as_str()))
+                    });
+                }
             }
             Ok(ok_json(&export))
         })
@@ -331,17 +363,32 @@ impl XfileServer {
     }
 
     #[tool(
-        description = "Query any relation of the Datalog rules with a pattern like Imports(\"app.py\", _, _) or DependsOn(_, \"models.py\"). An unknown relation lists all relations and their arguments."
+        description = relations_description(
+            "Query any relation of the Datalog rules with a pattern like Imports(\"app.py\", _, _) or DependsOn(_, \"models.py\"); `_` is a wildcard, other arguments are paths, names or line:column positions."
+        )
     )]
     async fn query_relation(&self, Parameters(args): Parameters<QueryArgs>) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
             s.query(&args.pattern)
                 .map(|r| ok_json(&r))
-                .map_err(|e| ToolError {
-                    code: "invalid_parameter",
-                    message: e.to_string(),
-                    suggestion: "Write Relation(arg, ...) with one argument per relation field.",
-                })
+                .map_err(invalid_pattern)
+        })
+        .await
+    }
+
+    #[tool(
+        description = relations_description(
+            "Explain why a relationship holds: the rule (file:line) and its premises, down to base facts and the source lines they come from. For a tuple that does not hold, says which rule premise fails and shows near misses (e.g. the import exists but resolves elsewhere). Pattern like DependsOn(\"app.py\", \"models.py\") or Calls(\"app.py\", _, _, \"f\")."
+        )
+    )]
+    async fn explain(&self, Parameters(args): Parameters<ExplainArgs>) -> CallToolResult {
+        self.fresh(Involved::All, move |s| {
+            let explanation = s.explain(&args.fact).map_err(invalid_pattern)?;
+            Ok(if args.json.unwrap_or(false) {
+                ok_json(&explanation)
+            } else {
+                CallToolResult::success(vec![ContentBlock::text(explanation.to_text())])
+            })
         })
         .await
     }

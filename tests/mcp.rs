@@ -20,6 +20,7 @@ fn lists_the_tools_with_schemas() {
     assert_eq!(
         names,
         [
+            "explain",
             "explain_recomputation",
             "get_cache_statistics",
             "get_dependencies",
@@ -35,6 +36,54 @@ fn lists_the_tools_with_schemas() {
         assert!(tool["inputSchema"]["type"] == "object", "{tool}");
         assert!(tool["description"].as_str().unwrap().len() > 40);
     }
+    // Both pattern tools list every relation with its argument names,
+    // generated from the rules.
+    for name in ["query_relation", "explain"] {
+        let tool = tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        let description = tool["description"].as_str().unwrap();
+        for signature in [
+            "DependsOn(file, dependency)",
+            "Calls(file, site, target, name)",
+        ] {
+            assert!(description.contains(signature), "{name}: {description}");
+        }
+    }
+}
+
+#[test]
+fn explain_answers_with_the_derivation_or_a_tool_error() {
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
+    let (is_error, text) = client.call(
+        "explain",
+        json!({"fact": "Inherits(\"app/admin.py\", _, _, _)"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "Inherits(app/admin.py, 4:15, app/bot.py, EchoBot)\n  [rule rules/relationships.dl:"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("[base app/admin.py:4:15] class AdminBot(EchoBot):"),
+        "{text}"
+    );
+    let (is_error, text) = client.call("explain", json!({"fact": "Nope(_)", "json": true}));
+    assert!(is_error);
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["code"], "invalid_parameter");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Imports(file, site, module)")
+    );
 }
 
 #[test]

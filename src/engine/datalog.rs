@@ -126,12 +126,48 @@ pub struct RelationInfo {
     pub line: usize,
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct RuleInfo {
     pub head: &'static str,
     pub text: &'static str,
     pub file: &'static str,
     pub line: usize,
+}
+
+/// An argument of an atom in a [`RulePlan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Term {
+    /// A variable, by index into [`RulePlan::vars`].
+    Var(usize),
+    Wild,
+    /// A constant written in the rule, such as `Pattern::CircularImport`.
+    Const(Value),
+}
+
+/// One body clause of a rule, as `engine::explain` retraces it.
+#[derive(Clone, Copy, Debug)]
+pub enum Clause {
+    /// `Relation(args)`, or `!Relation(args)` when negated.
+    Atom {
+        relation: &'static str,
+        negated: bool,
+        args: &'static [Term],
+    },
+    /// A Rust guard `( ... )`, compiled by build.rs into `check` over the
+    /// variables bound so far (`None` where unbound).
+    Guard {
+        text: &'static str,
+        check: fn(&[Option<Value>]) -> bool,
+    },
+}
+
+/// How to find the premises of a head tuple of rule `RULES[rule]`.
+#[derive(Clone, Copy, Debug)]
+pub struct RulePlan {
+    pub rule: usize,
+    pub head: &'static [Term],
+    pub vars: &'static [&'static str],
+    pub body: &'static [Clause],
 }
 
 fn sorted<T: Ord>(set: impl IntoIterator<Item = T>) -> Vec<T> {

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use super::base_facts;
 use super::datalog::{self, InputFact, Outputs, TestModule};
 use super::intern::Interner;
+use super::layers::{self, Layer};
 use super::modules::ModuleIndex;
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
@@ -49,6 +50,9 @@ pub struct Project {
     /// The project's pytest settings that name test modules (DD-3).
     #[returns(ref)]
     pub test_patterns: TestPatterns,
+    /// Architecture layers from configuration, top to bottom.
+    #[returns(ref)]
+    pub layers: Vec<Layer>,
 }
 
 #[salsa::db]
@@ -202,6 +206,14 @@ pub fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
         .collect()
 }
 
+/// Project-level base facts: the files' layers.
+#[salsa::tracked(returns(ref))]
+pub fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("layer_facts", None);
+    let paths = project.files(db).iter().map(|file| file.path(db).as_str());
+    layers::facts(db.interner(), project.layers(db), paths)
+}
+
 /// All base facts and the relations the rules derive from them.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Program {
@@ -217,6 +229,7 @@ pub fn program(db: &dyn Db, project: Project) -> Program {
         .iter()
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
         .chain(test_modules(db, project).iter().copied())
+        .chain(layer_facts(db, project).iter().copied())
         .collect();
     facts.sort_unstable();
     facts.dedup();

@@ -5,7 +5,9 @@
 mod base_facts;
 pub mod datalog;
 pub mod db;
+pub mod explain;
 pub mod intern;
+pub mod layers;
 pub mod modules;
 pub mod test_modules;
 
@@ -56,11 +58,17 @@ const PARALLEL_THRESHOLD: usize = 32;
 impl Engine {
     pub fn new(extra_search_paths: Vec<String>) -> Self {
         let db = Database::default();
-        let project = Project::builder(Vec::new(), extra_search_paths, TestPatterns::default())
-            .files_durability(Durability::MEDIUM)
-            .extra_search_paths_durability(Durability::HIGH)
-            .test_patterns_durability(Durability::HIGH)
-            .new(&db);
+        let project = Project::builder(
+            Vec::new(),
+            extra_search_paths,
+            TestPatterns::default(),
+            Vec::new(),
+        )
+        .files_durability(Durability::MEDIUM)
+        .extra_search_paths_durability(Durability::HIGH)
+        .test_patterns_durability(Durability::HIGH)
+        .layers_durability(Durability::HIGH)
+        .new(&db);
         Self {
             db,
             project,
@@ -194,6 +202,18 @@ impl Engine {
             .set_files(&mut self.db)
             .with_durability(Durability::MEDIUM)
             .to(files);
+    }
+
+    /// Sets the architecture layers (top to bottom) that `InLayer` and
+    /// `LayerAbove` facts come from.
+    pub fn set_layers(&mut self, layers: Vec<layers::Layer>) {
+        if *self.project.layers(&self.db) != layers {
+            self.changes += 1;
+            self.project
+                .set_layers(&mut self.db)
+                .with_durability(Durability::HIGH)
+                .to(layers);
+        }
     }
 
     /// Computes every file's facts (on all cores when many are new), then

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod context;
+pub mod explain;
 pub mod injections;
 pub mod jsonl;
 pub mod live;
@@ -125,6 +126,16 @@ impl Service {
             python_files: pytest.python_files,
             testpaths: pytest.testpaths,
         });
+        engine.set_layers(
+            config
+                .layers
+                .iter()
+                .map(|l| crate::engine::layers::Layer {
+                    name: l.name.clone(),
+                    globs: l.globs.clone(),
+                })
+                .collect(),
+        );
         let phase = Instant::now();
         let stamps = discovery
             .files
@@ -342,6 +353,20 @@ impl Service {
         query::run(&self.engine, pattern)
     }
 
+    /// Derivation trees of the tuples matching `pattern`, or why none holds.
+    pub fn explain(&self, pattern: &str) -> Result<explain::Explanation, query::QueryError> {
+        explain::explain(&self.engine, pattern)
+    }
+
+    /// The derivations of every derived tuple of `file`, or of every file.
+    pub fn explain_dump(&self, file: Option<&str>) -> Result<explain::Dump<'_>, PathError> {
+        let files = match file {
+            Some(file) => vec![self.resolve_file(file)?],
+            None => self.engine.paths().map(str::to_string).collect(),
+        };
+        Ok(explain::dump(&self.engine, files))
+    }
+
     pub fn summary(&self) -> IndexSummary {
         IndexSummary {
             project_root: self.root.display().to_string(),
@@ -467,6 +492,7 @@ impl Service {
                 circular_imports: self.cycles(),
                 most_connected_files: most_connected,
             },
+            derived: query::derived(&self.engine),
         }
     }
 

@@ -69,6 +69,16 @@ pub struct Export {
     /// configuration problems.
     pub notices: Vec<Notice>,
     pub graph_metadata: GraphMetadata,
+    /// Every `@output` relation not rendered above, by name, its tuples
+    /// rendered as `query` renders them: a new rules file shows up here.
+    pub derived: BTreeMap<&'static str, DerivedRelation>,
+}
+
+/// The tuples of one derived relation in the export.
+#[derive(Clone, Debug, Serialize)]
+pub struct DerivedRelation {
+    pub args: Vec<&'static str>,
+    pub tuples: Vec<Vec<serde_json::Value>>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -1,25 +1,30 @@
 //! `Relation(arg, _)` patterns over any base or output relation (DESIGN §4).
 
-use super::model::QueryResult;
+use std::collections::BTreeMap;
+
+use super::model::{DerivedRelation, QueryResult};
 use crate::engine::Engine;
 use crate::engine::datalog::{self, RELATIONS, RelationKind, Value};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     #[error(
-        "cannot parse `{0}`: write Relation(arg, ...) with quoted or bare strings and `_` wildcards"
+        "cannot parse `{0}`: write Relation(arg, ...) with quoted or bare strings and `_` wildcards. Available relations:\n{1}"
     )]
-    Syntax(String),
+    Syntax(String, String),
     #[error("unknown relation `{0}`. Available relations:\n{1}")]
     UnknownRelation(String, String),
-    #[error("`{name}` takes {expected} arguments ({signature}), got {got}")]
+    #[error(
+        "`{name}` takes {expected} arguments ({signature}), got {got}. Available relations:\n{catalogue}"
+    )]
     Arity {
         name: String,
         expected: usize,
         got: usize,
         signature: String,
+        catalogue: String,
     },
-    #[error("`{0}` is an intermediate relation and is not materialized; query one of:\n{1}")]
+    #[error("`{0}` is an intermediate relation, internal to the rules. Available relations:\n{1}")]
     Intermediate(String, String),
 }
 
@@ -41,13 +46,13 @@ fn kind_name(kind: RelationKind) -> &'static str {
     }
 }
 
-fn signature(relation: &datalog::RelationInfo) -> String {
+pub(crate) fn signature(relation: &datalog::RelationInfo) -> String {
     format!("{}({})", relation.name, relation.args.join(", "))
 }
 
 /// Parses `Name(a, "b", _)` into the name and its arguments (`None` = `_`).
 fn parse(pattern: &str) -> Result<(String, Vec<Option<String>>), QueryError> {
-    let syntax = || QueryError::Syntax(pattern.to_string());
+    let syntax = || QueryError::Syntax(pattern.to_string(), catalogue());
     let pattern = pattern.trim();
     let (name, rest) = pattern.split_once('(').ok_or_else(syntax)?;
     let inner = rest.trim_end().strip_suffix(')').ok_or_else(syntax)?;
@@ -74,7 +79,11 @@ fn parse(pattern: &str) -> Result<(String, Vec<Option<String>>), QueryError> {
     Ok((name.to_string(), args))
 }
 
-pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
+/// The relation a pattern names and its arguments (`None` = `_`), checked
+/// against the catalogue: known, not intermediate, right arity.
+pub(crate) fn resolve(
+    pattern: &str,
+) -> Result<(&'static datalog::RelationInfo, Vec<Option<String>>), QueryError> {
     let (name, args) = parse(pattern)?;
     let relation = datalog::relation(&name)
         .ok_or_else(|| QueryError::UnknownRelation(name.clone(), catalogue()))?;
@@ -87,8 +96,19 @@ pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
             expected: relation.args.len(),
             got: args.len(),
             signature: signature(relation),
+            catalogue: catalogue(),
         });
     }
+    Ok((relation, args))
+}
+
+/// The tuples of `relation` whose rendering matches `args`, each with its
+/// rendering.
+pub(crate) fn select(
+    engine: &Engine,
+    relation: &datalog::RelationInfo,
+    args: &[Option<String>],
+) -> Vec<(Vec<Value>, Vec<serde_json::Value>)> {
     let program = engine.program();
     let tuples: Vec<Vec<Value>> = match relation.kind {
         RelationKind::Input => program
@@ -99,24 +119,71 @@ pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
             .collect(),
         _ => program.outputs.tuples(relation.name).unwrap_or_default(),
     };
-    let rendered = tuples
-        .iter()
-        .map(|tuple| render(engine, tuple))
-        .filter(|tuple| {
-            tuple.iter().zip(&args).all(|(value, arg)| match arg {
+    tuples
+        .into_iter()
+        .map(|tuple| {
+            let rendered = render(engine, &tuple);
+            (tuple, rendered)
+        })
+        .filter(|(_, rendered)| {
+            rendered.iter().zip(args).all(|(value, arg)| match arg {
                 None => true,
                 Some(arg) => value.as_str() == Some(arg) || value_text(value) == *arg,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// `@output` relations the export shows in its own shape: relationships
+/// (`Imports`, `ImportDefinedIn` as `defined_in`, `Calls`, `Inherits`),
+/// `files[].in_import_cycle` (`InCycle`) and `circular_imports` (`CycleEdge`).
+const EXPORTED_ELSEWHERE: &[&str] = &[
+    "Imports",
+    "ImportDefinedIn",
+    "Calls",
+    "Inherits",
+    "InCycle",
+    "CycleEdge",
+];
+
+/// The export's `derived` section: every other `@output` relation.
+pub(crate) fn derived(engine: &Engine) -> BTreeMap<&'static str, DerivedRelation> {
+    RELATIONS
+        .iter()
+        .filter(|r| r.kind == RelationKind::Output && !EXPORTED_ELSEWHERE.contains(&r.name))
+        .map(|r| {
+            let tuples = engine
+                .program()
+                .outputs
+                .tuples(r.name)
+                .unwrap_or_default()
+                .iter()
+                .map(|t| render(engine, t))
+                .collect();
+            (
+                r.name,
+                DerivedRelation {
+                    args: r.args.to_vec(),
+                    tuples,
+                },
+            )
+        })
+        .collect()
+}
+
+pub fn run(engine: &Engine, pattern: &str) -> Result<QueryResult, QueryError> {
+    let (relation, args) = resolve(pattern)?;
     Ok(QueryResult {
         relation: relation.name.to_string(),
         args: relation.args.iter().map(|a| a.to_string()).collect(),
-        tuples: rendered,
+        tuples: select(engine, relation, &args)
+            .into_iter()
+            .map(|(_, rendered)| rendered)
+            .collect(),
     })
 }
 
-fn value_text(value: &serde_json::Value) -> String {
+pub(crate) fn value_text(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -36,6 +36,15 @@ pub struct Config {
     pub enable_warning_logging: bool,
     /// Extra module search roots, root-relative (TDD §3.5.2.1).
     pub extra_search_paths: Vec<String>,
+    /// Architecture layers, top to bottom (`rules/layers.dl`).
+    pub layers: Vec<LayerSpec>,
+}
+
+/// One entry of `layers`: `[name, glob, ...]`, globs on root-relative paths.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerSpec {
+    pub name: String,
+    pub globs: Vec<String>,
 }
 
 impl Default for Config {
@@ -61,6 +70,7 @@ impl Default for Config {
             enable_injection_logging: true,
             enable_warning_logging: true,
             extra_search_paths: Vec::new(),
+            layers: Vec::new(),
         }
     }
 }
@@ -154,6 +164,7 @@ impl Config {
                 }
                 "ignore_patterns" => check.strings(&mut config.ignore_patterns),
                 "extra_search_paths" => check.strings(&mut config.extra_search_paths),
+                "layers" => check.layers(&mut config.layers),
                 _ => check
                     .notices
                     .push(format!("{CONFIG_FILE}: unknown key `{key}` ignored")),
@@ -222,6 +233,54 @@ fn string_list(value: &Value) -> Option<Vec<String>> {
     })
 }
 
+impl Checker<'_> {
+    /// `layers: [[name, glob, ...], ...]`. Each entry is checked on its own:
+    /// a bad one gives a notice and is left out, the rest keep their order.
+    fn layers(&mut self, slot: &mut Vec<LayerSpec>) {
+        let Some(entries) = self.value.as_sequence() else {
+            return self.reject("a list of [name, glob, ...] entries, top layer first");
+        };
+        let mut layers: Vec<LayerSpec> = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let strings = entry.as_sequence().and_then(|items| {
+                items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+            });
+            let problem = match strings.as_deref() {
+                Some([name, globs @ ..]) if !name.is_empty() && !globs.is_empty() => {
+                    if layers.iter().any(|l| l.name == *name) {
+                        Some(format!("repeats layer name `{name}`"))
+                    } else {
+                        globs.iter().find_map(|glob| {
+                            globset::Glob::new(glob)
+                                .err()
+                                .map(|e| format!("has an invalid glob `{glob}` ({e})"))
+                        })
+                    }
+                }
+                _ => Some("must be a list of a layer name and at least one glob".to_string()),
+            };
+            match (problem, strings) {
+                (None, Some(mut strings)) => {
+                    let name = strings.remove(0);
+                    layers.push(LayerSpec {
+                        name,
+                        globs: strings,
+                    });
+                }
+                (problem, _) => self.notices.push(format!(
+                    "{CONFIG_FILE}: `layers` entry {} {}; that entry is ignored",
+                    index + 1,
+                    problem.unwrap_or_default()
+                )),
+            }
+        }
+        *slot = layers;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,5 +294,35 @@ mod tests {
         assert!(!config.warn_on_wildcards);
         assert_eq!(config.extra_search_paths, vec!["lib".to_string()]);
         assert_eq!(notices.len(), 3, "{notices:?}");
+    }
+
+    #[test]
+    fn layers_keep_valid_entries_in_order_and_report_bad_ones() {
+        let (config, notices) = Config::parse(
+            "layers:\n  - [ui, \"app/ui/**\"]\n  - [domain]\n  - [infra, \"app/[\"]\n  - [ui, \"x/**\"]\n  - 7\n  - [core, \"app/core/**\", \"app/models.py\"]\n",
+        );
+        assert_eq!(
+            config.layers,
+            vec![
+                LayerSpec {
+                    name: "ui".into(),
+                    globs: vec!["app/ui/**".into()]
+                },
+                LayerSpec {
+                    name: "core".into(),
+                    globs: vec!["app/core/**".into(), "app/models.py".into()]
+                },
+            ]
+        );
+        assert_eq!(notices.len(), 4, "{notices:?}");
+        assert!(
+            notices[0]
+                .contains("`layers` entry 2 must be a list of a layer name and at least one glob")
+        );
+        assert!(notices[1].contains("`layers` entry 3 has an invalid glob `app/[`"));
+        assert!(notices[2].contains("`layers` entry 4 repeats layer name `ui`"));
+        let (config, notices) = Config::parse("layers: ui\n");
+        assert!(config.layers.is_empty());
+        assert_eq!(notices.len(), 1, "{notices:?}");
     }
 }

@@ -1,0 +1,395 @@
+//! `explain`: full derivation trees on fixture projects, asserted exactly
+//! (rule file:line and text, premises down to base facts and their source
+//! lines), near misses for tuples that do not hold, errors, JSON and dumps.
+
+mod common;
+
+use std::process::Command;
+
+use common::{fixture, open};
+
+fn explain(fixture: &str, pattern: &str) -> String {
+    open(fixture)
+        .explain(pattern)
+        .expect("pattern is valid")
+        .to_text()
+}
+
+#[test]
+fn direct_import_dependency_down_to_the_import_line() {
+    assert_eq!(
+        explain(
+            "reexport_chain",
+            r#"DependsOn("client.py", "api/__init__.py")"#
+        ),
+        r#"
+DependsOn(client.py, api/__init__.py)
+  [rule rules/dependencies.dl:13] DependsOn(a, b) <- Imports(a, _, b), ProjectFile(b), (a != b);
+  Imports(client.py, 1:5, api/__init__.py)
+    [rule rules/relationships.dl:22] Imports(f, s, m) <- ImportStmt(f, s, m);
+    ImportStmt(client.py, 1:5, api/__init__.py)
+      [base client.py:1:5] from api import handler
+  ProjectFile(api/__init__.py)
+    [base api/__init__.py]
+
+"#
+        .trim_start()
+    );
+}
+
+#[test]
+fn call_through_a_reexport_chain_follows_every_resolves_hop() {
+    assert_eq!(
+        explain("reexport_chain", r#"Calls("client.py", "10:11", _, _)"#),
+        r#"
+Calls(client.py, 10:11, api/impl/core.py, handler)
+  [rule rules/relationships.dl:26] Calls(f, s, df, dn) <- CallRef(f, s, m, n), Resolves(m, n, df, dn), (f != df);
+  CallRef(client.py, 10:11, api/__init__.py, handler)
+    [base client.py:10:11] return handler(req)
+  Resolves(api/__init__.py, handler, api/impl/core.py, handler)
+    [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+    BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
+      [base api/__init__.py:1] from .impl import handler, Resource
+    Resolves(api/impl/__init__.py, handler, api/impl/core.py, handler)
+      [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+      BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
+        [base api/impl/__init__.py:1] from .core import handler
+      Resolves(api/impl/core.py, handler, api/impl/core.py, handler)
+        [rule rules/resolution.dl:12] Resolves(m, n, m, n) <- Defines(m, n);
+        Defines(api/impl/core.py, handler)
+          [base api/impl/core.py:1] def handler(request):
+
+"#
+        .trim_start()
+    );
+}
+
+#[test]
+fn cycle_membership_takes_the_shortest_cycle() {
+    assert_eq!(
+        explain("import_cycles", r#"InCycle("a.py")"#),
+        r#"
+InCycle(a.py)
+  [rule rules/cycles.dl:43] InCycle(a) <- Reaches(a, b), (a == b);
+  Reaches(a.py, a.py)
+    [rule rules/cycles.dl:41] Reaches(a, c) <- Reaches(a, b), CoreEdge(b, c);
+    Reaches(a.py, c.py)
+      [rule rules/cycles.dl:40] Reaches(a, b) <- CoreEdge(a, b);
+      CoreEdge(a.py, c.py)
+        [rule rules/cycles.dl:38] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+        CandidateEdge(a.py, c.py)
+          [rule rules/cycles.dl:36] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+          RuntimeDependsOn(a.py, c.py)
+            [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
+            ImportStmt(a.py, 3:7, c.py)
+              [base a.py:3:7] import c
+            RuntimeImport(a.py, 3:7)
+              [base a.py:3:7] import c
+            ProjectFile(c.py)
+              [base c.py]
+          CycleCandidate(a.py)
+            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+            RuntimeDependsOn(a.py, b.py)
+              [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
+              ImportStmt(a.py, 2:5, b.py)
+                [base a.py:2:5] from b import step
+              RuntimeImport(a.py, 2:5)
+                [base a.py:2:5] from b import step
+              ProjectFile(b.py)
+                [base b.py]
+            RuntimeDependsOn(c.py, a.py)
+              [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
+              ImportStmt(c.py, 1:7, a.py)
+                [base c.py:1:7] import a
+              RuntimeImport(c.py, 1:7)
+                [base c.py:1:7] import a
+              ProjectFile(a.py)
+                [base a.py]
+          CycleCandidate(c.py)
+            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+            RuntimeDependsOn(c.py, a.py)  [see above]
+            RuntimeDependsOn(a.py, c.py)  [see above]
+        Core(a.py)
+          [rule rules/cycles.dl:37] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
+          CandidateEdge(a.py, b.py)
+            [rule rules/cycles.dl:36] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+            RuntimeDependsOn(a.py, b.py)  [see above]
+            CycleCandidate(a.py)  [see above]
+            CycleCandidate(b.py)
+              [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+              RuntimeDependsOn(b.py, c.py)
+                [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
+                ImportStmt(b.py, 1:7, c.py)
+                  [base b.py:1:7] import c
+                RuntimeImport(b.py, 1:7)
+                  [base b.py:1:7] import c
+                ProjectFile(c.py)
+                  [base c.py]
+              RuntimeDependsOn(a.py, b.py)  [see above]
+          CandidateEdge(c.py, a.py)
+            [rule rules/cycles.dl:36] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+            RuntimeDependsOn(c.py, a.py)  [see above]
+            CycleCandidate(c.py)  [see above]
+            CycleCandidate(a.py)  [see above]
+        Core(c.py)
+          [rule rules/cycles.dl:37] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
+          CandidateEdge(c.py, a.py)  [see above]
+          CandidateEdge(a.py, c.py)  [see above]
+    CoreEdge(c.py, a.py)
+      [rule rules/cycles.dl:38] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+      CandidateEdge(c.py, a.py)  [see above]
+      Core(c.py)  [see above]
+      Core(a.py)  [see above]
+
+"#
+        .trim_start()
+    );
+}
+
+#[test]
+fn a_name_that_resolves_elsewhere_is_a_near_miss() {
+    // The import exists, but the name resolves to api/impl/core.py; each
+    // level shows the rule that got furthest.
+    assert_eq!(
+        explain(
+            "reexport_chain",
+            r#"ImportDefinedIn("client.py", _, "api/__init__.py", handler)"#
+        ),
+        r#"ImportDefinedIn("client.py", _, "api/__init__.py", handler) does not hold.
+  [rule rules/relationships.dl:24] ImportDefinedIn(f, s, df, dn) <- ImportName(f, s, m, n), Resolves(m, n, df, dn);
+    with f = client.py, df = api/__init__.py, dn = handler, m = api/__init__.py, n = handler
+    holds: ImportName(client.py, 1:5, api/__init__.py, handler)
+    fails: Resolves(api/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+      near: Resolves(api/__init__.py, handler, api/impl/core.py, handler)
+      [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+        with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/__init__.py, tn = handler
+        holds: BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
+        fails: Resolves(api/impl/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+          near: Resolves(api/impl/__init__.py, handler, api/impl/core.py, handler)
+          [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+            with m = api/impl/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/core.py, tn = handler
+            holds: BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
+            fails: Resolves(api/impl/core.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+              near: Resolves(api/impl/core.py, handler, api/impl/core.py, handler)
+"#
+    );
+}
+
+#[test]
+fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
+    assert_eq!(
+        explain("wildcard", r#"Calls(consumer.py, "6:0", _, not_exported)"#),
+        r#"Calls(consumer.py, "6:0", _, not_exported) does not hold.
+  [rule rules/relationships.dl:26] Calls(f, s, df, dn) <- CallRef(f, s, m, n), Resolves(m, n, df, dn), (f != df);
+    with f = consumer.py, dn = not_exported, m = consumer.py, n = not_exported
+    holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
+    fails: Resolves(consumer.py, not_exported, _, not_exported): no such tuple; these differ in one argument
+      near: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
+      [rule rules/resolution.dl:15] Resolves(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Resolves(t, n, df, dn), !Binds(m, n);
+        with m = consumer.py, n = not_exported, dn = not_exported, t = lib/helpers.py
+        holds: StarImport(consumer.py, 1:5, lib/helpers.py)
+        fails: Exported(lib/helpers.py, not_exported): no such tuple; these differ in one argument
+          near: Exported(lib/helpers.py, public_helper)
+          [rule rules/resolution.dl:18] Exported(m, n) <- Resolves(m, n, _, _), !HasAll(m), (!n.is_private());
+            with m = lib/helpers.py, n = not_exported
+            holds: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
+            fails: !HasAll(lib/helpers.py): the rule requires this tuple to be absent, and it holds
+  [rule rules/relationships.dl:27] Calls(f, s, m, n) <- CallRef(f, s, m, n), External(m);
+    with f = consumer.py, m = consumer.py, n = not_exported
+    holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
+    fails: External(consumer.py): no such tuple
+"#
+    );
+}
+
+#[test]
+fn cycle_derivations_never_loop_and_pick_the_two_file_cycle() {
+    // a -> c -> a is shorter than a -> b -> c -> a: the Reaches chain in
+    // the tree has two hops, each a CoreEdge.
+    let text = explain("import_cycles", "InCycle(a.py)");
+    let reaches: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Reaches("))
+        .map(str::trim)
+        .collect();
+    assert_eq!(reaches, ["Reaches(a.py, a.py)", "Reaches(a.py, c.py)"]);
+}
+
+#[test]
+fn an_unknown_name_in_the_pattern_is_reported() {
+    assert_eq!(
+        explain("reexport_chain", r#"DependsOn("client.py", "nope.py")"#),
+        "DependsOn(\"client.py\", \"nope.py\") does not hold.\n  `nope.py` names no indexed file, marker, name or position, so no tuple can hold it.\n"
+    );
+}
+
+#[test]
+fn a_missing_base_fact_lists_facts_that_differ_in_one_argument() {
+    assert_eq!(
+        explain(
+            "reexport_chain",
+            r#"ImportStmt("client.py", "1:5", "api/impl/core.py")"#
+        ),
+        r#"ImportStmt("client.py", "1:5", "api/impl/core.py") does not hold.
+  [base] the front end produced no such fact
+    fails: ImportStmt(client.py, 1:5, api/impl/core.py): no such tuple; these differ in one argument
+      near: ImportStmt(client.py, 1:5, api/__init__.py)
+"#
+    );
+}
+
+#[test]
+fn malformed_patterns_are_errors_that_list_relations_and_arguments() {
+    let service = open("reexport_chain");
+    for pattern in ["Nope(_)", "DependsOn(_)", "Bogus(x", "Reaches(_, _)", ""] {
+        let error = service.explain(pattern).expect_err(pattern).to_string();
+        assert!(
+            error.contains("Available relations:")
+                && error.contains("  DependsOn(file, dependency)  [derived]")
+                && error.contains("  ImportStmt(file, site, module)  [base]"),
+            "{pattern}: {error}"
+        );
+    }
+}
+
+#[test]
+fn cli_explain_json_nests_rules_premises_and_sources() {
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args([
+            "explain",
+            r#"DependsOn("client.py", "api/__init__.py")"#,
+            "--json",
+            "--root",
+        ])
+        .arg(fixture("reexport_chain"))
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(json["holds"], true);
+    let tree = &json["derivations"][0];
+    assert_eq!(tree["fact"], "DependsOn(client.py, api/__init__.py)");
+    assert_eq!(tree["rule"]["file"], "rules/dependencies.dl");
+    assert_eq!(tree["rule"]["line"], 13);
+    let import = &tree["premises"][0]["premises"][0];
+    assert_eq!(import["kind"], "base");
+    assert_eq!(
+        import["source"],
+        serde_json::json!({"file": "client.py", "line": 1, "column": 5, "text": "from api import handler"})
+    );
+    assert_eq!(
+        tree["premises"][1]["source"],
+        serde_json::json!({"file": "api/__init__.py"})
+    );
+
+    let bad = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["explain", "Nope(_)", "--root"])
+        .arg(fixture("reexport_chain"))
+        .output()
+        .expect("runs");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Calls(file, site, target, name)"));
+}
+
+#[test]
+fn dump_writes_text_and_json_per_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["explain", "--dump"])
+        .arg(dir.path())
+        .arg("b.py")
+        .arg("--root")
+        .arg(fixture("import_cycles"))
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = std::fs::read_to_string(dir.path().join("b.py.txt")).expect("text dump");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("b.py.json")).expect("json dump"),
+    )
+    .expect("json");
+    assert_eq!(json["file"], "b.py");
+    let facts: Vec<&str> = json["derivations"]
+        .as_array()
+        .expect("derivations")
+        .iter()
+        .map(|d| d["fact"].as_str().unwrap_or_default())
+        .collect();
+    // Every @output tuple whose first argument is b.py, in catalogue order.
+    assert_eq!(
+        facts,
+        [
+            "RuntimeDependsOn(b.py, c.py)",
+            "InCycle(b.py)",
+            "CycleEdge(b.py, c.py)",
+            "DependsOn(b.py, c.py)",
+            "DependentOf(b.py, a.py)",
+            "Imports(b.py, 1:7, c.py)",
+            "Calls(b.py, 5:13, c.py, finish)",
+            "Resolves(b.py, step, b.py, step)",
+            "Warning(b.py, 1:7, circular_import)",
+        ]
+    );
+    assert!(text.starts_with("# b.py\n\n## Derivations\n\nRuntimeDependsOn(b.py, c.py)\n"));
+    assert!(text.contains("    [base b.py:1:7] import c\n"), "{text}");
+    assert!(!dir.path().join("a.py.txt").exists());
+}
+
+/// Ids follow interning order, which parallel analysis varies between runs
+/// on large projects; explanations must not depend on it.
+#[test]
+fn explanations_do_not_depend_on_interning_order() {
+    let root = fixture("import_cycles");
+    let files: Vec<(String, String)> = xfile::workspace::discover::discover(&root, &[])
+        .files
+        .into_iter()
+        .map(|f| (f.path, f.text))
+        .collect();
+    let explain_with = |reverse: bool| {
+        let mut engine = xfile::engine::Engine::new(Vec::new());
+        if reverse {
+            for (path, _) in files.iter().rev() {
+                engine.interner().node(path);
+            }
+        }
+        engine.set_files(files.iter().cloned());
+        engine.analyze();
+        xfile::service::explain::explain(&engine, "InCycle(_)")
+            .expect("valid")
+            .to_text()
+    };
+    let forward = explain_with(false);
+    assert_eq!(forward, explain_with(true));
+    assert_eq!(forward, explain("import_cycles", "InCycle(_)"));
+    // Of a.py's two runtime imports, b.py comes first by text.
+    assert!(forward.contains(
+        "          CycleCandidate(a.py)\n            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n            RuntimeDependsOn(a.py, b.py)\n"
+    ));
+}
+
+/// A re-export chain a thousand modules long: the derivation is a thousand
+/// Resolves steps deep, and neither deepening nor rendering overflows.
+#[test]
+fn a_very_long_reexport_chain_explains_without_overflow() {
+    const LENGTH: usize = 1000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..LENGTH {
+        let text = if i + 1 < LENGTH {
+            format!("from m{} import f\n", i + 1)
+        } else {
+            "def f():\n    pass\n".to_string()
+        };
+        std::fs::write(dir.path().join(format!("m{i}.py")), text).expect("write");
+    }
+    std::fs::write(dir.path().join("main.py"), "from m0 import f\n\nf()\n").expect("write");
+    let service = xfile::service::Service::open(dir.path()).expect("opens");
+    let text = service
+        .explain(r#"Calls("main.py", "3:0", _, _)"#)
+        .expect("valid")
+        .to_text();
+    assert!(
+        text.starts_with("Calls(main.py, 3:0, m999.py, f)\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("[base m").count(), LENGTH + 1);
+}
