@@ -5,8 +5,9 @@
 //! Query chain, each memoized per input revision:
 //! `module_facts(file)` (parse + extract, from `text`) and, downstream of the
 //! location-free `semantic` field, `file_base_facts(file)` (also reads
-//! `module_index`) → `program(project)`, which also takes
-//! `test_modules(project)` (paths and pytest settings only).
+//! `module_index`) → `program(project)`, which also takes the project-level
+//! facts of `test_modules(project)` (paths and pytest settings only) and
+//! `layer_facts(project)` (file paths and configured layers).
 //!
 //! Early cut-off sits at the `semantic` field. The engine writes it after
 //! `module_facts` ran for a new text, and only when it differs. Texts have low
