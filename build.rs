@@ -1,11 +1,20 @@
-//! Compiles `rules/*.dl` into one crepe program plus a table of relations and
+//! Compiles `rules/*.dl` into crepe programs plus a table of relations and
 //! rules, so that every relation is queryable and every rule explainable by
 //! name without hand-written adapter code (DESIGN §3, invariant 8).
 //!
 //! A rules file holds crepe syntax: relation declarations
 //! (`@input`/`@output`/plain `struct Name(pub Type, ...);`, each optionally
 //! preceded by a `/// Name(arg, ...): what it means` doc line) and rules
-//! (`Head(..) <- Body, ...;`). `//` comments are kept out of the program.
+//! (`Head(..) <- Body, ...;`). `//` comments are kept out of the program,
+//! except `// stage: resolve|file|project`, which says when the file's rules
+//! run (see `Stage`; `project` if absent).
+//!
+//! Each stage is its own crepe program: it reads base facts and the
+//! relations of earlier stages as inputs and derives its own. The engine
+//! runs `resolve` once over all files, `file` once per file (so an edit
+//! re-runs one file's rules), and `project` once over all files. A reference
+//! program with every rule in one block is generated too, for the test that
+//! checks the stages derive exactly what it derives.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -25,6 +34,29 @@ struct Rule {
     text: String,
     file: String,
     line: usize,
+    stage: Stage,
+}
+
+/// When a rule runs. `file` rules see one file's base facts, the
+/// project-level facts and the earlier stages' tuples whose first argument
+/// occurs in that file's facts; the others see everything.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Stage {
+    Resolve,
+    File,
+    Project,
+}
+
+const STAGES: [Stage; 3] = [Stage::Resolve, Stage::File, Stage::Project];
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Resolve => "resolve",
+            Stage::File => "file",
+            Stage::Project => "project",
+        }
+    }
 }
 
 fn main() {
@@ -47,10 +79,16 @@ fn main() {
     }
 
     let mut out = String::new();
-    writeln!(out, "crepe::crepe! {{\n{program}\n}}\n").unwrap();
+    writeln!(
+        out,
+        "/// Every rule in one program: the reference the stages are tested against.\npub mod reference {{\n    use super::*;\n    crepe::crepe! {{\n{program}\n    }}\n}}\n"
+    )
+    .unwrap();
+    write_canonical(&mut out, &relations);
     write_tables(&mut out, &relations, &rules);
     write_inputs(&mut out, &relations);
     write_outputs(&mut out, &relations);
+    write_stages(&mut out, &relations, &rules);
     write_plans(&mut out, &relations, &rules);
 
     let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("rules.rs");
@@ -67,9 +105,21 @@ fn parse_file(
     let mut doc = String::new();
     let mut attribute: Option<&'static str> = None;
     let mut pending: Option<(usize, String)> = None;
+    let mut stage = Stage::Project;
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
         let line = raw.trim();
+        if let Some(name) = line.strip_prefix("// stage:") {
+            stage = match name.trim() {
+                "resolve" => Stage::Resolve,
+                "file" => Stage::File,
+                "project" => Stage::Project,
+                other => panic!(
+                    "{file}:{line_no}: unknown stage `{other}`; use resolve, file or project"
+                ),
+            };
+            continue;
+        }
         if let Some(rest) = line.strip_prefix("///") {
             doc = rest.trim().to_string();
             continue;
@@ -127,6 +177,7 @@ fn parse_file(
                 text: body,
                 file: file.to_string(),
                 line: start,
+                stage,
             });
         } else {
             pending = Some((start, body));
@@ -230,6 +281,30 @@ fn fields(r: &Relation, binding: &str) -> String {
         .join(", ")
 }
 
+/// `Name(t.0, t.1, ...)`: the same tuple as another struct of the same shape.
+fn convert(path: &str, r: &Relation, binding: &str) -> String {
+    let args: Vec<String> = (0..r.types.len())
+        .map(|i| format!("{binding}.{i}"))
+        .collect();
+    format!("{path}{}({})", r.name, args.join(", "))
+}
+
+/// The relation types the rest of the crate uses; each crepe program has its
+/// own copies, converted at its boundary.
+fn write_canonical(out: &mut String, relations: &[Relation]) {
+    for r in relations {
+        let fields: Vec<String> = r.types.iter().map(|t| format!("pub {t}")).collect();
+        writeln!(
+            out,
+            "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub struct {}({});",
+            r.name,
+            fields.join(", ")
+        )
+        .unwrap();
+    }
+    writeln!(out).unwrap();
+}
+
 fn write_inputs(out: &mut String, relations: &[Relation]) {
     let inputs: Vec<_> = relations.iter().filter(|r| r.kind == "Input").collect();
     writeln!(out, "/// One base fact of any `@input` relation.").unwrap();
@@ -267,13 +342,16 @@ fn write_inputs(out: &mut String, relations: &[Relation]) {
         )
         .unwrap();
     }
-    writeln!(out, "        }}\n    }}\n}}\n").unwrap();
-    writeln!(out, "fn feed(runtime: &mut Crepe, facts: &[InputFact]) {{").unwrap();
-    writeln!(out, "    for fact in facts {{\n        match *fact {{").unwrap();
+    writeln!(out, "        }}\n    }}\n").unwrap();
+    writeln!(
+        out,
+        "    /// The first argument, which keys a fact to what it is about.\n    pub fn first(&self) -> Value {{\n        match self {{"
+    )
+    .unwrap();
     for r in &inputs {
         writeln!(
             out,
-            "            InputFact::{}(t) => runtime.extend([t]),",
+            "            InputFact::{}(t) => Value::from(t.0),",
             r.name
         )
         .unwrap();
@@ -288,30 +366,12 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
         "/// Every derived relation (`@output` and intermediate) materialized, each sorted."
     )
     .unwrap();
-    writeln!(out, "#[derive(Debug, Default, PartialEq, Eq)]").unwrap();
+    writeln!(out, "#[derive(Clone, Debug, Default, PartialEq, Eq)]").unwrap();
     writeln!(out, "pub struct Outputs {{").unwrap();
     for r in &outputs {
         writeln!(out, "    pub {}: Vec<{}>,", snake(&r.name), r.name).unwrap();
     }
     writeln!(out, "}}\n").unwrap();
-    writeln!(out, "fn evaluate(facts: &[InputFact]) -> Outputs {{").unwrap();
-    writeln!(
-        out,
-        "    let mut runtime = Crepe::new();\n    feed(&mut runtime, facts);"
-    )
-    .unwrap();
-    let names: Vec<_> = outputs.iter().map(|r| snake(&r.name)).collect();
-    writeln!(
-        out,
-        "    let ({},) = runtime.run_with_hasher::<rustc_hash::FxBuildHasher>();",
-        names.join(", ")
-    )
-    .unwrap();
-    writeln!(out, "    Outputs {{").unwrap();
-    for n in &names {
-        writeln!(out, "        {n}: sorted({n}),").unwrap();
-    }
-    writeln!(out, "    }}\n}}\n").unwrap();
     writeln!(out, "impl Outputs {{").unwrap();
     writeln!(
         out,
@@ -334,9 +394,10 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
         .unwrap();
     }
     writeln!(out, "            _ => None,\n        }}\n    }}\n").unwrap();
+    let names: Vec<_> = outputs.iter().map(|r| snake(&r.name)).collect();
     writeln!(
         out,
-        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        [{}].iter().sum()\n    }}\n}}",
+        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        [{}].iter().sum()\n    }}\n",
         names
             .iter()
             .map(|n| format!("self.{n}.len()"))
@@ -344,6 +405,279 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
             .join(", ")
     )
     .unwrap();
+    writeln!(
+        out,
+        "    /// Appends every tuple of `other`; [`Outputs::normalize`] restores the order."
+    )
+    .unwrap();
+    writeln!(out, "    pub fn extend(&mut self, other: &Outputs) {{").unwrap();
+    for n in &names {
+        writeln!(out, "        self.{n}.extend_from_slice(&other.{n});").unwrap();
+    }
+    writeln!(out, "    }}\n").unwrap();
+    writeln!(out, "    /// Sorts every relation and drops duplicates.").unwrap();
+    writeln!(out, "    pub fn normalize(&mut self) {{").unwrap();
+    for n in &names {
+        writeln!(
+            out,
+            "        self.{n}.sort_unstable();\n        self.{n}.dedup();"
+        )
+        .unwrap();
+    }
+    writeln!(out, "    }}\n}}\n").unwrap();
+}
+
+/// Which stages derive each relation, checking that every relation a stage
+/// reads is a base relation or comes whole from earlier stages.
+fn stage_reads(relations: &[Relation], rules: &[Rule]) -> Vec<(Stage, Vec<String>, Vec<String>)> {
+    let derived_in = |name: &str| -> Vec<Stage> {
+        let mut stages: Vec<Stage> = rules
+            .iter()
+            .filter(|r| r.head == name)
+            .map(|r| r.stage)
+            .collect();
+        stages.dedup();
+        stages
+    };
+    let mut plan = Vec::new();
+    for stage in STAGES {
+        let mut derived: Vec<String> = Vec::new();
+        let mut reads: Vec<String> = Vec::new();
+        for rule in rules.iter().filter(|r| r.stage == stage) {
+            if !derived.contains(&rule.head) {
+                derived.push(rule.head.clone());
+            }
+        }
+        for rule in rules.iter().filter(|r| r.stage == stage) {
+            let body = rule
+                .text
+                .split_once("<-")
+                .map(|(_, b)| b)
+                .unwrap_or_default();
+            for clause in split_top(body.trim_end_matches(';')) {
+                let text = clause.trim_start_matches('!').trim();
+                if text.starts_with('(') || text.starts_with("let ") || text.starts_with("for ") {
+                    continue;
+                }
+                let Some((name, _)) = atom(text) else {
+                    continue;
+                };
+                if derived.contains(&name) || reads.contains(&name) {
+                    continue;
+                }
+                let relation = relations
+                    .iter()
+                    .find(|r| r.name == name)
+                    .unwrap_or_else(|| {
+                        panic!("{}:{}: unknown relation `{name}`", rule.file, rule.line)
+                    });
+                if relation.kind != "Input" {
+                    let stages = derived_in(&name);
+                    assert!(
+                        stages.iter().all(|s| *s < stage) && stages.len() == 1,
+                        "{}:{}: `{name}` is derived in stage(s) {:?}, so a `{}` rule cannot read it; \
+                         a stage reads only base relations and relations derived whole in one earlier stage",
+                        rule.file,
+                        rule.line,
+                        stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
+                        stage.name()
+                    );
+                }
+                reads.push(name);
+            }
+        }
+        plan.push((stage, derived, reads));
+    }
+    plan
+}
+
+/// One crepe module per stage, its run function, and which facts it reads.
+fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
+    let relation = |name: &str| relations.iter().find(|r| r.name == name).expect("declared");
+    let plan = stage_reads(relations, rules);
+    let derived_count = relations.iter().filter(|r| r.kind != "Input").count();
+    for (stage, derived, reads) in &plan {
+        assert!(
+            !derived.is_empty(),
+            "no rules file declares `// stage: {}`; each stage needs at least one rule",
+            stage.name()
+        );
+        let module = format!("stage_{}", stage.name());
+        let mut program = String::new();
+        for name in reads {
+            let r = relation(name);
+            let fields: Vec<String> = r.types.iter().map(|t| format!("pub {t}")).collect();
+            writeln!(
+                program,
+                "@input\n#[derive(Debug)]\npub struct {}({});",
+                r.name,
+                fields.join(", ")
+            )
+            .unwrap();
+        }
+        for name in derived {
+            let r = relation(name);
+            let fields: Vec<String> = r.types.iter().map(|t| format!("pub {t}")).collect();
+            writeln!(
+                program,
+                "@output\n#[derive(Debug)]\npub struct {}({});",
+                r.name,
+                fields.join(", ")
+            )
+            .unwrap();
+        }
+        for rule in rules.iter().filter(|r| r.stage == *stage) {
+            writeln!(program, "{}", rule.text).unwrap();
+        }
+        writeln!(
+            out,
+            "mod {module} {{\n    #![allow(clippy::all, unused_imports, dead_code)]\n    use super::{{Node, Pattern, Site, Sym}};\n    crepe::crepe! {{\n{program}\n    }}\n}}\n"
+        )
+        .unwrap();
+        let base: Vec<&Relation> = reads
+            .iter()
+            .map(|n| relation(n))
+            .filter(|r| r.kind == "Input")
+            .collect();
+        let earlier: Vec<&Relation> = reads
+            .iter()
+            .map(|n| relation(n))
+            .filter(|r| r.kind != "Input")
+            .collect();
+        let made: Vec<&Relation> = derived.iter().map(|n| relation(n)).collect();
+        write_run(
+            out,
+            &format!("run_{}", stage.name()),
+            &module,
+            &base,
+            &earlier,
+            &made,
+            derived_count,
+        );
+        // Which base facts and earlier relations the stage reads.
+        writeln!(
+            out,
+            "/// Whether the `{0}` stage reads `fact`'s relation.\npub fn {0}_reads_fact(fact: &InputFact) -> bool {{\n    matches!(fact, {1})\n}}\n",
+            stage.name(),
+            if base.is_empty() {
+                "_ if false".to_string()
+            } else {
+                base.iter().map(|r| format!("InputFact::{}(_)", r.name)).collect::<Vec<_>>().join(" | ")
+            }
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "/// The tuples of `from` the `{0}` stage reads, appended to `into`.\n#[allow(unused_variables)]\npub fn {0}_reads_derived(into: &mut Outputs, from: &Outputs) {{",
+            stage.name()
+        )
+        .unwrap();
+        for r in &earlier {
+            let n = snake(&r.name);
+            writeln!(out, "    into.{n}.extend_from_slice(&from.{n});").unwrap();
+        }
+        writeln!(out, "}}\n").unwrap();
+        writeln!(
+            out,
+            "/// The tuples of `from` (sorted) the `{0}` stage reads whose first argument is in `keys`.\n#[allow(unused_variables)]\npub fn {0}_select_derived(from: &Outputs, keys: &[Value]) -> Outputs {{",
+            stage.name()
+        )
+        .unwrap();
+        if earlier.is_empty() {
+            writeln!(out, "    Outputs::default()\n}}\n").unwrap();
+            continue;
+        }
+        writeln!(out, "    let mut into = Outputs::default();").unwrap();
+        for r in &earlier {
+            let n = snake(&r.name);
+            writeln!(
+                out,
+                "    for key in keys {{\n        let start = from.{n}.partition_point(|t| Value::from(t.0) < *key);\n        into.{n}.extend(from.{n}[start..].iter().take_while(|t| Value::from(t.0) == *key).copied());\n    }}"
+            )
+            .unwrap();
+        }
+        writeln!(out, "    into\n}}\n").unwrap();
+    }
+    let all_inputs: Vec<&Relation> = relations.iter().filter(|r| r.kind == "Input").collect();
+    let all_derived: Vec<&Relation> = relations.iter().filter(|r| r.kind != "Input").collect();
+    write_run(
+        out,
+        "run_reference",
+        "reference",
+        &all_inputs,
+        &[],
+        &all_derived,
+        derived_count,
+    );
+}
+
+/// `fn name(facts, derived) -> Outputs` running crepe module `module`.
+fn write_run(
+    out: &mut String,
+    name: &str,
+    module: &str,
+    base: &[&Relation],
+    earlier: &[&Relation],
+    made: &[&Relation],
+    derived_count: usize,
+) {
+    writeln!(
+        out,
+        "#[allow(unused_variables, unused_mut)]\npub fn {name}(facts: &[InputFact], derived: &Outputs) -> Outputs {{\n    let mut runtime = {module}::Crepe::new();"
+    )
+    .unwrap();
+    if !base.is_empty() {
+        writeln!(out, "    for fact in facts {{\n        match *fact {{").unwrap();
+        for r in base {
+            writeln!(
+                out,
+                "            InputFact::{}(t) => runtime.extend([{}]),",
+                r.name,
+                convert(&format!("{module}::"), r, "t")
+            )
+            .unwrap();
+        }
+        writeln!(
+            out,
+            "            #[allow(unreachable_patterns)]\n            _ => {{}}\n        }}\n    }}"
+        )
+        .unwrap();
+    }
+    for r in earlier {
+        writeln!(
+            out,
+            "    runtime.extend(derived.{}.iter().map(|t| {}));",
+            snake(&r.name),
+            convert(&format!("{module}::"), r, "t")
+        )
+        .unwrap();
+    }
+    let names: Vec<String> = made.iter().map(|r| snake(&r.name)).collect();
+    assert!(
+        !names.is_empty(),
+        "{module}: a program without derived relations"
+    );
+    writeln!(
+        out,
+        "    let ({},) = runtime.run_with_hasher::<rustc_hash::FxBuildHasher>();\n    Outputs {{",
+        names.join(", ")
+    )
+    .unwrap();
+    for r in made {
+        let n = snake(&r.name);
+        writeln!(
+            out,
+            "        {n}: sorted({n}.into_iter().map(|t| {})),",
+            convert("", r, "t")
+        )
+        .unwrap();
+    }
+    let rest = if made.len() < derived_count {
+        "        ..Outputs::default()\n"
+    } else {
+        ""
+    };
+    writeln!(out, "{rest}    }}\n}}\n").unwrap();
 }
 
 /// One argument of an atom: a variable (by index into the rule's variables)

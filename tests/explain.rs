@@ -24,13 +24,11 @@ fn direct_import_dependency_down_to_the_import_line() {
         ),
         r#"
 DependsOn(client.py, api/__init__.py)
-  [rule rules/dependencies.dl:13] DependsOn(a, b) <- Imports(a, _, b), ProjectFile(b), (a != b);
+  [rule rules/dependencies.dl:22] DependsOn(a, b) <- Imports(a, _, b), (a != b), (!b.is_marker());
   Imports(client.py, 1:5, api/__init__.py)
-    [rule rules/relationships.dl:22] Imports(f, s, m) <- ImportStmt(f, s, m);
+    [rule rules/relationships.dl:26] Imports(f, s, m) <- ImportStmt(f, s, m);
     ImportStmt(client.py, 1:5, api/__init__.py)
       [base client.py:1:5] from api import handler
-  ProjectFile(api/__init__.py)
-    [base api/__init__.py]
 
 "#
         .trim_start()
@@ -43,19 +41,19 @@ fn call_through_a_reexport_chain_follows_every_resolves_hop() {
         explain("reexport_chain", r#"Calls("client.py", "10:11", _, _)"#),
         r#"
 Calls(client.py, 10:11, api/impl/core.py, handler)
-  [rule rules/relationships.dl:26] Calls(f, s, df, dn) <- CallRef(f, s, m, n), Resolves(m, n, df, dn), (f != df);
+  [rule rules/relationships.dl:30] Calls(f, s, df, dn) <- CallRef(f, s, m, n), Resolves(m, n, df, dn), (f != df);
   CallRef(client.py, 10:11, api/__init__.py, handler)
     [base client.py:10:11] return handler(req)
   Resolves(api/__init__.py, handler, api/impl/core.py, handler)
-    [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+    [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
     BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
       [base api/__init__.py:1] from .impl import handler, Resource
     Resolves(api/impl/__init__.py, handler, api/impl/core.py, handler)
-      [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+      [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
       BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
         [base api/impl/__init__.py:1] from .core import handler
       Resolves(api/impl/core.py, handler, api/impl/core.py, handler)
-        [rule rules/resolution.dl:12] Resolves(m, n, m, n) <- Defines(m, n);
+        [rule rules/resolution.dl:15] Resolves(m, n, m, n) <- Defines(m, n);
         Defines(api/impl/core.py, handler)
           [base api/impl/core.py:1] def handler(request):
 
@@ -70,73 +68,73 @@ fn cycle_membership_takes_the_shortest_cycle() {
         explain("import_cycles", r#"InCycle("a.py")"#),
         r#"
 InCycle(a.py)
-  [rule rules/cycles.dl:43] InCycle(a) <- Reaches(a, b), (a == b);
+  [rule rules/cycles.dl:40] InCycle(a) <- Reaches(a, b), (a == b);
   Reaches(a.py, a.py)
-    [rule rules/cycles.dl:41] Reaches(a, c) <- Reaches(a, b), CoreEdge(b, c);
+    [rule rules/cycles.dl:38] Reaches(a, c) <- Reaches(a, b), CoreEdge(b, c);
     Reaches(a.py, c.py)
-      [rule rules/cycles.dl:40] Reaches(a, b) <- CoreEdge(a, b);
+      [rule rules/cycles.dl:37] Reaches(a, b) <- CoreEdge(a, b);
       CoreEdge(a.py, c.py)
-        [rule rules/cycles.dl:38] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+        [rule rules/cycles.dl:35] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
         CandidateEdge(a.py, c.py)
-          [rule rules/cycles.dl:36] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+          [rule rules/cycles.dl:33] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
           RuntimeDependsOn(a.py, c.py)
-            [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
-            ImportStmt(a.py, 3:7, c.py)
-              [base a.py:3:7] import c
-            RuntimeImport(a.py, 3:7)
-              [base a.py:3:7] import c
-            ProjectFile(c.py)
-              [base c.py]
+            [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+            RuntimeImportAt(a.py, 3:7, c.py)
+              [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+              ImportStmt(a.py, 3:7, c.py)
+                [base a.py:3:7] import c
+              RuntimeImport(a.py, 3:7)
+                [base a.py:3:7] import c
           CycleCandidate(a.py)
-            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+            [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
             RuntimeDependsOn(a.py, b.py)
-              [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
-              ImportStmt(a.py, 2:5, b.py)
-                [base a.py:2:5] from b import step
-              RuntimeImport(a.py, 2:5)
-                [base a.py:2:5] from b import step
-              ProjectFile(b.py)
-                [base b.py]
+              [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+              RuntimeImportAt(a.py, 2:5, b.py)
+                [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                ImportStmt(a.py, 2:5, b.py)
+                  [base a.py:2:5] from b import step
+                RuntimeImport(a.py, 2:5)
+                  [base a.py:2:5] from b import step
             RuntimeDependsOn(c.py, a.py)
-              [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
-              ImportStmt(c.py, 1:7, a.py)
-                [base c.py:1:7] import a
-              RuntimeImport(c.py, 1:7)
-                [base c.py:1:7] import a
-              ProjectFile(a.py)
-                [base a.py]
+              [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+              RuntimeImportAt(c.py, 1:7, a.py)
+                [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                ImportStmt(c.py, 1:7, a.py)
+                  [base c.py:1:7] import a
+                RuntimeImport(c.py, 1:7)
+                  [base c.py:1:7] import a
           CycleCandidate(c.py)
-            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+            [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
             RuntimeDependsOn(c.py, a.py)  [see above]
             RuntimeDependsOn(a.py, c.py)  [see above]
         Core(a.py)
-          [rule rules/cycles.dl:37] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
+          [rule rules/cycles.dl:34] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
           CandidateEdge(a.py, b.py)
-            [rule rules/cycles.dl:36] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+            [rule rules/cycles.dl:33] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
             RuntimeDependsOn(a.py, b.py)  [see above]
             CycleCandidate(a.py)  [see above]
             CycleCandidate(b.py)
-              [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+              [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
               RuntimeDependsOn(b.py, c.py)
-                [rule rules/cycles.dl:33] RuntimeDependsOn(a, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), ProjectFile(b), (a != b);
-                ImportStmt(b.py, 1:7, c.py)
-                  [base b.py:1:7] import c
-                RuntimeImport(b.py, 1:7)
-                  [base b.py:1:7] import c
-                ProjectFile(c.py)
-                  [base c.py]
+                [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                RuntimeImportAt(b.py, 1:7, c.py)
+                  [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                  ImportStmt(b.py, 1:7, c.py)
+                    [base b.py:1:7] import c
+                  RuntimeImport(b.py, 1:7)
+                    [base b.py:1:7] import c
               RuntimeDependsOn(a.py, b.py)  [see above]
           CandidateEdge(c.py, a.py)
-            [rule rules/cycles.dl:36] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+            [rule rules/cycles.dl:33] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
             RuntimeDependsOn(c.py, a.py)  [see above]
             CycleCandidate(c.py)  [see above]
             CycleCandidate(a.py)  [see above]
         Core(c.py)
-          [rule rules/cycles.dl:37] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
+          [rule rules/cycles.dl:34] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
           CandidateEdge(c.py, a.py)  [see above]
           CandidateEdge(a.py, c.py)  [see above]
     CoreEdge(c.py, a.py)
-      [rule rules/cycles.dl:38] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+      [rule rules/cycles.dl:35] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
       CandidateEdge(c.py, a.py)  [see above]
       Core(c.py)  [see above]
       Core(a.py)  [see above]
@@ -156,17 +154,17 @@ fn a_name_that_resolves_elsewhere_is_a_near_miss() {
             r#"ImportDefinedIn("client.py", _, "api/__init__.py", handler)"#
         ),
         r#"ImportDefinedIn("client.py", _, "api/__init__.py", handler) does not hold.
-  [rule rules/relationships.dl:24] ImportDefinedIn(f, s, df, dn) <- ImportName(f, s, m, n), Resolves(m, n, df, dn);
+  [rule rules/relationships.dl:28] ImportDefinedIn(f, s, df, dn) <- ImportName(f, s, m, n), Resolves(m, n, df, dn);
     with f = client.py, df = api/__init__.py, dn = handler, m = api/__init__.py, n = handler
     holds: ImportName(client.py, 1:5, api/__init__.py, handler)
     fails: Resolves(api/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
       near: Resolves(api/__init__.py, handler, api/impl/core.py, handler)
-      [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+      [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
         with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/__init__.py, tn = handler
         holds: BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
         fails: Resolves(api/impl/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
           near: Resolves(api/impl/__init__.py, handler, api/impl/core.py, handler)
-          [rule rules/resolution.dl:13] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
+          [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
             with m = api/impl/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/core.py, tn = handler
             holds: BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
             fails: Resolves(api/impl/core.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
@@ -180,21 +178,21 @@ fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
     assert_eq!(
         explain("wildcard", r#"Calls(consumer.py, "6:0", _, not_exported)"#),
         r#"Calls(consumer.py, "6:0", _, not_exported) does not hold.
-  [rule rules/relationships.dl:26] Calls(f, s, df, dn) <- CallRef(f, s, m, n), Resolves(m, n, df, dn), (f != df);
+  [rule rules/relationships.dl:30] Calls(f, s, df, dn) <- CallRef(f, s, m, n), Resolves(m, n, df, dn), (f != df);
     with f = consumer.py, dn = not_exported, m = consumer.py, n = not_exported
     holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
     fails: Resolves(consumer.py, not_exported, _, not_exported): no such tuple; these differ in one argument
       near: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
-      [rule rules/resolution.dl:15] Resolves(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Resolves(t, n, df, dn), !Binds(m, n);
+      [rule rules/resolution.dl:18] Resolves(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Resolves(t, n, df, dn), !Binds(m, n);
         with m = consumer.py, n = not_exported, dn = not_exported, t = lib/helpers.py
         holds: StarImport(consumer.py, 1:5, lib/helpers.py)
         fails: Exported(lib/helpers.py, not_exported): no such tuple; these differ in one argument
           near: Exported(lib/helpers.py, public_helper)
-          [rule rules/resolution.dl:18] Exported(m, n) <- Resolves(m, n, _, _), !HasAll(m), (!n.is_private());
+          [rule rules/resolution.dl:21] Exported(m, n) <- Resolves(m, n, _, _), !HasAll(m), (!n.is_private());
             with m = lib/helpers.py, n = not_exported
             holds: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
             fails: !HasAll(lib/helpers.py): the rule requires this tuple to be absent, and it holds
-  [rule rules/relationships.dl:27] Calls(f, s, m, n) <- CallRef(f, s, m, n), External(m);
+  [rule rules/relationships.dl:31] Calls(f, s, m, n) <- CallRef(f, s, m, n), External(m);
     with f = consumer.py, m = consumer.py, n = not_exported
     holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
     fails: External(consumer.py): no such tuple
@@ -270,17 +268,15 @@ fn cli_explain_json_nests_rules_premises_and_sources() {
     let tree = &json["derivations"][0];
     assert_eq!(tree["fact"], "DependsOn(client.py, api/__init__.py)");
     assert_eq!(tree["rule"]["file"], "rules/dependencies.dl");
-    assert_eq!(tree["rule"]["line"], 13);
+    assert_eq!(tree["rule"]["line"], 22);
     let import = &tree["premises"][0]["premises"][0];
     assert_eq!(import["kind"], "base");
     assert_eq!(
         import["source"],
         serde_json::json!({"file": "client.py", "line": 1, "column": 5, "text": "from api import handler"})
     );
-    assert_eq!(
-        tree["premises"][1]["source"],
-        serde_json::json!({"file": "api/__init__.py"})
-    );
+    // The marker test is a guard, not a premise.
+    assert_eq!(tree["premises"].as_array().map(Vec::len), Some(1));
 
     let bad = Command::new(env!("CARGO_BIN_EXE_xfile"))
         .args(["explain", "Nope(_)", "--root"])
@@ -319,18 +315,18 @@ fn dump_writes_text_and_json_per_file() {
     assert_eq!(
         facts,
         [
-            "RuntimeDependsOn(b.py, c.py)",
             "InCycle(b.py)",
             "CycleEdge(b.py, c.py)",
             "DependsOn(b.py, c.py)",
             "DependentOf(b.py, a.py)",
+            "RuntimeDependsOn(b.py, c.py)",
             "Imports(b.py, 1:7, c.py)",
             "Calls(b.py, 5:13, c.py, finish)",
             "Resolves(b.py, step, b.py, step)",
             "Warning(b.py, 1:7, circular_import)",
         ]
     );
-    assert!(text.starts_with("# b.py\n\n## Derivations\n\nRuntimeDependsOn(b.py, c.py)\n"));
+    assert!(text.starts_with("# b.py\n\n## Derivations\n\nInCycle(b.py)\n"));
     assert!(text.contains("    [base b.py:1:7] import c\n"), "{text}");
     assert!(!dir.path().join("a.py.txt").exists());
 }
@@ -363,7 +359,7 @@ fn explanations_do_not_depend_on_interning_order() {
     assert_eq!(forward, explain("import_cycles", "InCycle(_)"));
     // Of a.py's two runtime imports, b.py comes first by text.
     assert!(forward.contains(
-        "          CycleCandidate(a.py)\n            [rule rules/cycles.dl:35] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n            RuntimeDependsOn(a.py, b.py)\n"
+        "          CycleCandidate(a.py)\n            [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n            RuntimeDependsOn(a.py, b.py)\n"
     ));
 }
 

@@ -38,6 +38,7 @@ fn from_scratch(engine: &Engine) -> Engine {
 }
 
 fn assert_same_as_scratch(engine: &Engine) {
+    common::assert_stages_match_reference(engine);
     let fresh = from_scratch(engine);
     assert_eq!(relationships::all(engine), relationships::all(&fresh));
     assert_eq!(
@@ -280,4 +281,20 @@ fn randomized_edits_match_a_fresh_index() {
         engine.analyze();
         assert_same_as_scratch(&engine);
     }
+}
+
+/// Every fixture, evaluated in stages, derives what the reference program
+/// (all rules in one crepe program) derives: the `file` stage's rules only
+/// join what its inputs carry.
+#[test]
+fn staged_evaluation_matches_the_reference_program_on_every_fixture() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(fixtures).unwrap().flatten() {
+        if entry.path().is_dir() {
+            common::assert_stages_match_reference(&engine_at(&entry.path()));
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "{checked} fixtures");
 }

@@ -64,9 +64,9 @@ fn a_violation_is_explained_down_to_the_import_line_and_the_configuration() {
     assert_eq!(
         text,
         r#"LayerViolation(shop/infra/db.py, 2:11, shop/domain/orders.py, infra, domain)
-  [rule rules/layers.dl:12] LayerViolation(f, s, m, fl, ml) <- Imports(f, s, m), InLayer(f, fl), InLayer(m, ml), LayerAbove(ml, fl);
+  [rule rules/layers.dl:16] LayerViolation(f, s, m, fl, ml) <- Imports(f, s, m), InLayer(f, fl), InLayer(m, ml), LayerAbove(ml, fl);
   Imports(shop/infra/db.py, 2:11, shop/domain/orders.py)
-    [rule rules/relationships.dl:22] Imports(f, s, m) <- ImportStmt(f, s, m);
+    [rule rules/relationships.dl:26] Imports(f, s, m) <- ImportStmt(f, s, m);
     ImportStmt(shop/infra/db.py, 2:11, shop/domain/orders.py)
       [base shop/infra/db.py:2:11] import shop.domain.orders
   InLayer(shop/infra/db.py, infra)
@@ -89,7 +89,7 @@ fn an_import_downwards_is_no_violation_and_explain_says_which_premise_fails() {
     assert_eq!(
         text,
         r#"LayerViolation("shop/ui/views.py", _, _, _, _) does not hold.
-  [rule rules/layers.dl:12] LayerViolation(f, s, m, fl, ml) <- Imports(f, s, m), InLayer(f, fl), InLayer(m, ml), LayerAbove(ml, fl);
+  [rule rules/layers.dl:16] LayerViolation(f, s, m, fl, ml) <- Imports(f, s, m), InLayer(f, fl), InLayer(m, ml), LayerAbove(ml, fl);
     with f = shop/ui/views.py, m = shop/domain/orders.py, fl = ui, ml = domain
     holds: Imports(shop/ui/views.py, 1:5, shop/domain/orders.py)
     holds: InLayer(shop/ui/views.py, ui)

@@ -33,6 +33,7 @@ fn state(service: &Service) -> (Vec<(String, Vec<String>)>, Vec<String>) {
 }
 
 fn assert_same_as_scratch(live: &Live, context: &str) {
+    live.read(|s| common::assert_stages_match_reference(s.engine()));
     let incremental = live.read(state);
     let fresh = Service::open(live.root()).expect("fresh index");
     let scratch = state(&fresh);

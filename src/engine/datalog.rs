@@ -4,8 +4,18 @@
 use serde::Serialize;
 
 /// A project file or a marker, interned (see [`super::intern::Interner`]).
+/// The top bit marks a marker (`<stdlib:os>`, ...), so rules can tell
+/// project files from outside targets without a join.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Node(pub u32);
+
+impl Node {
+    pub const MARKER: u32 = 1 << 31;
+
+    pub fn is_marker(self) -> bool {
+        self.0 & Self::MARKER != 0
+    }
+}
 
 /// A Python name, interned. The top bit marks a private (`_`-prefixed)
 /// name, so rules can test privacy without a lookup.
@@ -178,9 +188,11 @@ fn sorted<T: Ord>(set: impl IntoIterator<Item = T>) -> Vec<T> {
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
-/// Runs the program over `facts`.
+/// The reference evaluation: every rule in one crepe program over all of
+/// `facts`. The engine runs the stages instead (`engine::db`); tests check
+/// that both derive the same relations.
 pub fn run(facts: &[InputFact]) -> Outputs {
-    evaluate(facts)
+    run_reference(facts, &Outputs::default())
 }
 
 /// Looks up a relation by name.

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::base_facts;
-use super::datalog::{self, InputFact, Outputs, TestModule};
+use super::datalog::{self, InputFact, Outputs, TestModule, Value};
 use super::intern::Interner;
 use super::layers::{self, Layer};
 use super::modules::ModuleIndex;
@@ -215,28 +215,163 @@ pub fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     layers::facts(db.interner(), project.layers(db), paths)
 }
 
-/// All base facts and the relations the rules derive from them.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Program {
-    pub facts: Vec<InputFact>,
-    pub outputs: Outputs,
+/// Project-level base facts (test modules, layers): facts about paths and
+/// configuration rather than one file's code.
+#[salsa::tracked(returns(ref))]
+pub fn project_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("project_facts", None);
+    let mut facts: Vec<InputFact> = test_modules(db, project)
+        .iter()
+        .chain(layer_facts(db, project))
+        .copied()
+        .collect();
+    facts.sort_unstable_by_key(|f| (f.first(), *f));
+    facts
 }
 
+/// Every base fact, sorted: what `query` and `explain` read for base
+/// relations. Computed only when asked, never on the update path.
 #[salsa::tracked(returns(ref))]
-pub fn program(db: &dyn Db, project: Project) -> Program {
-    db.log().executed("program", None);
+pub fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("all_facts", None);
     let mut facts: Vec<InputFact> = project
         .files(db)
         .iter()
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
-        .chain(test_modules(db, project).iter().copied())
-        .chain(layer_facts(db, project).iter().copied())
+        .chain(project_facts(db, project).iter().copied())
         .collect();
     facts.sort_unstable();
     facts.dedup();
+    facts
+}
+
+/// The facts a whole-project stage reads, from every file and the project.
+fn gathered(db: &dyn Db, project: Project, reads: fn(&InputFact) -> bool) -> Vec<InputFact> {
+    let mut facts: Vec<InputFact> = project
+        .files(db)
+        .iter()
+        .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
+        .chain(project_facts(db, project).iter().copied())
+        .filter(reads)
+        .collect();
+    facts.sort_unstable();
+    facts.dedup();
+    facts
+}
+
+/// What one stage program runs on.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct StageInputs {
+    pub facts: Vec<InputFact>,
+    /// Tuples of relations derived by earlier stages.
+    pub derived: Outputs,
+}
+
+fn timed(db: &dyn Db, run: impl FnOnce() -> Outputs) -> Outputs {
     let started = std::time::Instant::now();
-    let outputs = datalog::run(&facts);
+    let outputs = run();
     let ms = started.elapsed().as_secs_f64() * 1e3;
-    db.log().record(|r| r.datalog_ms = Some(ms));
-    Program { facts, outputs }
+    db.log().record(|r| *r.datalog_ms.get_or_insert(0.0) += ms);
+    outputs
+}
+
+/// Base facts of the `resolve` stage. A separate query so that an edit
+/// that changes none of them (a call, a plain import) stops here: equal
+/// inputs, and salsa reuses `resolve_stage`.
+#[salsa::tracked(returns(ref))]
+pub fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("resolve_inputs", None);
+    gathered(db, project, datalog::resolve_reads_fact)
+}
+
+/// The `resolve` stage (name resolution across modules) over all files.
+#[salsa::tracked(returns(ref))]
+pub fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
+    db.log().executed("resolve_stage", None);
+    let facts = resolve_inputs(db, project);
+    timed(db, || datalog::run_resolve(facts, &Outputs::default()))
+}
+
+/// What the `file` stage sees for one file: its own base facts, and the
+/// project-level facts and `resolve` tuples whose first argument occurs in
+/// them. Equal inputs let salsa skip the file's rules.
+#[salsa::tracked(returns(ref))]
+pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
+    db.log().executed("file_inputs", Some(file.path(db)));
+    let own = file_base_facts(db, project, file);
+    let mut keys: Vec<Value> = own.iter().flat_map(InputFact::values).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let project_facts = project_facts(db, project);
+    let mut facts: Vec<InputFact> = own
+        .iter()
+        .copied()
+        .filter(datalog::file_reads_fact)
+        .collect();
+    for key in &keys {
+        let start = project_facts.partition_point(|f| f.first() < *key);
+        facts.extend(
+            project_facts[start..]
+                .iter()
+                .take_while(|f| f.first() == *key)
+                .filter(|f| datalog::file_reads_fact(f)),
+        );
+    }
+    StageInputs {
+        facts,
+        derived: datalog::file_select_derived(resolve_stage(db, project), &keys),
+    }
+}
+
+/// The `file` stage for one file.
+#[salsa::tracked(returns(ref))]
+pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
+    db.log().executed("file_stage", Some(file.path(db)));
+    let inputs = file_inputs(db, project, file);
+    timed(db, || datalog::run_file(&inputs.facts, &inputs.derived))
+}
+
+/// What the `project` stage reads: base facts and the tuples of earlier
+/// stages, from every file.
+#[salsa::tracked(returns(ref))]
+pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
+    db.log().executed("project_inputs", None);
+    let mut derived = Outputs::default();
+    datalog::project_reads_derived(&mut derived, resolve_stage(db, project));
+    for &file in project.files(db) {
+        datalog::project_reads_derived(&mut derived, file_stage(db, project, file));
+    }
+    derived.normalize();
+    StageInputs {
+        facts: gathered(db, project, datalog::project_reads_fact),
+        derived,
+    }
+}
+
+/// The `project` stage (cycles, layers) over all files.
+#[salsa::tracked(returns(ref))]
+pub fn project_stage(db: &dyn Db, project: Project) -> Outputs {
+    db.log().executed("project_stage", None);
+    let inputs = project_inputs(db, project);
+    timed(db, || datalog::run_project(&inputs.facts, &inputs.derived))
+}
+
+/// Base facts and derived relations together, as `explain` reads them.
+#[derive(Clone, Copy)]
+pub struct Program<'a> {
+    pub facts: &'a [InputFact],
+    pub outputs: &'a Outputs,
+}
+
+/// Every derived relation: the union of the stages.
+#[salsa::tracked(returns(ref))]
+pub fn program(db: &dyn Db, project: Project) -> Outputs {
+    db.log().executed("program", None);
+    let mut outputs = resolve_stage(db, project).clone();
+    for &file in project.files(db) {
+        outputs.extend(file_stage(db, project, file));
+    }
+    outputs.extend(project_stage(db, project));
+    outputs.normalize();
+    outputs
 }

@@ -203,14 +203,14 @@ enum StepPremise {
 /// Explains tuples of one evaluated program. Tables and derivation heights
 /// are cached, so explaining many tuples (a dump) shares the work.
 pub struct Explainer<'p> {
-    program: &'p Program,
+    program: Program<'p>,
     interner: &'p Interner,
     tables: RefCell<FxHashMap<&'static str, Rc<Table>>>,
     known: RefCell<FxHashMap<Fact, Known>>,
 }
 
 impl<'p> Explainer<'p> {
-    pub fn new(program: &'p Program, interner: &'p Interner) -> Self {
+    pub fn new(program: Program<'p>, interner: &'p Interner) -> Self {
         Explainer {
             program,
             interner,

@@ -33,7 +33,7 @@ impl Interner {
         }
         let id = u32::try_from(table.strings.len())
             .ok()
-            .filter(|id| id & Sym::PRIVATE == 0)
+            .filter(|id| id & Sym::PRIVATE == 0 && id & Node::MARKER == 0)
             .expect("more than 2^31 interned strings");
         let text: Arc<str> = Arc::from(text);
         table.strings.push(text.clone());
@@ -58,7 +58,7 @@ impl Interner {
     }
 
     pub fn node(&self, path_or_marker: &str) -> Node {
-        Node(self.intern(path_or_marker))
+        node_for(path_or_marker, self.intern(path_or_marker))
     }
 
     pub fn sym(&self, name: &str) -> Sym {
@@ -66,7 +66,7 @@ impl Interner {
     }
 
     pub fn node_text(&self, node: Node) -> Arc<str> {
-        self.lookup(node.0)
+        self.lookup(node.0 & !Node::MARKER)
     }
 
     pub fn sym_text(&self, sym: Sym) -> Arc<str> {
@@ -75,11 +75,20 @@ impl Interner {
 
     /// The node for `text` if it was ever interned; never creates one.
     pub fn find_node(&self, text: &str) -> Option<Node> {
-        self.find(text).map(Node)
+        Some(node_for(text, self.find(text)?))
     }
 
     pub fn find_sym(&self, text: &str) -> Option<Sym> {
         Some(sym_for(text, self.find(text)?))
+    }
+}
+
+/// A node's id with the marker bit set for markers.
+fn node_for(text: &str, id: u32) -> Node {
+    if is_marker(text) {
+        Node(id | Node::MARKER)
+    } else {
+        Node(id)
     }
 }
 

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use salsa::{Durability, Setter};
 
+use self::datalog::Outputs;
 use self::db::{Database, Program, Project, SourceFile};
 use self::intern::Interner;
 pub use self::test_modules::TestPatterns;
@@ -219,7 +220,7 @@ impl Engine {
     /// Computes every file's facts (on all cores when many are new), then
     /// the Datalog program.
     /// Queries are memoized, so this only does what is out of date.
-    pub fn analyze(&mut self) -> &Program {
+    pub fn analyze(&mut self) -> &Outputs {
         if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
             let files: Vec<SourceFile> = self.files.values().copied().collect();
             let project = self.project;
@@ -228,12 +229,30 @@ impl Engine {
                 .for_each_with(self.db.clone(), |db, &file| {
                     db::file_base_facts(db, project, file);
                 });
+            // Resolution first (one program over all files), then each
+            // file's rules, again on all cores.
+            db::resolve_stage(&self.db, project);
+            files
+                .par_iter()
+                .for_each_with(self.db.clone(), |db, &file| {
+                    db::file_stage(db, project, file);
+                });
         }
         db::program(&self.db, self.project)
     }
 
-    pub fn program(&self) -> &Program {
+    /// Every derived relation, up to date with the inputs.
+    pub fn outputs(&self) -> &Outputs {
         db::program(&self.db, self.project)
+    }
+
+    /// Base facts and derived relations, for explanations and queries over
+    /// base relations (gathering every base fact is kept off the update path).
+    pub fn program(&self) -> Program<'_> {
+        Program {
+            facts: db::all_facts(&self.db, self.project),
+            outputs: self.outputs(),
+        }
     }
 
     pub fn facts(&self, path: &str) -> Option<&ModuleFacts> {

@@ -648,11 +648,11 @@ type Tuple = (&'static str, Vec<Value>);
 
 /// The dump of `files` (root-relative paths).
 pub fn dump<'e>(engine: &'e Engine, files: Vec<String>) -> Dump<'e> {
-    let program = engine.program();
+    let outputs = engine.outputs();
     // Every @output tuple by its first argument, in catalogue order.
     let mut by_first: FxHashMap<Value, Vec<Tuple>> = FxHashMap::default();
     for relation in RELATIONS.iter().filter(|r| r.kind == RelationKind::Output) {
-        for tuple in program.outputs.tuples(relation.name).unwrap_or_default() {
+        for tuple in outputs.tuples(relation.name).unwrap_or_default() {
             if let Some(first) = tuple.first() {
                 by_first
                     .entry(*first)

@@ -277,7 +277,7 @@ impl Service {
     }
 
     fn usage_index(&self) -> UsageIndex {
-        let outputs = &self.engine.program().outputs;
+        let outputs = self.engine.outputs();
         let uses = outputs
             .calls
             .iter()
@@ -499,10 +499,9 @@ impl Service {
     /// One shortest cycle per group of files that import each other in a
     /// circle, starting and ending at the group's first file by path.
     pub fn cycles(&self) -> Vec<Vec<String>> {
-        let program = self.engine.program();
         let interner = self.engine.interner();
         let mut adjacency: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for edge in &program.outputs.cycle_edge {
+        for edge in &self.engine.outputs().cycle_edge {
             let from = interner.node_text(edge.0).to_string();
             let to = interner.node_text(edge.1).to_string();
             adjacency.entry(from).or_default().insert(to);

@@ -153,8 +153,7 @@ pub(crate) fn derived(engine: &Engine) -> BTreeMap<&'static str, DerivedRelation
         .filter(|r| r.kind == RelationKind::Output && !EXPORTED_ELSEWHERE.contains(&r.name))
         .map(|r| {
             let tuples = engine
-                .program()
-                .outputs
+                .outputs()
                 .tuples(r.name)
                 .unwrap_or_default()
                 .iter()

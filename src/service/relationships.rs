@@ -36,8 +36,7 @@ pub fn all(engine: &Engine) -> Vec<Relationship> {
 
 /// Renders the relationships `filter` keeps, without rendering the others.
 pub fn select(engine: &Engine, filter: Filter) -> Vec<Relationship> {
-    let program = engine.program();
-    let outputs = &program.outputs;
+    let outputs = engine.outputs();
     let renderer = Renderer {
         engine,
         owners: Default::default(),
@@ -93,7 +92,7 @@ pub fn select(engine: &Engine, filter: Filter) -> Vec<Relationship> {
 
 /// Relationship counts by type, without rendering any relationship.
 pub fn counts(engine: &Engine) -> std::collections::BTreeMap<&'static str, usize> {
-    let outputs = &engine.program().outputs;
+    let outputs = engine.outputs();
     let certain_sites = |tuples: Vec<(Node, Site)>| {
         let mut per_site: FxHashMap<(Node, Site), usize> = FxHashMap::default();
         for key in tuples {

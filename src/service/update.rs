@@ -84,7 +84,7 @@ impl Service {
             };
             let interner = self.engine.interner();
             let node = interner.node(&file);
-            let outputs = &self.engine.program().outputs;
+            let outputs = self.engine.outputs();
             let others: Box<dyn Iterator<Item = Node>> = if dependents {
                 Box::new(
                     outputs

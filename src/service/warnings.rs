@@ -206,7 +206,7 @@ pub struct Warnings {
 
 impl Warnings {
     pub fn compute(engine: &Engine, suppression: &Suppression) -> Warnings {
-        let outputs = &engine.program().outputs;
+        let outputs = engine.outputs();
         let renderer = Renderer {
             engine,
             cycle_edges: cycle_adjacency(engine),
@@ -379,7 +379,7 @@ impl Renderer<'_> {
     /// The import at `site` leads to a module on a cycle back to `file`:
     /// the shortest such cycle, as paths, `file` first and last.
     fn cycle_through(&self, file: Node, site: Site) -> Option<Vec<String>> {
-        let imports = &self.engine.program().outputs.imports;
+        let imports = &self.engine.outputs().imports;
         let start = imports.partition_point(|t| (t.0, t.1) < (file, site));
         let target = imports.get(start).filter(|t| (t.0, t.1) == (file, site))?.2;
         let mut previous: FxHashMap<Node, Node> = FxHashMap::default();
@@ -419,7 +419,7 @@ impl Renderer<'_> {
 
 fn cycle_adjacency(engine: &Engine) -> BTreeMap<Node, Vec<Node>> {
     let mut adjacency: BTreeMap<Node, Vec<Node>> = BTreeMap::new();
-    for edge in &engine.program().outputs.cycle_edge {
+    for edge in &engine.outputs().cycle_edge {
         adjacency.entry(edge.0).or_default().push(edge.1);
     }
     adjacency

@@ -114,3 +114,18 @@ pub fn rendered_outputs(engine: &Engine) -> Vec<(String, Vec<String>)> {
         })
         .collect()
 }
+
+/// The engine evaluates the rules in stages (resolve, per file, project);
+/// they must derive exactly what one program with every rule derives.
+pub fn assert_stages_match_reference(engine: &Engine) {
+    let reference = xfile::engine::datalog::run(engine.program().facts);
+    let staged = engine.outputs();
+    for relation in RELATIONS.iter().filter(|r| r.kind != RelationKind::Input) {
+        assert_eq!(
+            staged.tuples(relation.name),
+            reference.tuples(relation.name),
+            "{} differs between the staged and the reference evaluation",
+            relation.name
+        );
+    }
+}
