@@ -6,8 +6,8 @@
 //! (`@input`/`@output`/plain `struct Name(pub Type, ...);`, each optionally
 //! preceded by a `/// Name(arg, ...): what it means` doc line) and rules
 //! (`Head(..) <- Body, ...;`). `//` comments are kept out of the program,
-//! except `// stage: resolve|file|project`, which says when the file's rules
-//! run (see `Stage`; `project` if absent).
+//! except `// stage: resolve|file|project|report`, which says when the
+//! file's rules run (see `Stage`; `project` if absent).
 //!
 //! Each stage is its own crepe program: it reads base facts and the
 //! relations of earlier stages as inputs and derives its own. The engine
@@ -39,15 +39,18 @@ struct Rule {
 
 /// When a rule runs. `file` rules see one file's base facts, the
 /// project-level facts and the earlier stages' tuples whose first argument
-/// occurs in that file's facts; the others see everything.
+/// occurs in that file's facts; the others see everything. `report` runs
+/// after `project`, so that whole-project results (cycles) are recomputed
+/// only when what they rest on changed, not when a site moved.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Stage {
     Resolve,
     File,
     Project,
+    Report,
 }
 
-const STAGES: [Stage; 3] = [Stage::Resolve, Stage::File, Stage::Project];
+const STAGES: [Stage; 4] = [Stage::Resolve, Stage::File, Stage::Project, Stage::Report];
 
 impl Stage {
     fn name(self) -> &'static str {
@@ -55,6 +58,7 @@ impl Stage {
             Stage::Resolve => "resolve",
             Stage::File => "file",
             Stage::Project => "project",
+            Stage::Report => "report",
         }
     }
 }
@@ -114,8 +118,9 @@ fn parse_file(
                 "resolve" => Stage::Resolve,
                 "file" => Stage::File,
                 "project" => Stage::Project,
+                "report" => Stage::Report,
                 other => panic!(
-                    "{file}:{line_no}: unknown stage `{other}`; use resolve, file or project"
+                    "{file}:{line_no}: unknown stage `{other}`; use resolve, file, project or report"
                 ),
             };
             continue;

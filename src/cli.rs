@@ -282,9 +282,16 @@ fn print_update(out: &mut impl Write, r: &UpdateReport) -> std::io::Result<()> {
         .collect();
     writeln!(out, "  reused:   {}", reused.join(", "))?;
     let d = &r.durations;
-    let datalog = match r.queries.datalog_ms {
-        Some(ms) => format!("re-ran in {ms:.1} ms"),
-        None => "not re-run".into(),
+    let datalog = if r.datalog_rerun {
+        let stages: Vec<String> = r
+            .queries
+            .datalog_ms
+            .iter()
+            .map(|(stage, ms)| format!("{stage} {ms:.1} ms"))
+            .collect();
+        format!("re-ran: {}", stages.join(", "))
+    } else {
+        "not re-run".into()
     };
     writeln!(
         out,

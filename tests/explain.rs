@@ -192,10 +192,10 @@ fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
             with m = lib/helpers.py, n = not_exported
             holds: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
             fails: !HasAll(lib/helpers.py): the rule requires this tuple to be absent, and it holds
-  [rule rules/relationships.dl:31] Calls(f, s, m, n) <- CallRef(f, s, m, n), External(m);
+  [rule rules/relationships.dl:31] Calls(f, s, m, n) <- CallRef(f, s, m, n), (m.is_external());
     with f = consumer.py, m = consumer.py, n = not_exported
     holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
-    fails: External(consumer.py): no such tuple
+    fails: (m.is_external()): the condition is false for these bindings
 "#
     );
 }

@@ -37,6 +37,8 @@ fn imports_from_a_lower_layer_into_a_higher_one_are_violations() {
             ]),
         ])
     );
+    // Found file by file, exactly as one program over everything finds them.
+    common::assert_stages_match_reference(service.engine());
 }
 
 #[test]

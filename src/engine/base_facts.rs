@@ -245,13 +245,10 @@ impl Builder<'_> {
                 }
             }
             DunderAll::Dynamic => self.facts.push(InputFact::HasAll(HasAll(self.me))),
-            DunderAll::Absent => {
-                for name in seen.iter().filter(|n| !n.starts_with('_')) {
-                    let sym = self.interner.sym(name);
-                    self.facts
-                        .push(InputFact::StarExport(StarExport(self.me, sym)));
-                }
-            }
+            // Without `__all__`, a star import takes every public name, which
+            // a rule derives from what resolves (rules/resolution.dl): names
+            // that resolve to nothing would relate nothing anyway.
+            DunderAll::Absent => {}
         }
     }
 

@@ -4,16 +4,25 @@
 use serde::Serialize;
 
 /// A project file or a marker, interned (see [`super::intern::Interner`]).
-/// The top bit marks a marker (`<stdlib:os>`, ...), so rules can tell
-/// project files from outside targets without a join.
+/// Two high bits classify markers, so rules can tell project files from
+/// outside targets without a join (a join would tie each file's rules to
+/// facts from every other file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Node(pub u32);
 
 impl Node {
+    /// Any marker: `<stdlib:os>`, `<unresolved:x>`, `<namespace:pkg>`, ...
     pub const MARKER: u32 = 1 << 31;
+    /// A marker for a module or name outside the project that exists
+    /// (`<stdlib:…>`, `<third-party:…>`, `<builtin:…>`): what `External` lists.
+    pub const EXTERNAL: u32 = 1 << 30;
 
     pub fn is_marker(self) -> bool {
         self.0 & Self::MARKER != 0
+    }
+
+    pub fn is_external(self) -> bool {
+        self.0 & Self::EXTERNAL != 0
     }
 }
 

@@ -72,8 +72,9 @@ pub struct Recomputation {
     /// whose inputs are all of a durability that did not change are reused
     /// without being visited, so they do not appear here.
     pub reused: BTreeMap<String, usize>,
-    /// Time spent evaluating the Datalog program, if it re-ran.
-    pub datalog_ms: Option<f64>,
+    /// Time spent evaluating rules, by stage query (`resolve_stage`,
+    /// `file_stage`, `project_stage`); empty if no rules re-ran.
+    pub datalog_ms: BTreeMap<String, f64>,
 }
 
 /// Collects a [`Recomputation`] between `start` and `take`. Every tracked
@@ -245,18 +246,17 @@ pub fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     facts
 }
 
-/// The facts a whole-project stage reads, from every file and the project.
+/// The facts a whole-project stage reads, from every file and the project,
+/// in file order: deterministic, so equal facts give an equal vector and
+/// salsa can stop there (crepe needs no order and drops duplicates).
 fn gathered(db: &dyn Db, project: Project, reads: fn(&InputFact) -> bool) -> Vec<InputFact> {
-    let mut facts: Vec<InputFact> = project
+    project
         .files(db)
         .iter()
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
         .chain(project_facts(db, project).iter().copied())
         .filter(reads)
-        .collect();
-    facts.sort_unstable();
-    facts.dedup();
-    facts
+        .collect()
 }
 
 /// What one stage program runs on.
@@ -267,11 +267,13 @@ pub struct StageInputs {
     pub derived: Outputs,
 }
 
-fn timed(db: &dyn Db, run: impl FnOnce() -> Outputs) -> Outputs {
+fn timed(db: &dyn Db, stage: &str, run: impl FnOnce() -> Outputs) -> Outputs {
     let started = std::time::Instant::now();
     let outputs = run();
     let ms = started.elapsed().as_secs_f64() * 1e3;
-    db.log().record(|r| *r.datalog_ms.get_or_insert(0.0) += ms);
+    db.log().record(|r| {
+        *r.datalog_ms.entry(stage.to_string()).or_default() += ms;
+    });
     outputs
 }
 
@@ -289,37 +291,81 @@ pub fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
 pub fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolve_stage", None);
     let facts = resolve_inputs(db, project);
-    timed(db, || datalog::run_resolve(facts, &Outputs::default()))
+    timed(db, "resolve_stage", || {
+        datalog::run_resolve(facts, &Outputs::default())
+    })
 }
 
-/// What the `file` stage sees for one file: its own base facts, and the
-/// project-level facts and `resolve` tuples whose first argument occurs in
-/// them. Equal inputs let salsa skip the file's rules.
+/// The `resolve` tuples the `file` stage reads: a query of its own so that
+/// a change to the others (say, what a module exports) re-runs no file.
+#[salsa::tracked(returns(ref))]
+pub fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
+    db.log().executed("resolved_for_files", None);
+    let mut derived = Outputs::default();
+    datalog::file_reads_derived(&mut derived, resolve_stage(db, project));
+    derived
+}
+
+/// Every value in a file's base facts, sorted: what ties other tuples to it.
+#[salsa::tracked(returns(ref))]
+pub fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Value> {
+    let mut keys: Vec<Value> = file_base_facts(db, project, file)
+        .iter()
+        .flat_map(InputFact::values)
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The base facts the `file` stage sees for one file: its own, and the
+/// project-level facts whose first argument occurs in them, or in those
+/// (one step further, for joins such as a layer's rank).
+#[salsa::tracked(returns(ref))]
+pub fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
+    let keys = file_keys(db, project, file);
+    let project_facts = project_facts(db, project);
+    let keyed = |keys: &[Value]| -> Vec<InputFact> {
+        keys.iter()
+            .flat_map(|key| {
+                let start = project_facts.partition_point(|f| f.first() < *key);
+                project_facts[start..]
+                    .iter()
+                    .take_while(move |f| f.first() == *key)
+            })
+            .copied()
+            .collect()
+    };
+    let first = keyed(keys);
+    let mut further: Vec<Value> = first
+        .iter()
+        .flat_map(InputFact::values)
+        .filter(|v| keys.binary_search(v).is_err())
+        .collect();
+    further.sort_unstable();
+    further.dedup();
+    let mut context: Vec<InputFact> = first.into_iter().chain(keyed(&further)).collect();
+    context.sort_unstable();
+    context.dedup();
+    file_base_facts(db, project, file)
+        .iter()
+        .copied()
+        .chain(context)
+        .filter(datalog::file_reads_fact)
+        .collect()
+}
+
+/// What the `file` stage sees for one file: [`file_context`] and the
+/// `resolve` tuples whose first argument occurs in the file's facts. Equal
+/// inputs let salsa skip the file's rules. `tests/incremental.rs` checks on
+/// every fixture that this is all the file rules need.
 #[salsa::tracked(returns(ref))]
 pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
     db.log().executed("file_inputs", Some(file.path(db)));
-    let own = file_base_facts(db, project, file);
-    let mut keys: Vec<Value> = own.iter().flat_map(InputFact::values).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let project_facts = project_facts(db, project);
-    let mut facts: Vec<InputFact> = own
-        .iter()
-        .copied()
-        .filter(datalog::file_reads_fact)
-        .collect();
-    for key in &keys {
-        let start = project_facts.partition_point(|f| f.first() < *key);
-        facts.extend(
-            project_facts[start..]
-                .iter()
-                .take_while(|f| f.first() == *key)
-                .filter(|f| datalog::file_reads_fact(f)),
-        );
-    }
+    let keys = file_keys(db, project, file);
     StageInputs {
-        facts,
-        derived: datalog::file_select_derived(resolve_stage(db, project), &keys),
+        facts: file_context(db, project, file).clone(),
+        derived: datalog::file_select_derived(resolved_for_files(db, project), keys),
     }
 }
 
@@ -328,7 +374,9 @@ pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInpu
 pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_stage", Some(file.path(db)));
     let inputs = file_inputs(db, project, file);
-    timed(db, || datalog::run_file(&inputs.facts, &inputs.derived))
+    timed(db, "file_stage", || {
+        datalog::run_file(&inputs.facts, &inputs.derived)
+    })
 }
 
 /// What the `project` stage reads: base facts and the tuples of earlier
@@ -353,7 +401,36 @@ pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
 pub fn project_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("project_stage", None);
     let inputs = project_inputs(db, project);
-    timed(db, || datalog::run_project(&inputs.facts, &inputs.derived))
+    timed(db, "project_stage", || {
+        datalog::run_project(&inputs.facts, &inputs.derived)
+    })
+}
+
+/// What the `report` stage reads: base facts and earlier stages' tuples.
+#[salsa::tracked(returns(ref))]
+pub fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
+    db.log().executed("report_inputs", None);
+    let mut derived = Outputs::default();
+    datalog::report_reads_derived(&mut derived, resolve_stage(db, project));
+    for &file in project.files(db) {
+        datalog::report_reads_derived(&mut derived, file_stage(db, project, file));
+    }
+    datalog::report_reads_derived(&mut derived, project_stage(db, project));
+    derived.normalize();
+    StageInputs {
+        facts: gathered(db, project, datalog::report_reads_fact),
+        derived,
+    }
+}
+
+/// The `report` stage (warnings on whole-project results) over all files.
+#[salsa::tracked(returns(ref))]
+pub fn report_stage(db: &dyn Db, project: Project) -> Outputs {
+    db.log().executed("report_stage", None);
+    let inputs = report_inputs(db, project);
+    timed(db, "report_stage", || {
+        datalog::run_report(&inputs.facts, &inputs.derived)
+    })
 }
 
 /// Base facts and derived relations together, as `explain` reads them.
@@ -368,10 +445,18 @@ pub struct Program<'a> {
 pub fn program(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("program", None);
     let mut outputs = resolve_stage(db, project).clone();
-    for &file in project.files(db) {
+    // In node order, most relations (keyed by their file) come out sorted.
+    let mut files: Vec<(super::datalog::Node, SourceFile)> = project
+        .files(db)
+        .iter()
+        .map(|&file| (db.interner().node(file.path(db)), file))
+        .collect();
+    files.sort_unstable_by_key(|(node, _)| *node);
+    for (_, file) in files {
         outputs.extend(file_stage(db, project, file));
     }
     outputs.extend(project_stage(db, project));
+    outputs.extend(report_stage(db, project));
     outputs.normalize();
     outputs
 }

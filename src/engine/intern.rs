@@ -33,8 +33,8 @@ impl Interner {
         }
         let id = u32::try_from(table.strings.len())
             .ok()
-            .filter(|id| id & Sym::PRIVATE == 0 && id & Node::MARKER == 0)
-            .expect("more than 2^31 interned strings");
+            .filter(|id| id & (Sym::PRIVATE | Node::MARKER | Node::EXTERNAL) == 0)
+            .expect("more than 2^30 interned strings");
         let text: Arc<str> = Arc::from(text);
         table.strings.push(text.clone());
         table.ids.insert(text, id);
@@ -66,7 +66,7 @@ impl Interner {
     }
 
     pub fn node_text(&self, node: Node) -> Arc<str> {
-        self.lookup(node.0 & !Node::MARKER)
+        self.lookup(node.0 & !(Node::MARKER | Node::EXTERNAL))
     }
 
     pub fn sym_text(&self, sym: Sym) -> Arc<str> {
@@ -83,9 +83,12 @@ impl Interner {
     }
 }
 
-/// A node's id with the marker bit set for markers.
+/// A node's id with the marker bits set for markers.
 fn node_for(text: &str, id: u32) -> Node {
-    if is_marker(text) {
+    const EXTERNAL: &[&str] = &["<stdlib:", "<third-party:", "<builtin:"];
+    if EXTERNAL.iter().any(|prefix| text.starts_with(prefix)) {
+        Node(id | Node::MARKER | Node::EXTERNAL)
+    } else if is_marker(text) {
         Node(id | Node::MARKER)
     } else {
         Node(id)

@@ -254,7 +254,7 @@ impl Service {
         self.engine.analyze();
         report.durations.analyze_ms = elapsed_ms(phase);
         report.queries = self.engine.take_executions();
-        report.datalog_rerun = report.queries.datalog_ms.is_some();
+        report.datalog_rerun = !report.queries.datalog_ms.is_empty();
         report.durations.total_ms = elapsed_ms(started);
         report.finished_at = rfc3339(SystemTime::now());
         report
