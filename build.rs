@@ -412,6 +412,21 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     .unwrap();
     writeln!(
         out,
+        "    /// Every value of every tuple, in no particular order.\n    pub fn tuples_values(&self) -> impl Iterator<Item = Value> + '_ {{\n        std::iter::empty()"
+    )
+    .unwrap();
+    for r in &outputs {
+        writeln!(
+            out,
+            "            .chain(self.{}.iter().flat_map(|t| [{}]))",
+            snake(&r.name),
+            fields(r, "t")
+        )
+        .unwrap();
+    }
+    writeln!(out, "    }}\n").unwrap();
+    writeln!(
+        out,
         "    /// Appends every tuple of `other`; [`Outputs::normalize`] restores the order."
     )
     .unwrap();

@@ -389,3 +389,44 @@ fn a_very_long_reexport_chain_explains_without_overflow() {
     );
     assert_eq!(text.matches("[base m").count(), LENGTH + 1);
 }
+
+/// A warning (issue 5) is a derived tuple like any other: its tree ends at
+/// the dynamic pattern's source line (FR-42: no relationship comes of it).
+#[test]
+fn a_warning_is_explained_down_to_the_dynamic_code() {
+    assert_eq!(
+        explain(
+            "warnings_patterns",
+            r#"Warning("app/execution.py", "2:4", exec_eval)"#
+        ),
+        r#"
+Warning(app/execution.py, 2:4, exec_eval)
+  [rule rules/warnings.dl:21] Warning(f, s, p) <- DynamicSite(f, s, p), !TestModule(f);
+  DynamicSite(app/execution.py, 2:4, exec_eval)
+    [base app/execution.py:2:4] exec(code)
+  !TestModule(app/execution.py)
+    [absent]
+
+"#
+        .trim_start()
+    );
+}
+
+/// DD-3: exec in a test module is expected, and the explanation says so.
+#[test]
+fn a_warning_left_out_in_a_test_module_is_a_near_miss_that_says_why() {
+    let text = explain(
+        "warnings_patterns",
+        r#"Warning("tests/test_dynamic_patterns.py", "24:4", exec_eval)"#,
+    );
+    assert!(
+        text.contains(
+            "    holds: DynamicSite(tests/test_dynamic_patterns.py, 24:4, exec_eval)\n    fails: !TestModule(tests/test_dynamic_patterns.py): the rule requires this tuple to be absent, and it holds\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("    fails: (!matches!(p, Pattern::DynamicDispatch | Pattern::MonkeyPatching | Pattern::ExecEval | Pattern::Decorator)): the condition is false for these bindings\n"),
+        "{text}"
+    );
+}

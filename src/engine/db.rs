@@ -318,13 +318,10 @@ pub fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Value> 
     keys
 }
 
-/// The base facts the `file` stage sees for one file: its own, and the
-/// project-level facts whose first argument occurs in them, or in those
-/// (one step further, for joins such as a layer's rank).
-#[salsa::tracked(returns(ref))]
-pub fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
-    let keys = file_keys(db, project, file);
-    let project_facts = project_facts(db, project);
+/// The project-level facts whose first argument is one of `keys`, or
+/// occurs in one of those (one step further, for joins such as a layer's
+/// rank), sorted.
+fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact> {
     let keyed = |keys: &[Value]| -> Vec<InputFact> {
         keys.iter()
             .flat_map(|key| {
@@ -347,26 +344,33 @@ pub fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Inpu
     let mut context: Vec<InputFact> = first.into_iter().chain(keyed(&further)).collect();
     context.sort_unstable();
     context.dedup();
-    file_base_facts(db, project, file)
-        .iter()
-        .copied()
-        .chain(context)
-        .filter(datalog::file_reads_fact)
-        .collect()
+    context
 }
 
-/// What the `file` stage sees for one file: [`file_context`] and the
-/// `resolve` tuples whose first argument occurs in the file's facts. Equal
-/// inputs let salsa skip the file's rules. `tests/incremental.rs` checks on
-/// every fixture that this is all the file rules need.
+/// What the `file` stage sees for one file: its own base facts; the
+/// `resolve` tuples whose first argument occurs in them; and the
+/// project-level facts about any value of those (so a rule can ask whether
+/// the file a call resolves to is a test module). Equal inputs let salsa
+/// skip the file's rules. `tests/incremental.rs` checks on every fixture
+/// that this is all the file rules need.
 #[salsa::tracked(returns(ref))]
 pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
     db.log().executed("file_inputs", Some(file.path(db)));
-    let keys = file_keys(db, project, file);
-    StageInputs {
-        facts: file_context(db, project, file).clone(),
-        derived: datalog::file_select_derived(resolved_for_files(db, project), keys),
-    }
+    let own_keys = file_keys(db, project, file);
+    let derived = datalog::file_select_derived(resolved_for_files(db, project), own_keys);
+    let mut keys: Vec<Value> = derived
+        .tuples_values()
+        .chain(own_keys.iter().copied())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let facts = file_base_facts(db, project, file)
+        .iter()
+        .copied()
+        .chain(project_context(project_facts(db, project), &keys))
+        .filter(datalog::file_reads_fact)
+        .collect();
+    StageInputs { facts, derived }
 }
 
 /// The `file` stage for one file.

@@ -328,9 +328,10 @@ impl<'e> Renderer<'e> {
         &self,
         relation: &datalog::RelationInfo,
         args: &[Option<String>],
-    ) -> (Vec<Option<Value>>, Vec<String>) {
+    ) -> (Vec<Option<Value>>, Vec<String>, bool) {
         let interner = self.engine.interner();
         let mut unknown = Vec::new();
+        let mut ambiguous = false;
         let mut file: Option<String> = None;
         let mut values = Vec::new();
         for (ty, arg) in relation.types.iter().zip(args) {
@@ -344,16 +345,19 @@ impl<'e> Renderer<'e> {
                     interner.find_node(text).map(Value::Node)
                 }
                 "Sym" => interner.find_sym(text).map(Value::Sym),
-                _ => file
-                    .as_deref()
-                    .and_then(|f| find_site(self.engine, f, text)),
+                "Pattern" => datalog::Pattern::from_name(text).map(Value::Pattern),
+                _ => file.as_deref().and_then(|f| {
+                    let (site, several) = find_site(self.engine, f, text)?;
+                    ambiguous |= several;
+                    Some(site)
+                }),
             };
             if value.is_none() {
                 unknown.push(text.clone());
             }
             values.push(value);
         }
-        (values, unknown)
+        (values, unknown, ambiguous)
     }
 }
 
@@ -389,20 +393,20 @@ fn line_text(engine: &Engine, file: &str, line: u32) -> Option<String> {
 }
 
 /// The site of `file` at `line:column`, if exactly one site is there.
-fn find_site(engine: &Engine, file: &str, position: &str) -> Option<Value> {
+/// The site of `file` at `position` (`line:column`), and whether several
+/// sites share that position.
+fn find_site(engine: &Engine, file: &str, position: &str) -> Option<(Value, bool)> {
     let (line, column) = position.split_once(':')?;
     let (line, column): (u32, u32) = (line.trim().parse().ok()?, column.trim().parse().ok()?);
     let facts = engine.facts(file)?;
-    let mut at = facts
-        .sites
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.line == line && s.column == column)
-        .map(|(i, _)| i);
-    match (at.next(), at.next()) {
-        (Some(index), None) => Some(Value::Site(Site(u32::try_from(index).ok()?))),
-        _ => None,
-    }
+    // Several facts can start at one position (a call that is also a
+    // dynamic pattern), each with its own site; the last one recorded is
+    // the most specific (the front end records a call before what it finds
+    // inside it).
+    let at = |s: &&crate::python::Site| s.line == line && s.column == column;
+    let index = facts.sites.iter().rposition(|s| at(&s))?;
+    let several = facts.sites.iter().filter(at).count() > 1;
+    Some((Value::Site(Site(u32::try_from(index).ok()?)), several))
 }
 
 /// Orders tuples by their rendering: ids follow interning order, which
@@ -431,11 +435,11 @@ fn text_key(engine: &Engine, values: &[Value]) -> Vec<(u32, std::sync::Arc<str>)
 pub fn explain(engine: &Engine, pattern: &str) -> Result<Explanation, QueryError> {
     let (relation, args) = query::resolve(pattern)?;
     let renderer = Renderer::new(engine);
-    let (values, unknown) = renderer.constants(relation, &args);
+    let (values, unknown, ambiguous) = renderer.constants(relation, &args);
     // With every constant known, the engine's indexed lookup finds the
-    // tuples; otherwise (a site without its file, say) match renderings,
-    // as `query` does.
-    let matching: Vec<Vec<Value>> = if unknown.is_empty() {
+    // tuples; otherwise (a site without its file, or a position several
+    // sites share) match renderings, as `query` does.
+    let matching: Vec<Vec<Value>> = if unknown.is_empty() && !ambiguous {
         renderer
             .explainer
             .matching(relation.name, &values)
