@@ -68,7 +68,12 @@ enum Command {
     /// Watch the tree and print, for each update, what was recomputed and
     /// what was reused (the MCP tool explain_recomputation, live), until
     /// interrupted.
-    Watch,
+    Watch {
+        /// Also write, per update, its recomputation trace and the
+        /// derivations of the changed files to DIR/update-<n>/.
+        #[arg(long, value_name = "DIR")]
+        dump: Option<PathBuf>,
+    },
 }
 
 /// A failure with the exit status it maps to: 2 for what the user can fix
@@ -175,9 +180,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
         Command::Serve => {}
-        Command::Watch => {
+        Command::Watch { dump } => {
             drop(out);
-            watch(service, cli.json);
+            watch(service, cli.json, dump);
         }
         Command::Explain {
             target,
@@ -227,8 +232,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 /// Runs the watcher until the process is interrupted.
-fn watch(service: Service, json: bool) -> ! {
+fn watch(service: Service, json: bool, dump: Option<PathBuf>) -> ! {
     let live = std::sync::Arc::new(Live::new(service));
+    let dumped = live.clone();
     let watcher = Watch::start(live, watch::Options::default(), move |report| {
         let mut out = std::io::stdout().lock();
         let _ = if json {
@@ -239,6 +245,11 @@ fn watch(service: Service, json: bool) -> ! {
             print_update(&mut out, report)
         };
         let _ = out.flush();
+        if let Some(dir) = &dump
+            && let Err(error) = dump_update(&dumped, report, dir)
+        {
+            eprintln!("xfile: cannot write the dump to {}: {error}", dir.display());
+        }
     });
     // The first status is settled once the initial catch-up walk is done.
     std::thread::sleep(Duration::from_millis(200));
@@ -250,6 +261,28 @@ fn watch(service: Service, json: bool) -> ! {
     loop {
         std::thread::park();
     }
+}
+
+/// Writes `DIR/update-<n>/recomputation.{json,txt}` and the derivations of
+/// the files the update added or modified (as `explain --dump` does).
+fn dump_update(live: &Live, report: &UpdateReport, dir: &std::path::Path) -> std::io::Result<()> {
+    let dir = dir.join(format!("update-{}", report.update));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("recomputation.json"),
+        serde_json::to_string_pretty(report).map_err(std::io::Error::other)? + "\n",
+    )?;
+    let mut text = Vec::new();
+    print_update(&mut text, report)?;
+    std::fs::write(dir.join("recomputation.txt"), text)?;
+    for file in report.added.iter().chain(&report.modified) {
+        live.read(|s| match s.explain_dump(Some(file)) {
+            Ok(dump) => dump.write(&dir).map(drop),
+            // Gone again since the update: nothing to explain.
+            Err(_) => Ok(()),
+        })?;
+    }
+    Ok(())
 }
 
 fn print_update(out: &mut impl Write, r: &UpdateReport) -> std::io::Result<()> {

@@ -531,3 +531,60 @@ fn a_settings_change_re_indexes_and_matches_a_fresh_index() {
     assert!(!live.read(|s| s.engine().contains("tools/report.py")));
     assert_same_as_scratch(&live, "after a configuration change");
 }
+
+/// `xfile watch --dump DIR`: per update, the recomputation trace and the
+/// derivations of the changed files (issue "explain", item 4).
+#[test]
+fn watch_dump_writes_recomputation_traces_and_derivations() {
+    let dir = common::copy_fixture("live_edits");
+    let root = dir.path().canonicalize().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["watch", "--dump"])
+        .arg(out.path())
+        .arg("--root")
+        .arg(&root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("watch starts");
+    // Written until the watcher has seen it: it may start after the write.
+    let trace = || {
+        std::fs::read_dir(out.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("recomputation.json"))
+            .find(|p| p.exists())
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut n = 0;
+    while trace().is_none() && Instant::now() < deadline {
+        n += 1;
+        std::fs::write(
+            root.join("main.py"),
+            format!("import shop\n\nshop.price({n})\n"),
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let trace = trace().expect("a recomputation trace");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(report["modified"], serde_json::json!(["main.py"]));
+    assert!(
+        report["queries"]["executed"]
+            .as_array()
+            .unwrap()
+            .contains(&"module_facts(main.py)".into())
+    );
+    let update = trace.parent().unwrap();
+    assert!(update.join("recomputation.txt").exists());
+    let derivations = std::fs::read_to_string(update.join("main.py.txt")).expect("derivations");
+    assert!(
+        derivations.contains("Imports(main.py, 1:7, shop/__init__.py)"),
+        "{derivations}"
+    );
+}
