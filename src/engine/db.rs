@@ -347,6 +347,17 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
     context
 }
 
+/// The `resolve` tuples whose first argument occurs in a file's facts. A
+/// query of its own, cheap to re-run: when resolution changes somewhere,
+/// only the files whose slice changed go on to rebuild their inputs.
+#[salsa::tracked(returns(ref))]
+pub fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
+    datalog::file_select_derived(
+        resolved_for_files(db, project),
+        file_keys(db, project, file),
+    )
+}
+
 /// What the `file` stage sees for one file: its own base facts; the
 /// `resolve` tuples whose first argument occurs in them; and the
 /// project-level facts about any value of those (so a rule can ask whether
@@ -356,11 +367,10 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
 #[salsa::tracked(returns(ref))]
 pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
     db.log().executed("file_inputs", Some(file.path(db)));
-    let own_keys = file_keys(db, project, file);
-    let derived = datalog::file_select_derived(resolved_for_files(db, project), own_keys);
+    let derived = file_resolved(db, project, file).clone();
     let mut keys: Vec<Value> = derived
         .tuples_values()
-        .chain(own_keys.iter().copied())
+        .chain(file_keys(db, project, file).iter().copied())
         .collect();
     keys.sort_unstable();
     keys.dedup();
