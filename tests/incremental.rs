@@ -199,18 +199,6 @@ fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
 }
 
 /// A small deterministic generator (no dependency needed for test noise).
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as usize) % n.max(1)
-    }
-}
-
 const SNIPPETS: &[&str] = &[
     "from app.utils import retry_with_backoff\n",
     "from .models import *\n",
@@ -237,7 +225,7 @@ const SNIPPETS: &[&str] = &[
 fn randomized_edits_match_a_fresh_index() {
     let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project");
     let mut engine = engine_at(&sample);
-    let mut rng = Lcg(42);
+    let mut rng = common::Lcg(42);
     for batch in 0..40 {
         for _ in 0..8 {
             let paths: Vec<String> = engine.paths().map(str::to_string).collect();

@@ -294,18 +294,6 @@ const SNIPPETS: &[&str] = &[
 
 const DIRS: &[&str] = &["", "shop", "shop/api", "tools", "extra"];
 
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as usize) % n.max(1)
-    }
-}
-
 fn python_files(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -324,7 +312,7 @@ fn python_files(root: &Path) -> Vec<PathBuf> {
 }
 
 /// One random edit; returns the paths it touched (as a watcher would see them).
-fn random_edit(root: &Path, rng: &mut Lcg, step: usize) -> Vec<PathBuf> {
+fn random_edit(root: &Path, rng: &mut common::Lcg, step: usize) -> Vec<PathBuf> {
     let files = python_files(root);
     let path = files[rng.below(files.len())].clone();
     let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -404,7 +392,7 @@ fn random_edit(root: &Path, rng: &mut Lcg, step: usize) -> Vec<PathBuf> {
 fn five_hundred_disk_edits_match_a_fresh_index_invariant_6() {
     let (_dir, live) = live_copy("live_edits");
     let root = root_of(&live);
-    let mut rng = Lcg(7);
+    let mut rng = common::Lcg(7);
     let mut edits = 0;
     for batch in 0..50 {
         let mut touched = Vec::new();

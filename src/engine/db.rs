@@ -398,14 +398,36 @@ pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("project_inputs", None);
+    whole_project_inputs(
+        db,
+        project,
+        datalog::project_reads_fact,
+        datalog::project_reads_derived,
+        &[],
+    )
+}
+
+/// The inputs of a whole-project stage: the base facts it reads, and what
+/// it reads of the `resolve` stage, of every file's `file` stage and of the
+/// other earlier `stages`.
+fn whole_project_inputs(
+    db: &dyn Db,
+    project: Project,
+    reads_fact: fn(&InputFact) -> bool,
+    reads_derived: fn(&mut Outputs, &Outputs),
+    stages: &[&Outputs],
+) -> StageInputs {
     let mut derived = Outputs::default();
-    datalog::project_reads_derived(&mut derived, resolve_stage(db, project));
+    reads_derived(&mut derived, resolve_stage(db, project));
     for &file in project.files(db) {
-        datalog::project_reads_derived(&mut derived, file_stage(db, project, file));
+        reads_derived(&mut derived, file_stage(db, project, file));
+    }
+    for stage in stages {
+        reads_derived(&mut derived, stage);
     }
     derived.normalize();
     StageInputs {
-        facts: gathered(db, project, datalog::project_reads_fact),
+        facts: gathered(db, project, reads_fact),
         derived,
     }
 }
@@ -424,17 +446,13 @@ pub fn project_stage(db: &dyn Db, project: Project) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("report_inputs", None);
-    let mut derived = Outputs::default();
-    datalog::report_reads_derived(&mut derived, resolve_stage(db, project));
-    for &file in project.files(db) {
-        datalog::report_reads_derived(&mut derived, file_stage(db, project, file));
-    }
-    datalog::report_reads_derived(&mut derived, project_stage(db, project));
-    derived.normalize();
-    StageInputs {
-        facts: gathered(db, project, datalog::report_reads_fact),
-        derived,
-    }
+    whole_project_inputs(
+        db,
+        project,
+        datalog::report_reads_fact,
+        datalog::report_reads_derived,
+        &[project_stage(db, project)],
+    )
 }
 
 /// The `report` stage (warnings on whole-project results) over all files.

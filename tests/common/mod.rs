@@ -129,3 +129,16 @@ pub fn assert_stages_match_reference(engine: &Engine) {
         );
     }
 }
+
+/// A tiny deterministic random generator for the randomized edit tests.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
