@@ -577,6 +577,14 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
         // Which base facts and earlier relations the stage reads.
         writeln!(
             out,
+            "/// Whether the `{0}` stage reads any base relation.\npub const {1}_READS_FACTS: bool = {2};\n",
+            stage.name(),
+            stage.name().to_uppercase(),
+            !base.is_empty()
+        )
+        .unwrap();
+        writeln!(
+            out,
             "/// Whether the `{0}` stage reads `fact`'s relation.\npub fn {0}_reads_fact(fact: &InputFact) -> bool {{\n    matches!(fact, {1})\n}}\n",
             stage.name(),
             if base.is_empty() {

@@ -249,7 +249,17 @@ pub fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
 /// The facts a whole-project stage reads, from every file and the project,
 /// in file order: deterministic, so equal facts give an equal vector and
 /// salsa can stop there (crepe needs no order and drops duplicates).
-fn gathered(db: &dyn Db, project: Project, reads: fn(&InputFact) -> bool) -> Vec<InputFact> {
+/// `reads_any` is false for a stage that reads no base relation: then
+/// there is nothing to scan.
+fn gathered(
+    db: &dyn Db,
+    project: Project,
+    reads: fn(&InputFact) -> bool,
+    reads_any: bool,
+) -> Vec<InputFact> {
+    if !reads_any {
+        return Vec::new();
+    }
     project
         .files(db)
         .iter()
@@ -257,6 +267,19 @@ fn gathered(db: &dyn Db, project: Project, reads: fn(&InputFact) -> bool) -> Vec
         .chain(project_facts(db, project).iter().copied())
         .filter(reads)
         .collect()
+}
+
+/// The project's files ordered by their node ids: concatenated in this
+/// order, most relations (keyed by their file) come out already sorted.
+#[salsa::tracked(returns(ref))]
+pub fn files_by_node(db: &dyn Db, project: Project) -> Vec<SourceFile> {
+    let mut files: Vec<(super::datalog::Node, SourceFile)> = project
+        .files(db)
+        .iter()
+        .map(|&file| (db.interner().node(file.path(db)), file))
+        .collect();
+    files.sort_unstable_by_key(|(node, _)| *node);
+    files.into_iter().map(|(_, file)| file).collect()
 }
 
 /// What one stage program runs on.
@@ -283,7 +306,12 @@ fn timed(db: &dyn Db, stage: &str, run: impl FnOnce() -> Outputs) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("resolve_inputs", None);
-    gathered(db, project, datalog::resolve_reads_fact)
+    gathered(
+        db,
+        project,
+        datalog::resolve_reads_fact,
+        datalog::RESOLVE_READS_FACTS,
+    )
 }
 
 /// The `resolve` stage (name resolution across modules) over all files.
@@ -401,7 +429,7 @@ pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     whole_project_inputs(
         db,
         project,
-        datalog::project_reads_fact,
+        (datalog::project_reads_fact, datalog::PROJECT_READS_FACTS),
         datalog::project_reads_derived,
         &[],
     )
@@ -413,7 +441,7 @@ pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
 fn whole_project_inputs(
     db: &dyn Db,
     project: Project,
-    reads_fact: fn(&InputFact) -> bool,
+    reads_fact: (fn(&InputFact) -> bool, bool),
     reads_derived: fn(&mut Outputs, &Outputs),
     stages: &[&Outputs],
 ) -> StageInputs {
@@ -427,7 +455,7 @@ fn whole_project_inputs(
     }
     derived.normalize();
     StageInputs {
-        facts: gathered(db, project, reads_fact),
+        facts: gathered(db, project, reads_fact.0, reads_fact.1),
         derived,
     }
 }
@@ -449,7 +477,7 @@ pub fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
     whole_project_inputs(
         db,
         project,
-        datalog::report_reads_fact,
+        (datalog::report_reads_fact, datalog::REPORT_READS_FACTS),
         datalog::report_reads_derived,
         &[project_stage(db, project)],
     )
@@ -477,14 +505,7 @@ pub struct Program<'a> {
 pub fn program(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("program", None);
     let mut outputs = resolve_stage(db, project).clone();
-    // In node order, most relations (keyed by their file) come out sorted.
-    let mut files: Vec<(super::datalog::Node, SourceFile)> = project
-        .files(db)
-        .iter()
-        .map(|&file| (db.interner().node(file.path(db)), file))
-        .collect();
-    files.sort_unstable_by_key(|(node, _)| *node);
-    for (_, file) in files {
+    for &file in files_by_node(db, project) {
         outputs.extend(file_stage(db, project, file));
     }
     outputs.extend(project_stage(db, project));
