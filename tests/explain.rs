@@ -68,76 +68,126 @@ fn cycle_membership_takes_the_shortest_cycle() {
         explain("import_cycles", r#"InCycle("a.py")"#),
         r#"
 InCycle(a.py)
-  [rule rules/cycles.dl:40] InCycle(a) <- Reaches(a, b), (a == b);
+  [rule rules/cycles.dl:56] InCycle(a) <- Reaches(a, b), (a == b);
   Reaches(a.py, a.py)
-    [rule rules/cycles.dl:38] Reaches(a, c) <- Reaches(a, b), CoreEdge(b, c);
+    [rule rules/cycles.dl:54] Reaches(a, c) <- Reaches(a, b), CoreEdge3(b, c);
     Reaches(a.py, c.py)
-      [rule rules/cycles.dl:37] Reaches(a, b) <- CoreEdge(a, b);
-      CoreEdge(a.py, c.py)
-        [rule rules/cycles.dl:35] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
-        CandidateEdge(a.py, c.py)
-          [rule rules/cycles.dl:33] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
-          RuntimeDependsOn(a.py, c.py)
-            [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-            RuntimeImportAt(a.py, 3:7, c.py)
-              [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-              ImportStmt(a.py, 3:7, c.py)
-                [base a.py:3:7] import c
-              RuntimeImport(a.py, 3:7)
-                [base a.py:3:7] import c
-          CycleCandidate(a.py)
-            [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
-            RuntimeDependsOn(a.py, b.py)
-              [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-              RuntimeImportAt(a.py, 2:5, b.py)
-                [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-                ImportStmt(a.py, 2:5, b.py)
-                  [base a.py:2:5] from b import step
-                RuntimeImport(a.py, 2:5)
-                  [base a.py:2:5] from b import step
-            RuntimeDependsOn(c.py, a.py)
-              [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-              RuntimeImportAt(c.py, 1:7, a.py)
-                [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-                ImportStmt(c.py, 1:7, a.py)
-                  [base c.py:1:7] import a
-                RuntimeImport(c.py, 1:7)
-                  [base c.py:1:7] import a
-          CycleCandidate(c.py)
-            [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
-            RuntimeDependsOn(c.py, a.py)  [see above]
-            RuntimeDependsOn(a.py, c.py)  [see above]
-        Core(a.py)
-          [rule rules/cycles.dl:34] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
-          CandidateEdge(a.py, b.py)
-            [rule rules/cycles.dl:33] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
-            RuntimeDependsOn(a.py, b.py)  [see above]
-            CycleCandidate(a.py)  [see above]
-            CycleCandidate(b.py)
-              [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
-              RuntimeDependsOn(b.py, c.py)
+      [rule rules/cycles.dl:53] Reaches(a, b) <- CoreEdge3(a, b);
+      CoreEdge3(a.py, c.py)
+        [rule rules/cycles.dl:51] CoreEdge3(a, b) <- CoreEdge2(a, b), Core3(a), Core3(b);
+        CoreEdge2(a.py, c.py)
+          [rule rules/cycles.dl:49] CoreEdge2(a, b) <- CoreEdge(a, b), Core2(a), Core2(b);
+          CoreEdge(a.py, c.py)
+            [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+            CandidateEdge(a.py, c.py)
+              [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+              RuntimeDependsOn(a.py, c.py)
                 [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-                RuntimeImportAt(b.py, 1:7, c.py)
+                RuntimeImportAt(a.py, 3:7, c.py)
                   [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-                  ImportStmt(b.py, 1:7, c.py)
-                    [base b.py:1:7] import c
-                  RuntimeImport(b.py, 1:7)
-                    [base b.py:1:7] import c
-              RuntimeDependsOn(a.py, b.py)  [see above]
-          CandidateEdge(c.py, a.py)
-            [rule rules/cycles.dl:33] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
-            RuntimeDependsOn(c.py, a.py)  [see above]
-            CycleCandidate(c.py)  [see above]
-            CycleCandidate(a.py)  [see above]
-        Core(c.py)
-          [rule rules/cycles.dl:34] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
-          CandidateEdge(c.py, a.py)  [see above]
-          CandidateEdge(a.py, c.py)  [see above]
-    CoreEdge(c.py, a.py)
-      [rule rules/cycles.dl:35] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
-      CandidateEdge(c.py, a.py)  [see above]
-      Core(c.py)  [see above]
-      Core(a.py)  [see above]
+                  ImportStmt(a.py, 3:7, c.py)
+                    [base a.py:3:7] import c
+                  RuntimeImport(a.py, 3:7)
+                    [base a.py:3:7] import c
+              CycleCandidate(a.py)
+                [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+                RuntimeDependsOn(a.py, b.py)
+                  [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                  RuntimeImportAt(a.py, 2:5, b.py)
+                    [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                    ImportStmt(a.py, 2:5, b.py)
+                      [base a.py:2:5] from b import step
+                    RuntimeImport(a.py, 2:5)
+                      [base a.py:2:5] from b import step
+                RuntimeDependsOn(c.py, a.py)
+                  [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                  RuntimeImportAt(c.py, 1:7, a.py)
+                    [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                    ImportStmt(c.py, 1:7, a.py)
+                      [base c.py:1:7] import a
+                    RuntimeImport(c.py, 1:7)
+                      [base c.py:1:7] import a
+              CycleCandidate(c.py)
+                [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+                RuntimeDependsOn(c.py, a.py)  [see above]
+                RuntimeDependsOn(a.py, c.py)  [see above]
+            Core(a.py)
+              [rule rules/cycles.dl:46] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
+              CandidateEdge(a.py, b.py)
+                [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+                RuntimeDependsOn(a.py, b.py)  [see above]
+                CycleCandidate(a.py)  [see above]
+                CycleCandidate(b.py)
+                  [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
+                  RuntimeDependsOn(b.py, c.py)
+                    [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                    RuntimeImportAt(b.py, 1:7, c.py)
+                      [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                      ImportStmt(b.py, 1:7, c.py)
+                        [base b.py:1:7] import c
+                      RuntimeImport(b.py, 1:7)
+                        [base b.py:1:7] import c
+                  RuntimeDependsOn(a.py, b.py)  [see above]
+              CandidateEdge(c.py, a.py)
+                [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+                RuntimeDependsOn(c.py, a.py)  [see above]
+                CycleCandidate(c.py)  [see above]
+                CycleCandidate(a.py)  [see above]
+            Core(c.py)
+              [rule rules/cycles.dl:46] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
+              CandidateEdge(c.py, a.py)  [see above]
+              CandidateEdge(a.py, c.py)  [see above]
+          Core2(a.py)
+            [rule rules/cycles.dl:48] Core2(a) <- CoreEdge(a, _), CoreEdge(_, a);
+            CoreEdge(a.py, b.py)
+              [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+              CandidateEdge(a.py, b.py)  [see above]
+              Core(a.py)  [see above]
+              Core(b.py)
+                [rule rules/cycles.dl:46] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
+                CandidateEdge(b.py, c.py)
+                  [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
+                  RuntimeDependsOn(b.py, c.py)  [see above]
+                  CycleCandidate(b.py)  [see above]
+                  CycleCandidate(c.py)  [see above]
+                CandidateEdge(a.py, b.py)  [see above]
+            CoreEdge(c.py, a.py)
+              [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+              CandidateEdge(c.py, a.py)  [see above]
+              Core(c.py)  [see above]
+              Core(a.py)  [see above]
+          Core2(c.py)
+            [rule rules/cycles.dl:48] Core2(a) <- CoreEdge(a, _), CoreEdge(_, a);
+            CoreEdge(c.py, a.py)  [see above]
+            CoreEdge(a.py, c.py)  [see above]
+        Core3(a.py)
+          [rule rules/cycles.dl:50] Core3(a) <- CoreEdge2(a, _), CoreEdge2(_, a);
+          CoreEdge2(a.py, b.py)
+            [rule rules/cycles.dl:49] CoreEdge2(a, b) <- CoreEdge(a, b), Core2(a), Core2(b);
+            CoreEdge(a.py, b.py)  [see above]
+            Core2(a.py)  [see above]
+            Core2(b.py)
+              [rule rules/cycles.dl:48] Core2(a) <- CoreEdge(a, _), CoreEdge(_, a);
+              CoreEdge(b.py, c.py)
+                [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
+                CandidateEdge(b.py, c.py)  [see above]
+                Core(b.py)  [see above]
+                Core(c.py)  [see above]
+              CoreEdge(a.py, b.py)  [see above]
+          CoreEdge2(c.py, a.py)
+            [rule rules/cycles.dl:49] CoreEdge2(a, b) <- CoreEdge(a, b), Core2(a), Core2(b);
+            CoreEdge(c.py, a.py)  [see above]
+            Core2(c.py)  [see above]
+            Core2(a.py)  [see above]
+        Core3(c.py)
+          [rule rules/cycles.dl:50] Core3(a) <- CoreEdge2(a, _), CoreEdge2(_, a);
+          CoreEdge2(c.py, a.py)  [see above]
+          CoreEdge2(a.py, c.py)  [see above]
+    CoreEdge3(c.py, a.py)
+      [rule rules/cycles.dl:51] CoreEdge3(a, b) <- CoreEdge2(a, b), Core3(a), Core3(b);
+      CoreEdge2(c.py, a.py)  [see above]
+      Core3(c.py)  [see above]
+      Core3(a.py)  [see above]
 
 "#
         .trim_start()
@@ -359,7 +409,7 @@ fn explanations_do_not_depend_on_interning_order() {
     assert_eq!(forward, explain("import_cycles", "InCycle(_)"));
     // Of a.py's two runtime imports, b.py comes first by text.
     assert!(forward.contains(
-        "          CycleCandidate(a.py)\n            [rule rules/cycles.dl:32] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n            RuntimeDependsOn(a.py, b.py)\n"
+        "              CycleCandidate(a.py)\n                [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n                RuntimeDependsOn(a.py, b.py)\n"
     ));
 }
 
