@@ -575,29 +575,23 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
             derived_count,
         );
         // Which base facts and earlier relations the stage reads.
+        let name = stage.name();
+        let facts = if base.is_empty() {
+            "_ if false".to_string()
+        } else {
+            base.iter()
+                .map(|r| format!("InputFact::{}(_)", r.name))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
         writeln!(
             out,
-            "/// Whether the `{0}` stage reads any base relation.\npub const {1}_READS_FACTS: bool = {2};\n",
-            stage.name(),
-            stage.name().to_uppercase(),
-            !base.is_empty()
+            "fn {name}_reads_fact(fact: &InputFact) -> bool {{\n    matches!(fact, {facts})\n}}\n"
         )
         .unwrap();
         writeln!(
             out,
-            "/// Whether the `{0}` stage reads `fact`'s relation.\npub fn {0}_reads_fact(fact: &InputFact) -> bool {{\n    matches!(fact, {1})\n}}\n",
-            stage.name(),
-            if base.is_empty() {
-                "_ if false".to_string()
-            } else {
-                base.iter().map(|r| format!("InputFact::{}(_)", r.name)).collect::<Vec<_>>().join(" | ")
-            }
-        )
-        .unwrap();
-        writeln!(
-            out,
-            "/// The tuples of `from` the `{0}` stage reads, appended to `into`.\n#[allow(unused_variables)]\npub fn {0}_reads_derived(into: &mut Outputs, from: &Outputs) {{",
-            stage.name()
+            "#[allow(unused_variables)]\nfn {name}_take_derived(into: &mut Outputs, from: &Outputs) {{"
         )
         .unwrap();
         for r in &earlier {
@@ -607,15 +601,9 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
         writeln!(out, "}}\n").unwrap();
         writeln!(
             out,
-            "/// The tuples of `from` (sorted) the `{0}` stage reads whose first argument is in `keys`.\n#[allow(unused_variables)]\npub fn {0}_select_derived(from: &Outputs, keys: &[Value]) -> Outputs {{",
-            stage.name()
+            "#[allow(unused_variables, unused_mut, clippy::let_and_return)]\nfn {name}_select_derived(from: &Outputs, keys: &[Value]) -> Outputs {{\n    let mut into = Outputs::default();"
         )
         .unwrap();
-        if earlier.is_empty() {
-            writeln!(out, "    Outputs::default()\n}}\n").unwrap();
-            continue;
-        }
-        writeln!(out, "    let mut into = Outputs::default();").unwrap();
         for r in &earlier {
             let n = snake(&r.name);
             writeln!(
@@ -625,6 +613,13 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
             .unwrap();
         }
         writeln!(out, "    into\n}}\n").unwrap();
+        writeln!(
+            out,
+            "/// The `{name}` stage of the rules.\npub const {}: StageProgram = StageProgram {{\n    reads_facts: {},\n    reads_fact: {name}_reads_fact,\n    take_derived: {name}_take_derived,\n    select_derived: {name}_select_derived,\n    run: run_{name},\n}};\n",
+            name.to_uppercase(),
+            !base.is_empty()
+        )
+        .unwrap();
     }
     let all_inputs: Vec<&Relation> = relations.iter().filter(|r| r.kind == "Input").collect();
     let all_derived: Vec<&Relation> = relations.iter().filter(|r| r.kind != "Input").collect();
@@ -649,9 +644,12 @@ fn write_run(
     made: &[&Relation],
     derived_count: usize,
 ) {
+    // The reference program is called directly; the stages through their
+    // `StageProgram` constant.
+    let visibility = if module == "reference" { "pub " } else { "" };
     writeln!(
         out,
-        "#[allow(unused_variables, unused_mut)]\npub fn {name}(facts: &[InputFact], derived: &Outputs) -> Outputs {{\n    let mut runtime = {module}::Crepe::new();"
+        "#[allow(unused_variables, unused_mut)]\n{visibility}fn {name}(facts: &[InputFact], derived: &Outputs) -> Outputs {{\n    let mut runtime = {module}::Crepe::new();"
     )
     .unwrap();
     if !base.is_empty() {

@@ -195,6 +195,22 @@ fn sorted<T: Ord>(set: impl IntoIterator<Item = T>) -> Vec<T> {
     tuples
 }
 
+/// One stage of the rules (`// stage:` in a rules file; build.rs writes a
+/// constant per stage: `RESOLVE`, `FILE`, `PROJECT`, `REPORT`): what it
+/// reads and how to run it.
+pub struct StageProgram {
+    /// Whether it reads any base relation: a stage that reads none need
+    /// not scan the files' facts.
+    pub reads_facts: bool,
+    pub reads_fact: fn(&InputFact) -> bool,
+    /// Appends the tuples of earlier stages' relations it reads.
+    pub take_derived: fn(&mut Outputs, &Outputs),
+    /// Those tuples (of sorted outputs) whose first argument is in `keys`.
+    pub select_derived: fn(&Outputs, &[Value]) -> Outputs,
+    /// Evaluates the stage over base facts and earlier stages' tuples.
+    pub run: fn(&[InputFact], &Outputs) -> Outputs,
+}
+
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
 /// The reference evaluation: every rule in one crepe program over all of

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::base_facts;
-use super::datalog::{self, InputFact, Outputs, TestModule, Value};
+use super::datalog::{self, InputFact, Outputs, StageProgram, TestModule, Value};
 use super::intern::Interner;
 use super::layers::{self, Layer};
 use super::modules::ModuleIndex;
@@ -249,15 +249,8 @@ pub fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
 /// The facts a whole-project stage reads, from every file and the project,
 /// in file order: deterministic, so equal facts give an equal vector and
 /// salsa can stop there (crepe needs no order and drops duplicates).
-/// `reads_any` is false for a stage that reads no base relation: then
-/// there is nothing to scan.
-fn gathered(
-    db: &dyn Db,
-    project: Project,
-    reads: fn(&InputFact) -> bool,
-    reads_any: bool,
-) -> Vec<InputFact> {
-    if !reads_any {
+fn gathered(db: &dyn Db, project: Project, stage: &StageProgram) -> Vec<InputFact> {
+    if !stage.reads_facts {
         return Vec::new();
     }
     project
@@ -265,7 +258,7 @@ fn gathered(
         .iter()
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
         .chain(project_facts(db, project).iter().copied())
-        .filter(reads)
+        .filter(stage.reads_fact)
         .collect()
 }
 
@@ -273,6 +266,7 @@ fn gathered(
 /// order, most relations (keyed by their file) come out already sorted.
 #[salsa::tracked(returns(ref))]
 pub fn files_by_node(db: &dyn Db, project: Project) -> Vec<SourceFile> {
+    db.log().executed("files_by_node", None);
     let mut files: Vec<(super::datalog::Node, SourceFile)> = project
         .files(db)
         .iter()
@@ -290,12 +284,19 @@ pub struct StageInputs {
     pub derived: Outputs,
 }
 
-fn timed(db: &dyn Db, stage: &str, run: impl FnOnce() -> Outputs) -> Outputs {
+/// Runs `stage` and records how long it took under `query`.
+fn run_stage(
+    db: &dyn Db,
+    query: &str,
+    stage: &StageProgram,
+    facts: &[InputFact],
+    derived: &Outputs,
+) -> Outputs {
     let started = std::time::Instant::now();
-    let outputs = run();
+    let outputs = (stage.run)(facts, derived);
     let ms = started.elapsed().as_secs_f64() * 1e3;
     db.log().record(|r| {
-        *r.datalog_ms.entry(stage.to_string()).or_default() += ms;
+        *r.datalog_ms.entry(query.to_string()).or_default() += ms;
     });
     outputs
 }
@@ -306,12 +307,7 @@ fn timed(db: &dyn Db, stage: &str, run: impl FnOnce() -> Outputs) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("resolve_inputs", None);
-    gathered(
-        db,
-        project,
-        datalog::resolve_reads_fact,
-        datalog::RESOLVE_READS_FACTS,
-    )
+    gathered(db, project, &datalog::RESOLVE)
 }
 
 /// The `resolve` stage (name resolution across modules) over all files.
@@ -319,9 +315,13 @@ pub fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
 pub fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolve_stage", None);
     let facts = resolve_inputs(db, project);
-    timed(db, "resolve_stage", || {
-        datalog::run_resolve(facts, &Outputs::default())
-    })
+    run_stage(
+        db,
+        "resolve_stage",
+        &datalog::RESOLVE,
+        facts,
+        &Outputs::default(),
+    )
 }
 
 /// The `resolve` tuples the `file` stage reads: a query of its own so that
@@ -330,13 +330,14 @@ pub fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
 pub fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolved_for_files", None);
     let mut derived = Outputs::default();
-    datalog::file_reads_derived(&mut derived, resolve_stage(db, project));
+    (datalog::FILE.take_derived)(&mut derived, resolve_stage(db, project));
     derived
 }
 
 /// Every value in a file's base facts, sorted: what ties other tuples to it.
 #[salsa::tracked(returns(ref))]
 pub fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Value> {
+    db.log().executed("file_keys", Some(file.path(db)));
     let mut keys: Vec<Value> = file_base_facts(db, project, file)
         .iter()
         .flat_map(InputFact::values)
@@ -380,7 +381,8 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
 /// only the files whose slice changed go on to rebuild their inputs.
 #[salsa::tracked(returns(ref))]
 pub fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
-    datalog::file_select_derived(
+    db.log().executed("file_resolved", Some(file.path(db)));
+    (datalog::FILE.select_derived)(
         resolved_for_files(db, project),
         file_keys(db, project, file),
     )
@@ -406,7 +408,7 @@ pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInpu
         .iter()
         .copied()
         .chain(project_context(project_facts(db, project), &keys))
-        .filter(datalog::file_reads_fact)
+        .filter(datalog::FILE.reads_fact)
         .collect();
     StageInputs { facts, derived }
 }
@@ -416,9 +418,13 @@ pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInpu
 pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_stage", Some(file.path(db)));
     let inputs = file_inputs(db, project, file);
-    timed(db, "file_stage", || {
-        datalog::run_file(&inputs.facts, &inputs.derived)
-    })
+    run_stage(
+        db,
+        "file_stage",
+        &datalog::FILE,
+        &inputs.facts,
+        &inputs.derived,
+    )
 }
 
 /// What the `project` stage reads: base facts and the tuples of earlier
@@ -426,13 +432,7 @@ pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("project_inputs", None);
-    whole_project_inputs(
-        db,
-        project,
-        (datalog::project_reads_fact, datalog::PROJECT_READS_FACTS),
-        datalog::project_reads_derived,
-        &[],
-    )
+    whole_project_inputs(db, project, &datalog::PROJECT, &[])
 }
 
 /// The inputs of a whole-project stage: the base facts it reads, and what
@@ -441,46 +441,43 @@ pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
 fn whole_project_inputs(
     db: &dyn Db,
     project: Project,
-    reads_fact: (fn(&InputFact) -> bool, bool),
-    reads_derived: fn(&mut Outputs, &Outputs),
-    stages: &[&Outputs],
+    stage: &StageProgram,
+    earlier: &[&Outputs],
 ) -> StageInputs {
     let mut derived = Outputs::default();
-    reads_derived(&mut derived, resolve_stage(db, project));
+    (stage.take_derived)(&mut derived, resolve_stage(db, project));
     for &file in project.files(db) {
-        reads_derived(&mut derived, file_stage(db, project, file));
+        (stage.take_derived)(&mut derived, file_stage(db, project, file));
     }
-    for stage in stages {
-        reads_derived(&mut derived, stage);
+    for outputs in earlier {
+        (stage.take_derived)(&mut derived, outputs);
     }
     derived.normalize();
     StageInputs {
-        facts: gathered(db, project, reads_fact.0, reads_fact.1),
+        facts: gathered(db, project, stage),
         derived,
     }
 }
 
-/// The `project` stage (cycles, layers) over all files.
+/// The `project` stage (cycles) over all files.
 #[salsa::tracked(returns(ref))]
 pub fn project_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("project_stage", None);
     let inputs = project_inputs(db, project);
-    timed(db, "project_stage", || {
-        datalog::run_project(&inputs.facts, &inputs.derived)
-    })
+    run_stage(
+        db,
+        "project_stage",
+        &datalog::PROJECT,
+        &inputs.facts,
+        &inputs.derived,
+    )
 }
 
 /// What the `report` stage reads: base facts and earlier stages' tuples.
 #[salsa::tracked(returns(ref))]
 pub fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("report_inputs", None);
-    whole_project_inputs(
-        db,
-        project,
-        (datalog::report_reads_fact, datalog::REPORT_READS_FACTS),
-        datalog::report_reads_derived,
-        &[project_stage(db, project)],
-    )
+    whole_project_inputs(db, project, &datalog::REPORT, &[project_stage(db, project)])
 }
 
 /// The `report` stage (warnings on whole-project results) over all files.
@@ -488,9 +485,13 @@ pub fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
 pub fn report_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("report_stage", None);
     let inputs = report_inputs(db, project);
-    timed(db, "report_stage", || {
-        datalog::run_report(&inputs.facts, &inputs.derived)
-    })
+    run_stage(
+        db,
+        "report_stage",
+        &datalog::REPORT,
+        &inputs.facts,
+        &inputs.derived,
+    )
 }
 
 /// Base facts and derived relations together, as `explain` reads them.
