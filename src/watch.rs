@@ -267,15 +267,8 @@ impl State {
             .live
             .apply(paths, if self.polling { "poll" } else { "watcher" })
         {
-            Ok(report) => {
-                let changed = report.reloaded
-                    || !(report.added.is_empty()
-                        && report.modified.is_empty()
-                        && report.removed.is_empty());
-                if changed {
-                    on_update(&report);
-                }
-            }
+            Ok(report) if report.changed() => on_update(&report),
+            Ok(_) => {}
             Err(error) => tracing::warn!("update failed: {error}"),
         }
         self.sync_watches();

@@ -129,8 +129,7 @@ impl Live {
         };
         master.updates += 1;
         report.update = master.updates;
-        if report.added.len() + report.modified.len() + report.removed.len() > 0 || report.reloaded
-        {
+        if report.changed() {
             tracing::debug!(
                 added = ?report.added,
                 modified = ?report.modified,

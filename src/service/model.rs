@@ -186,6 +186,14 @@ pub struct UpdateReport {
     pub durations: UpdateTimings,
 }
 
+impl UpdateReport {
+    /// Whether the update changed the model (files, or the configuration).
+    pub fn changed(&self) -> bool {
+        self.reloaded
+            || !(self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty())
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct UpdateTimings {
     /// Walking the changed paths and reading files.

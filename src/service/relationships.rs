@@ -115,13 +115,16 @@ pub fn counts(engine: &Engine) -> std::collections::BTreeMap<&'static str, usize
 
 fn source_slice<T>(tuples: &[T], filter: Filter, source: impl Fn(&T) -> Node) -> &[T] {
     match filter {
-        Filter::Source(file) => {
-            let start = tuples.partition_point(|t| source(t) < file);
-            let end = tuples.partition_point(|t| source(t) <= file);
-            &tuples[start..end]
-        }
+        Filter::Source(file) => keyed(tuples, source, file),
         _ => tuples,
     }
+}
+
+/// The run of `tuples` (sorted by `first`) whose `first` is `key`.
+pub(crate) fn keyed<T>(tuples: &[T], first: impl Fn(&T) -> Node, key: Node) -> &[T] {
+    let start = tuples.partition_point(|t| first(t) < key);
+    let end = tuples.partition_point(|t| first(t) <= key);
+    &tuples[start..end]
 }
 
 /// One candidate is a fact; several mean the binding is ambiguous and

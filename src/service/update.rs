@@ -8,6 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use super::live::Involved;
 use super::model::UpdateReport;
+use super::relationships::keyed;
 use super::{Service, elapsed_ms, rfc3339, warnings};
 use crate::engine::datalog::Node;
 use crate::workspace::config::CONFIG_FILE;
@@ -38,8 +39,7 @@ enum Change {
 impl Pending {
     /// Whether writing this would change nothing.
     pub fn is_empty(&self) -> bool {
-        let r = &self.report;
-        !r.reloaded && r.added.is_empty() && r.modified.is_empty() && r.removed.is_empty()
+        !self.report.changed()
     }
 
     pub fn into_report(self) -> UpdateReport {
@@ -85,25 +85,20 @@ impl Service {
             let interner = self.engine.interner();
             let node = interner.node(&file);
             let outputs = self.engine.outputs();
-            let others: Box<dyn Iterator<Item = Node>> = if dependents {
-                Box::new(
-                    outputs
-                        .dependent_of
-                        .iter()
-                        .filter(|t| t.0 == node)
-                        .map(|t| t.1),
-                )
+            // Both relations are sorted by their first argument.
+            let others: Vec<Node> = if dependents {
+                let edges = keyed(&outputs.dependent_of, |t| t.0, node);
+                edges.iter().map(|t| t.1).collect()
             } else {
-                Box::new(
-                    outputs
-                        .depends_on
-                        .iter()
-                        .filter(|t| t.0 == node)
-                        .map(|t| t.1),
-                )
+                let edges = keyed(&outputs.depends_on, |t| t.0, node);
+                edges.iter().map(|t| t.1).collect()
             };
-            let mut files = vec![file.clone()];
-            files.extend(others.map(|n| interner.node_text(n).to_string()));
+            let mut files = vec![file];
+            files.extend(
+                others
+                    .into_iter()
+                    .map(|n| interner.node_text(n).to_string()),
+            );
             files
         };
         match involved {
