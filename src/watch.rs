@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use notify::{PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
 use serde::Serialize;
 
+use crate::service::Service;
 use crate::service::live::Live;
 use crate::service::model::UpdateReport;
 use crate::workspace::config::CONFIG_FILE;
@@ -368,7 +369,7 @@ impl State {
         let Some(backend) = self.backend.as_mut() else {
             return Ok(());
         };
-        let wanted = self.live.read(|s| s.dirs().clone());
+        let wanted = self.live.read(Service::dirs);
         let gone: Vec<PathBuf> = self.watched.difference(&wanted).cloned().collect();
         for dir in gone {
             // The directory may be deleted already, with its watch.

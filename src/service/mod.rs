@@ -205,8 +205,9 @@ impl Service {
     }
 
     /// The directories discovery entered (absolute), for a watcher.
-    pub fn dirs(&self) -> &BTreeSet<PathBuf> {
-        &self.dirs
+    /// Shared, so a watcher can keep it without copying 1,000 paths.
+    pub fn dirs(&self) -> Arc<BTreeSet<PathBuf>> {
+        self.dirs.clone()
     }
 
     /// Validates a user path and returns it root-relative; it must be an
