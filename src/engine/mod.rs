@@ -273,6 +273,11 @@ impl Engine {
         self.files.contains_key(path)
     }
 
+    /// The dotted module name `path` is imported by, from its search root.
+    pub fn module_name(&self, path: &str) -> String {
+        db::module_index(&self.db, self.project).module_name(path)
+    }
+
     pub fn interner(&self) -> &Interner {
         db::Db::interner(&self.db)
     }

@@ -184,6 +184,19 @@ impl ModuleIndex {
             .map_or("", String::as_str)
     }
 
+    /// The dotted name `file` is imported by from its search root
+    /// (`src/pkg/__init__.py` → `pkg`), whether or not the file exists.
+    pub fn module_name(&self, file: &str) -> String {
+        let root = self.root_of(file);
+        let relative = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .trim_start_matches('/');
+        let stem = relative.strip_suffix(".py").unwrap_or(relative);
+        let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+        stem.replace('/', ".")
+    }
+
     /// Whether the top-level name of `dotted` exists in the project at all,
     /// which makes a missing submodule "unresolved" rather than third-party.
     pub fn has_top_level(&self, dotted: &str) -> bool {
@@ -210,6 +223,14 @@ mod tests {
 
     fn index(paths: &[&str]) -> ModuleIndex {
         ModuleIndex::new(paths.iter().copied(), &[])
+    }
+
+    #[test]
+    fn module_names_follow_the_search_root() {
+        let index = index(&["src/pkg/__init__.py", "src/pkg/mod.py", "tools/run.py"]);
+        assert_eq!(index.module_name("src/pkg/__init__.py"), "pkg");
+        assert_eq!(index.module_name("src/pkg/gone.py"), "pkg.gone");
+        assert_eq!(index.module_name("tools/run.py"), "tools.run");
     }
 
     #[test]

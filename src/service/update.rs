@@ -259,22 +259,7 @@ impl Service {
     /// seen as a project file that an update removed: `(path, when)`.
     pub fn deleted_module(&self, module: &str) -> Option<(&str, SystemTime)> {
         self.deleted.iter().find_map(|(path, &when)| {
-            (module_name(path) == module).then_some((path.as_str(), when))
+            (self.engine.module_name(path) == module).then_some((path.as_str(), when))
         })
     }
-}
-
-/// The dotted module name of a root-relative file path, as imported from the
-/// root (`pkg/__init__.py` → `pkg`).
-fn module_name(path: &str) -> String {
-    let stem = Path::new(path).with_extension("");
-    let parts: Vec<String> = stem
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    let parts = match parts.split_last() {
-        Some((last, rest)) if last == "__init__" => rest,
-        _ => &parts[..],
-    };
-    parts.join(".")
 }
