@@ -45,17 +45,21 @@ Calls(client.py, 10:11, api/impl/core.py, handler)
   CallRef(client.py, 10:11, api/__init__.py, handler)
     [base client.py:10:11] return handler(req)
   Resolves(api/__init__.py, handler, api/impl/core.py, handler)
-    [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
-    BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
-      [base api/__init__.py:1] from .impl import handler, Resource
-    Resolves(api/impl/__init__.py, handler, api/impl/core.py, handler)
-      [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
-      BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
-        [base api/impl/__init__.py:1] from .core import handler
-      Resolves(api/impl/core.py, handler, api/impl/core.py, handler)
-        [rule rules/resolution.dl:15] Resolves(m, n, m, n) <- Defines(m, n);
-        Defines(api/impl/core.py, handler)
-          [base api/impl/core.py:1] def handler(request):
+    [rule rules/resolution.dl:39] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
+    Candidate(api/__init__.py, handler, api/impl/core.py, handler)
+      [rule rules/resolution.dl:29] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+      BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
+        [base api/__init__.py:1] from .impl import handler, Resource
+      Candidate(api/impl/__init__.py, handler, api/impl/core.py, handler)
+        [rule rules/resolution.dl:29] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+        BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
+          [base api/impl/__init__.py:1] from .core import handler
+        Candidate(api/impl/core.py, handler, api/impl/core.py, handler)
+          [rule rules/resolution.dl:28] Candidate(m, n, m, n) <- Defines(m, n);
+          Defines(api/impl/core.py, handler)
+            [base api/impl/core.py:1] def handler(request):
+    !Ambiguous(api/__init__.py, handler)
+      [absent]
 
 "#
         .trim_start()
@@ -82,9 +86,9 @@ InCycle(a.py)
             CandidateEdge(a.py, c.py)
               [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
               RuntimeDependsOn(a.py, c.py)
-                [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
                 RuntimeImportAt(a.py, 3:7, c.py)
-                  [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                  [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
                   ImportStmt(a.py, 3:7, c.py)
                     [base a.py:3:7] import c
                   RuntimeImport(a.py, 3:7)
@@ -92,17 +96,17 @@ InCycle(a.py)
               CycleCandidate(a.py)
                 [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
                 RuntimeDependsOn(a.py, b.py)
-                  [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                  [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
                   RuntimeImportAt(a.py, 2:5, b.py)
-                    [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                    [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
                     ImportStmt(a.py, 2:5, b.py)
                       [base a.py:2:5] from b import step
                     RuntimeImport(a.py, 2:5)
                       [base a.py:2:5] from b import step
                 RuntimeDependsOn(c.py, a.py)
-                  [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                  [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
                   RuntimeImportAt(c.py, 1:7, a.py)
-                    [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                    [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
                     ImportStmt(c.py, 1:7, a.py)
                       [base c.py:1:7] import a
                     RuntimeImport(c.py, 1:7)
@@ -120,9 +124,9 @@ InCycle(a.py)
                 CycleCandidate(b.py)
                   [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
                   RuntimeDependsOn(b.py, c.py)
-                    [rule rules/dependencies.dl:29] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+                    [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
                     RuntimeImportAt(b.py, 1:7, c.py)
-                      [rule rules/dependencies.dl:28] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+                      [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
                       ImportStmt(b.py, 1:7, c.py)
                         [base b.py:1:7] import c
                       RuntimeImport(b.py, 1:7)
@@ -209,16 +213,20 @@ fn a_name_that_resolves_elsewhere_is_a_near_miss() {
     holds: ImportName(client.py, 1:5, api/__init__.py, handler)
     fails: Resolves(api/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
       near: Resolves(api/__init__.py, handler, api/impl/core.py, handler)
-      [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
-        with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/__init__.py, tn = handler
-        holds: BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
-        fails: Resolves(api/impl/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
-          near: Resolves(api/impl/__init__.py, handler, api/impl/core.py, handler)
-          [rule rules/resolution.dl:16] Resolves(m, n, df, dn) <- BindsImported(m, n, t, tn), Resolves(t, tn, df, dn);
-            with m = api/impl/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/core.py, tn = handler
-            holds: BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
-            fails: Resolves(api/impl/core.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
-              near: Resolves(api/impl/core.py, handler, api/impl/core.py, handler)
+      [rule rules/resolution.dl:39] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
+        with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler
+        fails: Candidate(api/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+          near: Candidate(api/__init__.py, handler, api/impl/core.py, handler)
+          [rule rules/resolution.dl:29] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+            with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/__init__.py, tn = handler
+            holds: BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
+            fails: Candidate(api/impl/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+              near: Candidate(api/impl/__init__.py, handler, api/impl/core.py, handler)
+              [rule rules/resolution.dl:29] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+                with m = api/impl/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/core.py, tn = handler
+                holds: BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
+                fails: Candidate(api/impl/core.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
+                  near: Candidate(api/impl/core.py, handler, api/impl/core.py, handler)
 "#
     );
 }
@@ -233,15 +241,19 @@ fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
     holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
     fails: Resolves(consumer.py, not_exported, _, not_exported): no such tuple; these differ in one argument
       near: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
-      [rule rules/resolution.dl:18] Resolves(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Resolves(t, n, df, dn), !Binds(m, n);
-        with m = consumer.py, n = not_exported, dn = not_exported, t = lib/helpers.py
-        holds: StarImport(consumer.py, 1:5, lib/helpers.py)
-        fails: Exported(lib/helpers.py, not_exported): no such tuple; these differ in one argument
-          near: Exported(lib/helpers.py, public_helper)
-          [rule rules/resolution.dl:21] Exported(m, n) <- Resolves(m, n, _, _), !HasAll(m), (!n.is_private());
-            with m = lib/helpers.py, n = not_exported
-            holds: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
-            fails: !HasAll(lib/helpers.py): the rule requires this tuple to be absent, and it holds
+      [rule rules/resolution.dl:39] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
+        with m = consumer.py, n = not_exported, dn = not_exported
+        fails: Candidate(consumer.py, not_exported, _, not_exported): no such tuple; these differ in one argument
+          near: Candidate(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
+          [rule rules/resolution.dl:31] Candidate(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Candidate(t, n, df, dn), !Binds(m, n);
+            with m = consumer.py, n = not_exported, dn = not_exported, t = lib/helpers.py
+            holds: StarImport(consumer.py, 1:5, lib/helpers.py)
+            fails: Exported(lib/helpers.py, not_exported): no such tuple; these differ in one argument
+              near: Exported(lib/helpers.py, public_helper)
+              [rule rules/resolution.dl:34] Exported(m, n) <- Candidate(m, n, _, _), !HasAll(m), (!n.is_private());
+                with m = lib/helpers.py, n = not_exported
+                holds: Candidate(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
+                fails: !HasAll(lib/helpers.py): the rule requires this tuple to be absent, and it holds
   [rule rules/relationships.dl:31] Calls(f, s, m, n) <- CallRef(f, s, m, n), (m.is_external());
     with f = consumer.py, m = consumer.py, n = not_exported
     holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)

@@ -95,7 +95,7 @@ pub const RED_ZONE: usize = 64 * 1024;
 pub const STACK_SEGMENT: usize = 1024 * 1024;
 /// How many levels of missing derived premises [`Explainer::why_not`]
 /// follows.
-const MISS_DEPTH: usize = 3;
+const MISS_DEPTH: usize = 4;
 
 /// A relation's tuples with lookup indexes built on demand, one per set of
 /// bound positions.

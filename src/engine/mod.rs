@@ -9,6 +9,7 @@ pub mod explain;
 pub mod intern;
 pub mod layers;
 pub mod modules;
+mod semantic;
 pub mod test_modules;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use salsa::{Durability, Setter};
 use self::datalog::Outputs;
 use self::db::{Database, Program, Project, SourceFile};
 use self::intern::Interner;
+pub use self::semantic::{RefKind, Reference};
 pub use self::test_modules::TestPatterns;
 use crate::python::{ModuleFacts, Semantic};
 
@@ -253,6 +255,96 @@ impl Engine {
             facts: db::all_facts(&self.db, self.project),
             outputs: self.outputs(),
         }
+    }
+
+    /// Every import, call and base of the project that resolves for certain.
+    pub fn references(&self) -> Vec<Reference> {
+        let interner = self.interner();
+        let files = self.files.keys().filter_map(|p| interner.find_node(p));
+        semantic::references(self.outputs(), files)
+    }
+
+    /// The references whose source is `path`.
+    pub fn references_from(&self, path: &str) -> Vec<Reference> {
+        match self.interner().find_node(path) {
+            Some(node) => semantic::references_from(self.outputs(), node),
+            None => Vec::new(),
+        }
+    }
+
+    /// The references of other files that point into `path`: they target
+    /// it, or (imports) reach a definition in it through re-exports.
+    pub fn references_to(&self, path: &str) -> Vec<Reference> {
+        match self.interner().find_node(path) {
+            Some(node) => semantic::references_to(self.outputs(), node),
+            None => Vec::new(),
+        }
+    }
+
+    /// The project files `path` depends on (`DependsOn`).
+    pub fn dependency_files(&self, path: &str) -> Vec<String> {
+        self.related_files(path, |o| &o.depends_on, |t| (t.0, t.1))
+    }
+
+    /// The project files that depend on `path` (`DependentOf`).
+    pub fn dependent_files(&self, path: &str) -> Vec<String> {
+        self.related_files(path, |o| &o.dependent_of, |t| (t.0, t.1))
+    }
+
+    fn related_files<T>(
+        &self,
+        path: &str,
+        relation: impl Fn(&Outputs) -> &Vec<T>,
+        pair: impl Fn(&T) -> (datalog::Node, datalog::Node),
+    ) -> Vec<String> {
+        let interner = self.interner();
+        let Some(node) = interner.find_node(path) else {
+            return Vec::new();
+        };
+        semantic::keyed(relation(self.outputs()), |t| pair(t).0, node)
+            .iter()
+            .map(|t| interner.node_text(pair(t).1).to_string())
+            .collect()
+    }
+
+    /// The `limit` files with the most dependents, most first (ties by path).
+    pub fn most_depended_on(&self, limit: usize) -> Vec<(String, usize)> {
+        let interner = self.interner();
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for group in self.outputs().dependent_of.chunk_by(|a, b| a.0 == b.0) {
+            counts.push((interner.node_text(group[0].0).to_string(), group.len()));
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts.truncate(limit);
+        counts
+    }
+
+    /// How many other files import (through any re-export chain), call or
+    /// inherit from definition `symbol` of `path` (FR-19).
+    pub fn usage_count(&self, path: &str, symbol: &str) -> usize {
+        let interner = self.interner();
+        let (Some(node), Some(sym)) = (interner.find_node(path), interner.find_sym(symbol)) else {
+            return 0;
+        };
+        let counts = semantic::usage_counts(&self.db, self.project);
+        counts
+            .binary_search_by_key(&(node, sym), |(key, _)| *key)
+            .map_or(0, |i| counts[i].1 as usize)
+    }
+
+    /// One shortest import cycle per group of files importing each other in
+    /// a circle, as root-relative paths from the group's first file back to it.
+    pub fn cycles(&self) -> Vec<Vec<String>> {
+        let interner = self.interner();
+        semantic::cycles(&self.db, self.project)
+            .iter()
+            .map(|cycle| {
+                cycle
+                    .iter()
+                    .map(|&n| interner.node_text(n).to_string())
+                    .collect()
+            })
+            .collect()
     }
 
     pub fn facts(&self, path: &str) -> Option<&ModuleFacts> {

@@ -14,7 +14,7 @@ pub mod relationships;
 mod update;
 pub mod warnings;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
@@ -25,13 +25,10 @@ use self::model::{
     ConnectedFile, Export, ExportMetadata, FileEntry, GraphMetadata, IndexSummary, ParseErrorEntry,
     QueryResult, Relationship, Warning, WarningReport,
 };
-use crate::engine::datalog::{Node, Pattern, Sym};
+use crate::engine::datalog::Pattern;
 use crate::engine::{Engine, TestPatterns};
 use crate::workspace::discover::Stamp;
 use crate::workspace::{self, Config, Notice, NoticeKind, PathError};
-
-/// Definition `(file, name)` → how many other files use it.
-type UsageIndex = FxHashMap<(Node, Sym), usize>;
 
 /// A value derived from one engine state (`Engine::changes`), shared by
 /// the snapshots of a service and recomputed once the state moves on.
@@ -80,9 +77,6 @@ pub struct Service {
     /// Files removed by an update, and when: for the EC-14 note.
     deleted: Arc<BTreeMap<String, SystemTime>>,
     cache: Arc<Mutex<cache::SnippetCache>>,
-    /// How many files use each definition, for the engine state it was
-    /// computed at (`Engine::changes`).
-    usage: PerState<UsageIndex>,
     suppression: Arc<warnings::Suppression>,
     /// Rendered warnings, for the engine state they were computed at.
     warnings: PerState<warnings::Warnings>,
@@ -163,7 +157,6 @@ impl Service {
                 cache_bytes,
                 std::time::Duration::from_secs(config.cache_expiry_minutes.saturating_mul(60)),
             ))),
-            usage: PerState::new(),
             root,
             config: Arc::new(config),
             engine,
@@ -237,18 +230,17 @@ impl Service {
 
     /// [`Service::dependencies`] for a path already validated and relative.
     pub(crate) fn dependencies_of(&self, file: &str) -> Vec<Relationship> {
-        let node = self.engine.interner().node(file);
-        relationships::select(&self.engine, relationships::Filter::Source(node))
+        relationships::render(&self.engine, &self.engine.references_from(file))
     }
 
     /// Relationships that point at `file`, directly or (for imports) through
     /// a re-export that ends at a definition in it.
     pub fn dependents(&self, file: &str) -> Result<Vec<Relationship>, PathError> {
         let file = self.resolve_file(file)?;
-        let node = self.engine.interner().node(&file);
-        let mut found = relationships::select(&self.engine, relationships::Filter::Target(node));
-        found.retain(|r| r.source_file != file);
-        Ok(found)
+        Ok(relationships::render(
+            &self.engine,
+            &self.engine.references_to(&file),
+        ))
     }
 
     /// The file's text behind its cross-file context (TDD §3.8.3).
@@ -269,31 +261,7 @@ impl Service {
     /// How many other project files import (through any re-export chain),
     /// call or inherit from definition `symbol` of `file` (FR-19, §3.8.2).
     pub fn usage_count(&self, file: &str, symbol: &str) -> usize {
-        let interner = self.engine.interner();
-        let (Some(node), Some(sym)) = (interner.find_node(file), interner.find_sym(symbol)) else {
-            return 0;
-        };
-        let index = self.usage.get(self.engine.changes(), || self.usage_index());
-        index.get(&(node, sym)).copied().unwrap_or(0)
-    }
-
-    fn usage_index(&self) -> UsageIndex {
-        let outputs = self.engine.outputs();
-        let uses = outputs
-            .calls
-            .iter()
-            .map(|t| (t.0, t.2, t.3))
-            .chain(outputs.inherits.iter().map(|t| (t.0, t.2, t.3)))
-            .chain(outputs.import_defined_in.iter().map(|t| (t.0, t.2, t.3)));
-        let users: BTreeSet<(Node, Sym, Node)> = uses
-            .filter(|(source, target, _)| source != target)
-            .map(|(source, target, name)| (target, name, source))
-            .collect();
-        let mut counts = FxHashMap::default();
-        for (target, name, _) in users {
-            *counts.entry((target, name)).or_default() += 1;
-        }
-        counts
+        self.engine.usage_count(file, symbol)
     }
 
     pub fn cache_statistics(&self) -> cache::CacheStatistics {
@@ -459,23 +427,15 @@ impl Service {
                 }
             })
             .collect::<Vec<_>>();
-        let mut dependents: FxHashMap<Node, usize> = FxHashMap::default();
-        for t in &program.outputs.dependent_of {
-            *dependents.entry(t.0).or_default() += 1;
-        }
-        let mut most_connected: Vec<ConnectedFile> = dependents
+        let most_connected: Vec<ConnectedFile> = self
+            .engine
+            .most_depended_on(10)
             .into_iter()
-            .map(|(node, count)| ConnectedFile {
-                file: interner.node_text(node).to_string(),
+            .map(|(file, count)| ConnectedFile {
+                file,
                 dependency_count: count,
             })
             .collect();
-        most_connected.sort_by(|a, b| {
-            b.dependency_count
-                .cmp(&a.dependency_count)
-                .then(a.file.cmp(&b.file))
-        });
-        most_connected.truncate(10);
         Export {
             metadata: ExportMetadata {
                 timestamp: rfc3339(SystemTime::now()),
@@ -500,77 +460,8 @@ impl Service {
     /// One shortest cycle per group of files that import each other in a
     /// circle, starting and ending at the group's first file by path.
     pub fn cycles(&self) -> Vec<Vec<String>> {
-        let interner = self.engine.interner();
-        let mut adjacency: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for edge in &self.engine.outputs().cycle_edge {
-            let from = interner.node_text(edge.0).to_string();
-            let to = interner.node_text(edge.1).to_string();
-            adjacency.entry(from).or_default().insert(to);
-        }
-        // Every cycle edge joins two files of the same strongly connected
-        // group, so the groups are the connected components of these edges.
-        let mut seen: BTreeSet<String> = BTreeSet::new();
-        let mut cycles = Vec::new();
-        for start in adjacency.keys() {
-            if seen.contains(start) {
-                continue;
-            }
-            let group = component(&adjacency, start);
-            let first = group.iter().next().cloned().unwrap_or_default();
-            seen.extend(group);
-            if let Some(cycle) = shortest_cycle(&adjacency, &first) {
-                cycles.push(cycle);
-            }
-        }
-        cycles
+        self.engine.cycles()
     }
-}
-
-fn component(adjacency: &BTreeMap<String, BTreeSet<String>>, start: &str) -> BTreeSet<String> {
-    let mut undirected: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (from, tos) in adjacency {
-        for to in tos {
-            undirected.entry(from).or_default().push(to);
-            undirected.entry(to).or_default().push(from);
-        }
-    }
-    let mut group = BTreeSet::new();
-    let mut stack = vec![start];
-    while let Some(node) = stack.pop() {
-        if group.insert(node.to_string()) {
-            stack.extend(undirected.get(node).into_iter().flatten().copied());
-        }
-    }
-    group
-}
-
-fn shortest_cycle(
-    adjacency: &BTreeMap<String, BTreeSet<String>>,
-    start: &str,
-) -> Option<Vec<String>> {
-    let mut previous: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut queue = VecDeque::from([start]);
-    while let Some(node) = queue.pop_front() {
-        for next in adjacency.get(node).into_iter().flatten() {
-            if next == start {
-                let mut back = Vec::new();
-                let mut at = node;
-                while at != start {
-                    back.push(at.to_string());
-                    at = previous.get(at)?;
-                }
-                let mut cycle = vec![start.to_string()];
-                cycle.extend(back.into_iter().rev());
-                cycle.push(start.to_string());
-                return Some(cycle);
-            }
-            if !previous.contains_key(next.as_str()) && next != start {
-                previous.insert(next, node);
-                queue.push_back(next);
-            }
-        }
-    }
-    None
 }
 
 fn elapsed_ms(since: Instant) -> f64 {

@@ -5,72 +5,27 @@
 use rustc_hash::FxHashMap;
 
 use super::model::{Metadata, Relationship, RelationshipType};
-use crate::engine::Engine;
 use crate::engine::datalog::{Node, Site, Sym};
 use crate::engine::intern::is_marker;
+use crate::engine::{Engine, RefKind, Reference};
 use crate::python::{Condition, ImportTarget, Scope};
 
-/// Which relationships to render.
-#[derive(Clone, Copy)]
-pub enum Filter {
-    All,
-    /// Relationships whose source is this file.
-    Source(Node),
-    /// Relationships whose target, or for imports whose defining file, is this file.
-    Target(Node),
-}
-
-impl Filter {
-    fn keeps(self, source: Node, target: Node, defined_in: Option<Node>) -> bool {
-        match self {
-            Filter::All => true,
-            Filter::Source(file) => source == file,
-            Filter::Target(file) => target == file || defined_in == Some(file),
-        }
-    }
-}
-
+/// Every relationship of the project.
 pub fn all(engine: &Engine) -> Vec<Relationship> {
-    select(engine, Filter::All)
+    render(engine, &engine.references())
 }
 
-/// Renders the relationships `filter` keeps, without rendering the others.
-pub fn select(engine: &Engine, filter: Filter) -> Vec<Relationship> {
-    let outputs = engine.outputs();
+/// Renders references (from the engine's semantic layer) as relationship
+/// objects, in source order.
+pub fn render(engine: &Engine, references: &[Reference]) -> Vec<Relationship> {
     let renderer = Renderer {
         engine,
         owners: Default::default(),
     };
-
-    // Outputs are sorted with the source file first: a source filter reads
-    // only that file's slice of each relation.
-    let imports = source_slice(&outputs.imports, filter, |t| t.0);
-    let import_defined_in = source_slice(&outputs.import_defined_in, filter, |t| t.0);
-    let calls = source_slice(&outputs.calls, filter, |t| t.0);
-    let inherits = source_slice(&outputs.inherits, filter, |t| t.0);
-
-    let mut defined_in: FxHashMap<(Node, Site), Vec<(Node, Sym)>> = FxHashMap::default();
-    for t in import_defined_in {
-        defined_in.entry((t.0, t.1)).or_default().push((t.2, t.3));
-    }
-
-    let mut out = Vec::new();
-    for t in imports {
-        let defined = certain(defined_in.get(&(t.0, t.1)).map(Vec::as_slice));
-        if filter.keeps(t.0, t.2, defined.map(|d| d.0)) {
-            out.extend(renderer.import(t.0, t.1, t.2, defined));
-        }
-    }
-    let calls = calls
+    let mut out: Vec<Relationship> = references
         .iter()
-        .filter(|t| filter.keeps(t.0, t.2, None))
-        .map(|t| (t.0, t.1, t.2, t.3));
-    out.extend(renderer.references(RelationshipType::FunctionCall, calls));
-    let bases = inherits
-        .iter()
-        .filter(|t| filter.keeps(t.0, t.2, None))
-        .map(|t| (t.0, t.1, t.2, t.3));
-    out.extend(renderer.references(RelationshipType::Inheritance, bases));
+        .filter_map(|r| renderer.render(r))
+        .collect();
     out.sort_by(|a, b| {
         (
             &a.source_file,
@@ -93,47 +48,15 @@ pub fn select(engine: &Engine, filter: Filter) -> Vec<Relationship> {
 /// Relationship counts by type, without rendering any relationship.
 pub fn counts(engine: &Engine) -> std::collections::BTreeMap<&'static str, usize> {
     let outputs = engine.outputs();
-    let certain_sites = |tuples: Vec<(Node, Site)>| {
-        let mut per_site: FxHashMap<(Node, Site), usize> = FxHashMap::default();
-        for key in tuples {
-            *per_site.entry(key).or_default() += 1;
-        }
-        per_site.values().filter(|&&n| n == 1).count()
-    };
-    let calls = certain_sites(outputs.calls.iter().map(|t| (t.0, t.1)).collect());
-    let bases = certain_sites(outputs.inherits.iter().map(|t| (t.0, t.1)).collect());
     [
         (RelationshipType::Import, outputs.imports.len()),
-        (RelationshipType::FunctionCall, calls),
-        (RelationshipType::Inheritance, bases),
+        (RelationshipType::FunctionCall, outputs.calls.len()),
+        (RelationshipType::Inheritance, outputs.inherits.len()),
     ]
     .into_iter()
     .filter(|(_, n)| *n > 0)
     .map(|(kind, n)| (kind.as_str(), n))
     .collect()
-}
-
-fn source_slice<T>(tuples: &[T], filter: Filter, source: impl Fn(&T) -> Node) -> &[T] {
-    match filter {
-        Filter::Source(file) => keyed(tuples, source, file),
-        _ => tuples,
-    }
-}
-
-/// The run of `tuples` (sorted by `first`) whose `first` is `key`.
-pub(crate) fn keyed<T>(tuples: &[T], first: impl Fn(&T) -> Node, key: Node) -> &[T] {
-    let start = tuples.partition_point(|t| first(t) < key);
-    let end = tuples.partition_point(|t| first(t) <= key);
-    &tuples[start..end]
-}
-
-/// One candidate is a fact; several mean the binding is ambiguous and
-/// nothing is claimed (fail-safe).
-fn certain(candidates: Option<&[(Node, Sym)]>) -> Option<(Node, Sym)> {
-    match candidates {
-        Some([one]) => Some(*one),
-        _ => None,
-    }
 }
 
 struct Renderer<'a> {
@@ -255,25 +178,27 @@ impl Renderer<'_> {
         })
     }
 
-    fn references(
-        &self,
-        kind: RelationshipType,
-        tuples: impl Iterator<Item = (Node, Site, Node, Sym)>,
-    ) -> Vec<Relationship> {
-        let mut by_site: FxHashMap<(Node, Site), Vec<(Node, Sym)>> = FxHashMap::default();
-        for (file, site, target, name) in tuples {
-            by_site
-                .entry((file, site))
-                .or_default()
-                .push((target, name));
+    fn render(&self, r: &Reference) -> Option<Relationship> {
+        match (r.kind, r.symbol) {
+            (RefKind::Import, _) => {
+                self.import(r.source, r.site, r.target, r.defined_in.zip(r.symbol))
+            }
+            (RefKind::Call, Some(name)) => self.reference(
+                RelationshipType::FunctionCall,
+                r.source,
+                r.site,
+                r.target,
+                name,
+            ),
+            (RefKind::Inheritance, Some(name)) => self.reference(
+                RelationshipType::Inheritance,
+                r.source,
+                r.site,
+                r.target,
+                name,
+            ),
+            (_, None) => None,
         }
-        by_site
-            .into_iter()
-            .filter_map(|((file, site), targets)| {
-                let (target, name) = certain(Some(&targets))?;
-                self.reference(kind, file, site, target, name)
-            })
-            .collect()
     }
 
     fn reference(

@@ -8,9 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use super::live::Involved;
 use super::model::UpdateReport;
-use super::relationships::keyed;
 use super::{Service, elapsed_ms, rfc3339, warnings};
-use crate::engine::datalog::Node;
 use crate::workspace::config::CONFIG_FILE;
 use crate::workspace::discover::{self, Stamp};
 use crate::workspace::pytest;
@@ -82,23 +80,13 @@ impl Service {
             let Ok(file) = self.resolve_file(file) else {
                 return Vec::new();
             };
-            let interner = self.engine.interner();
-            let node = interner.node(&file);
-            let outputs = self.engine.outputs();
-            // Both relations are sorted by their first argument.
-            let others: Vec<Node> = if dependents {
-                let edges = keyed(&outputs.dependent_of, |t| t.0, node);
-                edges.iter().map(|t| t.1).collect()
+            let others = if dependents {
+                self.engine.dependent_files(&file)
             } else {
-                let edges = keyed(&outputs.depends_on, |t| t.0, node);
-                edges.iter().map(|t| t.1).collect()
+                self.engine.dependency_files(&file)
             };
             let mut files = vec![file];
-            files.extend(
-                others
-                    .into_iter()
-                    .map(|n| interner.node_text(n).to_string()),
-            );
+            files.extend(others);
             files
         };
         match involved {

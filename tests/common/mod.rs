@@ -72,7 +72,7 @@ pub fn copy_sample() -> tempfile::TempDir {
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project"))
 }
 
-fn copy_tree(from: &Path) -> tempfile::TempDir {
+pub fn copy_tree(from: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     copy_dir(from, dir.path());
     dir
