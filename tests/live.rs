@@ -134,6 +134,37 @@ fn reads_are_fresh_even_without_a_watcher() {
     );
 }
 
+/// Issue: never older than the disk, new files included. A file created a
+/// moment ago, unseen by any watcher, is read with its content and context.
+#[test]
+fn a_new_file_is_read_with_context_without_a_watcher() {
+    let (_dir, live) = live_copy("live_edits");
+    let root = root_of(&live);
+    std::fs::write(
+        root.join("fresh.py"),
+        "from shop.pricing import discount\n\nprint(discount(3))\n",
+    )
+    .unwrap();
+    let read = live.read_fresh(&Involved::Dependencies("fresh.py".into()), |s| {
+        s.read_with_context("fresh.py")
+    });
+    let text = read.expect("a file created on disk is read, not file_not_found");
+    assert!(text.contains("def discount(amount)"), "{text}");
+    assert!(text.contains("print(discount(3))"), "{text}");
+    // Its import is now a dependent of the imported file, for everyone.
+    let dependents = live.read(|s| s.dependents("shop/pricing.py").unwrap());
+    assert!(dependents.iter().any(|r| r.source_file == "fresh.py"));
+    // Paths that are not indexable stay errors: outside the root, missing.
+    let missing = live.read_fresh(&Involved::Dependencies("nope.py".into()), |s| {
+        s.read_with_context("nope.py")
+    });
+    assert!(missing.is_err());
+    let outside = live.read_fresh(&Involved::Dependencies("../x.py".into()), |s| {
+        s.read_with_context("../x.py")
+    });
+    assert!(outside.is_err());
+}
+
 #[test]
 fn readers_keep_answering_while_updates_apply() {
     let (_dir, live) = live_copy("live_edits");

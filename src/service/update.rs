@@ -77,8 +77,19 @@ impl Service {
     /// The indexed files an answer about `involved` rests on.
     pub fn involved(&self, involved: &Involved) -> Vec<String> {
         let related = |file: &str, dependents: bool| {
-            let Ok(file) = self.resolve_file(file) else {
-                return Vec::new();
+            let file = match self.resolve_file(file) {
+                Ok(file) => file,
+                // Not indexed (yet): if it lies inside the root, its stamp
+                // (none held) differs from the disk's as soon as it exists,
+                // so a file created a moment ago is read in before the
+                // answer, whatever the watcher has seen.
+                Err(_) => {
+                    return crate::workspace::resolve_user_path(&self.root, file)
+                        .ok()
+                        .filter(|relative| relative.ends_with(".py"))
+                        .into_iter()
+                        .collect();
+                }
             };
             let others = if dependents {
                 self.engine.dependent_files(&file)
