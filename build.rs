@@ -649,7 +649,7 @@ fn write_run(
     let visibility = if module == "reference" { "pub " } else { "" };
     writeln!(
         out,
-        "#[allow(unused_variables, unused_mut)]\n{visibility}fn {name}(facts: &[InputFact], derived: &Outputs) -> Outputs {{\n    let mut runtime = {module}::Crepe::new();"
+        "#[allow(unused_variables, unused_mut, clippy::single_match)]\n{visibility}fn {name}(facts: &[InputFact], derived: &Outputs) -> Outputs {{\n    let mut runtime = {module}::Crepe::new();"
     )
     .unwrap();
     if !base.is_empty() {

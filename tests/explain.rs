@@ -72,126 +72,21 @@ fn cycle_membership_takes_the_shortest_cycle() {
         explain("import_cycles", r#"InCycle("a.py")"#),
         r#"
 InCycle(a.py)
-  [rule rules/cycles.dl:56] InCycle(a) <- Reaches(a, b), (a == b);
-  Reaches(a.py, a.py)
-    [rule rules/cycles.dl:54] Reaches(a, c) <- Reaches(a, b), CoreEdge3(b, c);
-    Reaches(a.py, c.py)
-      [rule rules/cycles.dl:53] Reaches(a, b) <- CoreEdge3(a, b);
-      CoreEdge3(a.py, c.py)
-        [rule rules/cycles.dl:51] CoreEdge3(a, b) <- CoreEdge2(a, b), Core3(a), Core3(b);
-        CoreEdge2(a.py, c.py)
-          [rule rules/cycles.dl:49] CoreEdge2(a, b) <- CoreEdge(a, b), Core2(a), Core2(b);
-          CoreEdge(a.py, c.py)
-            [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
-            CandidateEdge(a.py, c.py)
-              [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
-              RuntimeDependsOn(a.py, c.py)
-                [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-                RuntimeImportAt(a.py, 3:7, c.py)
-                  [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-                  ImportStmt(a.py, 3:7, c.py)
-                    [base a.py:3:7] import c
-                  RuntimeImport(a.py, 3:7)
-                    [base a.py:3:7] import c
-              CycleCandidate(a.py)
-                [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
-                RuntimeDependsOn(a.py, b.py)
-                  [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-                  RuntimeImportAt(a.py, 2:5, b.py)
-                    [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-                    ImportStmt(a.py, 2:5, b.py)
-                      [base a.py:2:5] from b import step
-                    RuntimeImport(a.py, 2:5)
-                      [base a.py:2:5] from b import step
-                RuntimeDependsOn(c.py, a.py)
-                  [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-                  RuntimeImportAt(c.py, 1:7, a.py)
-                    [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-                    ImportStmt(c.py, 1:7, a.py)
-                      [base c.py:1:7] import a
-                    RuntimeImport(c.py, 1:7)
-                      [base c.py:1:7] import a
-              CycleCandidate(c.py)
-                [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
-                RuntimeDependsOn(c.py, a.py)  [see above]
-                RuntimeDependsOn(a.py, c.py)  [see above]
-            Core(a.py)
-              [rule rules/cycles.dl:46] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
-              CandidateEdge(a.py, b.py)
-                [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
-                RuntimeDependsOn(a.py, b.py)  [see above]
-                CycleCandidate(a.py)  [see above]
-                CycleCandidate(b.py)
-                  [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);
-                  RuntimeDependsOn(b.py, c.py)
-                    [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
-                    RuntimeImportAt(b.py, 1:7, c.py)
-                      [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
-                      ImportStmt(b.py, 1:7, c.py)
-                        [base b.py:1:7] import c
-                      RuntimeImport(b.py, 1:7)
-                        [base b.py:1:7] import c
-                  RuntimeDependsOn(a.py, b.py)  [see above]
-              CandidateEdge(c.py, a.py)
-                [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
-                RuntimeDependsOn(c.py, a.py)  [see above]
-                CycleCandidate(c.py)  [see above]
-                CycleCandidate(a.py)  [see above]
-            Core(c.py)
-              [rule rules/cycles.dl:46] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
-              CandidateEdge(c.py, a.py)  [see above]
-              CandidateEdge(a.py, c.py)  [see above]
-          Core2(a.py)
-            [rule rules/cycles.dl:48] Core2(a) <- CoreEdge(a, _), CoreEdge(_, a);
-            CoreEdge(a.py, b.py)
-              [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
-              CandidateEdge(a.py, b.py)  [see above]
-              Core(a.py)  [see above]
-              Core(b.py)
-                [rule rules/cycles.dl:46] Core(a) <- CandidateEdge(a, _), CandidateEdge(_, a);
-                CandidateEdge(b.py, c.py)
-                  [rule rules/cycles.dl:45] CandidateEdge(a, b) <- RuntimeDependsOn(a, b), CycleCandidate(a), CycleCandidate(b);
-                  RuntimeDependsOn(b.py, c.py)  [see above]
-                  CycleCandidate(b.py)  [see above]
-                  CycleCandidate(c.py)  [see above]
-                CandidateEdge(a.py, b.py)  [see above]
-            CoreEdge(c.py, a.py)
-              [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
-              CandidateEdge(c.py, a.py)  [see above]
-              Core(c.py)  [see above]
-              Core(a.py)  [see above]
-          Core2(c.py)
-            [rule rules/cycles.dl:48] Core2(a) <- CoreEdge(a, _), CoreEdge(_, a);
-            CoreEdge(c.py, a.py)  [see above]
-            CoreEdge(a.py, c.py)  [see above]
-        Core3(a.py)
-          [rule rules/cycles.dl:50] Core3(a) <- CoreEdge2(a, _), CoreEdge2(_, a);
-          CoreEdge2(a.py, b.py)
-            [rule rules/cycles.dl:49] CoreEdge2(a, b) <- CoreEdge(a, b), Core2(a), Core2(b);
-            CoreEdge(a.py, b.py)  [see above]
-            Core2(a.py)  [see above]
-            Core2(b.py)
-              [rule rules/cycles.dl:48] Core2(a) <- CoreEdge(a, _), CoreEdge(_, a);
-              CoreEdge(b.py, c.py)
-                [rule rules/cycles.dl:47] CoreEdge(a, b) <- CandidateEdge(a, b), Core(a), Core(b);
-                CandidateEdge(b.py, c.py)  [see above]
-                Core(b.py)  [see above]
-                Core(c.py)  [see above]
-              CoreEdge(a.py, b.py)  [see above]
-          CoreEdge2(c.py, a.py)
-            [rule rules/cycles.dl:49] CoreEdge2(a, b) <- CoreEdge(a, b), Core2(a), Core2(b);
-            CoreEdge(c.py, a.py)  [see above]
-            Core2(c.py)  [see above]
-            Core2(a.py)  [see above]
-        Core3(c.py)
-          [rule rules/cycles.dl:50] Core3(a) <- CoreEdge2(a, _), CoreEdge2(_, a);
-          CoreEdge2(c.py, a.py)  [see above]
-          CoreEdge2(a.py, c.py)  [see above]
-    CoreEdge3(c.py, a.py)
-      [rule rules/cycles.dl:51] CoreEdge3(a, b) <- CoreEdge2(a, b), Core3(a), Core3(b);
-      CoreEdge2(c.py, a.py)  [see above]
-      Core3(c.py)  [see above]
-      Core3(a.py)  [see above]
+  [rule rules/cycles.dl:23] InCycle(a) <- CycleEdge(a, _);
+  CycleEdge(a.py, b.py)
+    [rule rules/cycles.dl:22] CycleEdge(a, b) <- RuntimeDependsOn(a, b), CycleGroup(a, g), CycleGroup(b, h), (g == h);
+    RuntimeDependsOn(a.py, b.py)
+      [rule rules/dependencies.dl:30] RuntimeDependsOn(a, b) <- RuntimeImportAt(a, _, b);
+      RuntimeImportAt(a.py, 2:5, b.py)
+        [rule rules/dependencies.dl:29] RuntimeImportAt(a, s, b) <- ImportStmt(a, s, b), RuntimeImport(a, s), (a != b), (!b.is_marker());
+        ImportStmt(a.py, 2:5, b.py)
+          [base a.py:2:5] from b import step
+        RuntimeImport(a.py, 2:5)
+          [base a.py:2:5] from b import step
+    CycleGroup(a.py, a.py)
+      [base a.py] import cycle a.py -> c.py -> a.py
+    CycleGroup(b.py, a.py)
+      [base b.py] import cycle b.py -> c.py -> a.py -> b.py
 
 "#
         .trim_start()
@@ -264,15 +159,21 @@ fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
 
 #[test]
 fn cycle_derivations_never_loop_and_pick_the_two_file_cycle() {
-    // a -> c -> a is shorter than a -> b -> c -> a: the Reaches chain in
-    // the tree has two hops, each a CoreEdge.
+    // a -> c -> a is shorter than a -> b -> c -> a: the group fact of a.py
+    // shows the two-file cycle as its evidence.
     let text = explain("import_cycles", "InCycle(a.py)");
-    let reaches: Vec<&str> = text
+    let evidence: Vec<&str> = text
         .lines()
-        .filter(|l| l.trim_start().starts_with("Reaches("))
+        .filter(|l| l.contains("import cycle"))
         .map(str::trim)
         .collect();
-    assert_eq!(reaches, ["Reaches(a.py, a.py)", "Reaches(a.py, c.py)"]);
+    assert_eq!(
+        evidence,
+        [
+            "[base a.py] import cycle a.py -> c.py -> a.py",
+            "[base b.py] import cycle b.py -> c.py -> a.py -> b.py",
+        ]
+    );
 }
 
 #[test]
@@ -419,10 +320,12 @@ fn explanations_do_not_depend_on_interning_order() {
     let forward = explain_with(false);
     assert_eq!(forward, explain_with(true));
     assert_eq!(forward, explain("import_cycles", "InCycle(_)"));
-    // Of a.py's two runtime imports, b.py comes first by text.
+    // Of a.py's two runtime imports, b.py comes first by text, and groups
+    // are named by their first file by path.
     assert!(forward.contains(
-        "              CycleCandidate(a.py)\n                [rule rules/cycles.dl:44] CycleCandidate(a) <- RuntimeDependsOn(a, _), RuntimeDependsOn(_, a);\n                RuntimeDependsOn(a.py, b.py)\n"
+        "  CycleEdge(a.py, b.py)\n    [rule rules/cycles.dl:22] CycleEdge(a, b) <- RuntimeDependsOn(a, b), CycleGroup(a, g), CycleGroup(b, h), (g == h);\n"
     ));
+    assert!(forward.contains("    CycleGroup(c.py, a.py)\n"));
 }
 
 /// A re-export chain a thousand modules long: the derivation is a thousand

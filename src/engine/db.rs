@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::base_facts;
-use super::datalog::{self, InputFact, Outputs, StageProgram, TestModule, Value};
+use super::datalog::{self, CycleGroup, InputFact, Node, Outputs, StageProgram, TestModule, Value};
 use super::intern::Interner;
 use super::layers::{self, Layer};
 use super::modules::ModuleIndex;
@@ -240,6 +240,7 @@ pub fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
         .iter()
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
         .chain(project_facts(db, project).iter().copied())
+        .chain(cycle_groups(db, project).iter().copied())
         .collect();
     facts.sort_unstable();
     facts.dedup();
@@ -432,7 +433,57 @@ pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("project_inputs", None);
-    whole_project_inputs(db, project, &datalog::PROJECT, &[])
+    let mut inputs = whole_project_inputs(db, project, &datalog::PROJECT, &[]);
+    inputs
+        .facts
+        .extend(cycle_groups(db, project).iter().copied());
+    inputs
+}
+
+/// Every file's `RuntimeDependsOn` tuples, sorted: the runtime import
+/// graph. A query of its own so that an edit that leaves the graph as it
+/// was stops here and the cycles are not searched again.
+#[salsa::tracked(returns(ref))]
+pub fn runtime_edges(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
+    db.log().executed("runtime_edges", None);
+    let mut edges: Vec<(Node, Node)> = project
+        .files(db)
+        .iter()
+        .flat_map(|&file| file_stage(db, project, file).runtime_depends_on.iter())
+        .map(|t| (t.0, t.1))
+        .collect();
+    edges.sort_unstable();
+    edges
+}
+
+/// `CycleGroup` facts: the strongly connected components of the runtime
+/// import graph with two or more files (Tarjan's algorithm, linear in the
+/// edges), each named by its first file by path so that the facts do not
+/// depend on interning order.
+#[salsa::tracked(returns(ref))]
+pub fn cycle_groups(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("cycle_groups", None);
+    let graph: petgraph::graphmap::DiGraphMap<Node, ()> =
+        petgraph::graphmap::DiGraphMap::from_edges(runtime_edges(db, project));
+    let mut facts = Vec::new();
+    for component in petgraph::algo::tarjan_scc(&graph) {
+        if component.len() < 2 {
+            continue;
+        }
+        let Some(&group) = component
+            .iter()
+            .min_by_key(|&&node| db.interner().node_text(node))
+        else {
+            continue;
+        };
+        facts.extend(
+            component
+                .iter()
+                .map(|&file| InputFact::CycleGroup(CycleGroup(file, group))),
+        );
+    }
+    facts.sort_unstable();
+    facts
 }
 
 /// The inputs of a whole-project stage: the base facts it reads, and what

@@ -307,6 +307,20 @@ impl Engine {
             .collect()
     }
 
+    /// The shortest import cycle through `path` (paths, from it back to
+    /// it), if it lies on one.
+    pub fn cycle_through(&self, path: &str) -> Option<Vec<String>> {
+        let interner = self.interner();
+        let node = interner.find_node(path)?;
+        let cycle = semantic::cycle_through(&self.db, self.project, node)?;
+        Some(
+            cycle
+                .iter()
+                .map(|&n| interner.node_text(n).to_string())
+                .collect(),
+        )
+    }
+
     /// The `limit` files with the most dependents, most first (ties by path).
     pub fn most_depended_on(&self, limit: usize) -> Vec<(String, usize)> {
         let interner = self.interner();

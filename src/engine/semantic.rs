@@ -146,15 +146,7 @@ pub(crate) fn usage_counts(db: &dyn Db, project: Project) -> Vec<((Node, Sym), u
 /// this only picks a readable path through each group.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn cycles(db: &dyn Db, project: Project) -> Vec<Vec<Node>> {
-    let outputs = db::program(db, project);
-    let named = |node: Node| (db.interner().node_text(node), node);
-    let mut adjacency: Adjacency = BTreeMap::new();
-    for edge in &outputs.cycle_edge {
-        adjacency
-            .entry(named(edge.0))
-            .or_default()
-            .insert(named(edge.1));
-    }
+    let adjacency = cycle_adjacency(db, db::program(db, project));
     // Every cycle edge joins two files of the same strongly connected
     // group, so the groups are the connected components of these edges.
     let mut seen: BTreeSet<Named> = BTreeSet::new();
@@ -175,6 +167,28 @@ pub(crate) fn cycles(db: &dyn Db, project: Project) -> Vec<Vec<Node>> {
         }
     }
     found
+}
+
+/// The shortest import cycle through `file`, from it back to it, if it is
+/// on one.
+pub(crate) fn cycle_through(db: &dyn Db, project: Project, file: Node) -> Option<Vec<Node>> {
+    let adjacency = cycle_adjacency(db, db::program(db, project));
+    let start = (db.interner().node_text(file), file);
+    let cycle = shortest_cycle(&adjacency, &start)?;
+    Some(cycle.into_iter().map(|(_, node)| node).collect())
+}
+
+/// `CycleEdge` as adjacency sets, ordered by path.
+fn cycle_adjacency(db: &dyn Db, outputs: &Outputs) -> Adjacency {
+    let named = |node: Node| (db.interner().node_text(node), node);
+    let mut adjacency: Adjacency = BTreeMap::new();
+    for edge in &outputs.cycle_edge {
+        adjacency
+            .entry(named(edge.0))
+            .or_default()
+            .insert(named(edge.1));
+    }
+    adjacency
 }
 
 /// A file by path, then node: ordered by path.

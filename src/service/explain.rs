@@ -216,6 +216,21 @@ impl<'e> Renderer<'e> {
                 text: None,
             });
         }
+        if relation == "CycleGroup" {
+            // Computed from the runtime import graph: the cycle itself is
+            // the evidence.
+            let file = values.first().and_then(|v| match *v {
+                Value::Node(node) => project_file(self.engine, node),
+                _ => None,
+            })?;
+            let cycle = self.engine.cycle_through(&file)?;
+            return Some(SourceRef {
+                text: Some(format!("import cycle {}", cycle.join(" -> "))),
+                file,
+                line: None,
+                column: None,
+            });
+        }
         let interner = self.engine.interner();
         let mut file: Option<String> = None;
         let mut name: Option<String> = None;
