@@ -167,13 +167,13 @@ impl Db for Database {
 
 /// Parse and extract everything about one file.
 #[salsa::tracked(returns(ref))]
-pub fn module_facts(db: &dyn Db, file: SourceFile) -> ModuleFacts {
+pub(crate) fn module_facts(db: &dyn Db, file: SourceFile) -> ModuleFacts {
     db.log().executed("module_facts", Some(file.path(db)));
     python::extract(file.text(db))
 }
 
 #[salsa::tracked(returns(ref))]
-pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
+pub(crate) fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
     db.log().executed("module_index", None);
     let paths: Vec<&str> = project
         .files(db)
@@ -186,7 +186,7 @@ pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
 /// The Datalog base facts of one file: its imports resolved to modules, its
 /// module-level bindings, and the first hop of its calls and class bases.
 #[salsa::tracked(returns(ref))]
-pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
+pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
     db.log().executed("file_base_facts", Some(file.path(db)));
     let index = module_index(db, project);
     base_facts::build(db.interner(), index, file.path(db), file.semantic(db))
@@ -196,7 +196,7 @@ pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<I
 /// contents, so they are computed over the file set, apart from each file's
 /// facts: a change to the pytest configuration re-runs no resolution.
 #[salsa::tracked(returns(ref))]
-pub fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
+pub(crate) fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("test_modules", None);
     let matcher = TestMatcher::new(project.test_patterns(db));
     project
@@ -210,7 +210,7 @@ pub fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
 
 /// Project-level base facts: the files' layers.
 #[salsa::tracked(returns(ref))]
-pub fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+pub(crate) fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("layer_facts", None);
     let paths = project.files(db).iter().map(|file| file.path(db).as_str());
     layers::facts(db.interner(), project.layers(db), paths)
@@ -219,7 +219,7 @@ pub fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
 /// Project-level base facts (test modules, layers): facts about paths and
 /// configuration rather than one file's code.
 #[salsa::tracked(returns(ref))]
-pub fn project_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("project_facts", None);
     let mut facts: Vec<InputFact> = test_modules(db, project)
         .iter()
@@ -233,7 +233,7 @@ pub fn project_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
 /// Every base fact, sorted: what `query` and `explain` read for base
 /// relations. Computed only when asked, never on the update path.
 #[salsa::tracked(returns(ref))]
-pub fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+pub(crate) fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("all_facts", None);
     let mut facts: Vec<InputFact> = project
         .files(db)
@@ -266,7 +266,7 @@ fn gathered(db: &dyn Db, project: Project, stage: &StageProgram) -> Vec<InputFac
 /// The project's files ordered by their node ids: concatenated in this
 /// order, most relations (keyed by their file) come out already sorted.
 #[salsa::tracked(returns(ref))]
-pub fn files_by_node(db: &dyn Db, project: Project) -> Vec<SourceFile> {
+pub(crate) fn files_by_node(db: &dyn Db, project: Project) -> Vec<SourceFile> {
     db.log().executed("files_by_node", None);
     let mut files: Vec<(super::datalog::Node, SourceFile)> = project
         .files(db)
@@ -306,14 +306,14 @@ fn run_stage(
 /// that changes none of them (a call, a plain import) stops here: equal
 /// inputs, and salsa reuses `resolve_stage`.
 #[salsa::tracked(returns(ref))]
-pub fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
+pub(crate) fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("resolve_inputs", None);
     gathered(db, project, &datalog::RESOLVE)
 }
 
 /// The `resolve` stage (name resolution across modules) over all files.
 #[salsa::tracked(returns(ref))]
-pub fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
+pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolve_stage", None);
     let facts = resolve_inputs(db, project);
     run_stage(
@@ -328,7 +328,7 @@ pub fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
 /// The `resolve` tuples the `file` stage reads: a query of its own so that
 /// a change to the others (say, what a module exports) re-runs no file.
 #[salsa::tracked(returns(ref))]
-pub fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
+pub(crate) fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolved_for_files", None);
     let mut derived = Outputs::default();
     (datalog::FILE.take_derived)(&mut derived, resolve_stage(db, project));
@@ -337,7 +337,7 @@ pub fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
 
 /// Every value in a file's base facts, sorted: what ties other tuples to it.
 #[salsa::tracked(returns(ref))]
-pub fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Value> {
+pub(crate) fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Value> {
     db.log().executed("file_keys", Some(file.path(db)));
     let mut keys: Vec<Value> = file_base_facts(db, project, file)
         .iter()
@@ -381,7 +381,7 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
 /// query of its own, cheap to re-run: when resolution changes somewhere,
 /// only the files whose slice changed go on to rebuild their inputs.
 #[salsa::tracked(returns(ref))]
-pub fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
+pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_resolved", Some(file.path(db)));
     (datalog::FILE.select_derived)(
         resolved_for_files(db, project),
@@ -396,7 +396,7 @@ pub fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs
 /// skip the file's rules. `tests/incremental.rs` checks on every fixture
 /// that this is all the file rules need.
 #[salsa::tracked(returns(ref))]
-pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
+pub(crate) fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
     db.log().executed("file_inputs", Some(file.path(db)));
     let derived = file_resolved(db, project, file).clone();
     let mut keys: Vec<Value> = derived
@@ -416,7 +416,7 @@ pub fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInpu
 
 /// The `file` stage for one file.
 #[salsa::tracked(returns(ref))]
-pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
+pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_stage", Some(file.path(db)));
     let inputs = file_inputs(db, project, file);
     run_stage(
@@ -431,7 +431,7 @@ pub fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
 /// What the `project` stage reads: base facts and the tuples of earlier
 /// stages, from every file.
 #[salsa::tracked(returns(ref))]
-pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
+pub(crate) fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("project_inputs", None);
     let mut inputs = whole_project_inputs(db, project, &datalog::PROJECT, &[]);
     inputs
@@ -444,7 +444,7 @@ pub fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
 /// graph. A query of its own so that an edit that leaves the graph as it
 /// was stops here and the cycles are not searched again.
 #[salsa::tracked(returns(ref))]
-pub fn runtime_edges(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
+pub(crate) fn runtime_edges(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
     db.log().executed("runtime_edges", None);
     let mut edges: Vec<(Node, Node)> = project
         .files(db)
@@ -461,7 +461,7 @@ pub fn runtime_edges(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
 /// edges), each named by its first file by path so that the facts do not
 /// depend on interning order.
 #[salsa::tracked(returns(ref))]
-pub fn cycle_groups(db: &dyn Db, project: Project) -> Vec<InputFact> {
+pub(crate) fn cycle_groups(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("cycle_groups", None);
     let graph: petgraph::graphmap::DiGraphMap<Node, ()> =
         petgraph::graphmap::DiGraphMap::from_edges(runtime_edges(db, project));
@@ -512,7 +512,7 @@ fn whole_project_inputs(
 
 /// The `project` stage (cycles) over all files.
 #[salsa::tracked(returns(ref))]
-pub fn project_stage(db: &dyn Db, project: Project) -> Outputs {
+pub(crate) fn project_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("project_stage", None);
     let inputs = project_inputs(db, project);
     run_stage(
@@ -526,14 +526,14 @@ pub fn project_stage(db: &dyn Db, project: Project) -> Outputs {
 
 /// What the `report` stage reads: base facts and earlier stages' tuples.
 #[salsa::tracked(returns(ref))]
-pub fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
+pub(crate) fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("report_inputs", None);
     whole_project_inputs(db, project, &datalog::REPORT, &[project_stage(db, project)])
 }
 
 /// The `report` stage (warnings on whole-project results) over all files.
 #[salsa::tracked(returns(ref))]
-pub fn report_stage(db: &dyn Db, project: Project) -> Outputs {
+pub(crate) fn report_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("report_stage", None);
     let inputs = report_inputs(db, project);
     run_stage(
@@ -554,7 +554,7 @@ pub struct Program<'a> {
 
 /// Every derived relation: the union of the stages.
 #[salsa::tracked(returns(ref))]
-pub fn program(db: &dyn Db, project: Project) -> Outputs {
+pub(crate) fn program(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("program", None);
     let mut outputs = resolve_stage(db, project).clone();
     for &file in files_by_node(db, project) {

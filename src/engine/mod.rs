@@ -4,13 +4,13 @@
 
 mod base_facts;
 pub mod datalog;
-pub mod db;
-pub mod explain;
-pub mod intern;
-pub mod layers;
-pub mod modules;
+mod db;
+pub(crate) mod explain;
+mod intern;
+mod layers;
+mod modules;
 mod semantic;
-pub mod test_modules;
+mod test_modules;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,8 +19,11 @@ use rayon::prelude::*;
 use salsa::{Durability, Setter};
 
 use self::datalog::Outputs;
-use self::db::{Database, Program, Project, SourceFile};
+use self::db::{Database, Project, SourceFile};
+pub use self::db::{Program, Recomputation};
 use self::intern::Interner;
+pub use self::intern::is_marker;
+pub use self::layers::Layer;
 pub use self::semantic::{RefKind, Reference};
 pub use self::test_modules::TestPatterns;
 use crate::python::{ModuleFacts, Semantic};

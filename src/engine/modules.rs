@@ -69,10 +69,6 @@ impl ModuleIndex {
         }
     }
 
-    pub fn contains_file(&self, path: &str) -> bool {
-        self.files.contains(path)
-    }
-
     /// Resolves an absolute dotted module name.
     pub fn absolute(&self, dotted: &str) -> ModuleLoc {
         let components: Vec<&str> = dotted.split('.').collect();

@@ -19,7 +19,7 @@ use super::Service;
 use super::cache::{Entry, Lookup};
 use super::injections::{self, InjectionEvent};
 use super::model::{Relationship, RelationshipType};
-use crate::engine::intern::is_marker;
+use crate::engine::is_marker;
 use crate::workspace::PathError;
 
 /// One project definition the file uses, at its first use.

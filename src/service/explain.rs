@@ -16,7 +16,7 @@ use crate::engine::datalog::{self, Node, RELATIONS, RelationKind, RuleInfo, Site
 use crate::engine::explain::{
     Derivation, Explainer, Fact, Failure, Miss, Premise, RED_ZONE, STACK_SEGMENT,
 };
-use crate::engine::intern::is_marker;
+use crate::engine::is_marker;
 use crate::workspace::config::CONFIG_FILE;
 
 /// Base relations built from the configuration file rather than from a

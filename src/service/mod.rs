@@ -124,7 +124,7 @@ impl Service {
             config
                 .layers
                 .iter()
-                .map(|l| crate::engine::layers::Layer {
+                .map(|l| crate::engine::Layer {
                     name: l.name.clone(),
                     globs: l.globs.clone(),
                 })

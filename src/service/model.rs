@@ -182,7 +182,7 @@ pub struct UpdateReport {
     /// An ignore file changed, so the whole tree was walked again.
     pub rescanned: bool,
     pub datalog_rerun: bool,
-    pub queries: crate::engine::db::Recomputation,
+    pub queries: crate::engine::Recomputation,
     pub durations: UpdateTimings,
 }
 

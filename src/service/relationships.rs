@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::model::{Metadata, Relationship, RelationshipType};
 use crate::engine::datalog::{Node, Site, Sym};
-use crate::engine::intern::is_marker;
+use crate::engine::is_marker;
 use crate::engine::{Engine, RefKind, Reference};
 use crate::python::{Condition, ImportTarget, Scope};
 
