@@ -140,12 +140,13 @@ fn read_with_context(c: &mut Criterion) {
 }
 
 /// Write on disk → fresh `get_dependents` answer, through the watcher, on a
-/// copy of the tree: an import of `django/utils/text.py` is added to and
-/// removed from a file that does not use it, and the time until
-/// `dependents` reflects the change is sampled (the target is p95 under
-/// 50 ms), for a plain `import` and for a `from ... import` (which also
-/// re-runs name resolution). Criterion cannot time an asynchronous effect,
-/// so the percentiles are printed.
+/// copy of the tree (the target is p95 under 50 ms for each kind of change):
+/// an import of `django/utils/text.py` added to and removed from a file that
+/// does not use it (a plain `import`, then a `from ... import`, which also
+/// re-runs name resolution); a new file importing it, created and deleted;
+/// and that new file renamed back and forth. The time until `dependents`
+/// reflects each change is sampled. Criterion cannot time an asynchronous
+/// effect, so the percentiles are printed.
 fn watcher_end_to_end(_: &mut Criterion) {
     let Some(tree) = tree() else { return };
     let copy = tempfile::tempdir().expect("tempdir");
@@ -155,16 +156,42 @@ fn watcher_end_to_end(_: &mut Criterion) {
     let importer = "django/utils/dates.py";
     let path = live.root().join(importer);
     let original = std::fs::read_to_string(&path).expect("importer");
-    let depends = || {
+    let depends = |source: &str| {
         live.read(|s| {
             s.dependents(EDITED)
                 .expect("dependents")
                 .iter()
-                .any(|r| r.source_file == importer)
+                .any(|r| r.source_file == source)
         })
     };
-    assert!(!depends(), "{importer} already uses {EDITED}");
+    assert!(!depends(importer), "{importer} already uses {EDITED}");
     std::thread::sleep(Duration::from_millis(500));
+    let report = |label: &str, samples: &mut Vec<Duration>| {
+        samples.sort();
+        eprintln!(
+            "watcher end to end, {label} (write -> fresh dependents): p50 {:?}, p95 {:?}, max {:?} over {} changes",
+            samples[samples.len() / 2],
+            samples[samples.len() * 95 / 100],
+            samples[samples.len() - 1],
+            samples.len()
+        );
+    };
+    // Times `change`, then waits until `done` holds.
+    let timed = |change: &dyn Fn(), done: &dyn Fn() -> bool| {
+        let start = std::time::Instant::now();
+        change();
+        while !done() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "update never came"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let elapsed = start.elapsed();
+        // Let the update settle so the next change is a new batch.
+        std::thread::sleep(Duration::from_millis(50));
+        elapsed
+    };
     for import in [
         "import django.utils.text",
         "from django.utils.text import capfirst",
@@ -177,28 +204,48 @@ fn watcher_end_to_end(_: &mut Criterion) {
             } else {
                 original.clone()
             };
-            let start = std::time::Instant::now();
-            std::fs::write(&path, text).expect("writes");
-            while depends() != adding {
-                assert!(
-                    start.elapsed() < Duration::from_secs(10),
-                    "update never came"
-                );
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            samples.push(start.elapsed());
-            // Let the update settle so the next write is a new batch.
-            std::thread::sleep(Duration::from_millis(50));
+            samples.push(timed(
+                &|| std::fs::write(&path, &text).expect("writes"),
+                &|| depends(importer) == adding,
+            ));
         }
-        samples.sort();
-        eprintln!(
-            "watcher end to end, `{import}` (write -> fresh dependents): p50 {:?}, p95 {:?}, max {:?} over {} edits",
-            samples[samples.len() / 2],
-            samples[samples.len() * 95 / 100],
-            samples[samples.len() - 1],
-            samples.len()
-        );
+        report(&format!("`{import}`"), &mut samples);
     }
+    let new_file = "django/utils/xf_new.py";
+    let renamed = "django/utils/xf_renamed.py";
+    let new_path = live.root().join(new_file);
+    let renamed_path = live.root().join(renamed);
+    let (mut created, mut deleted) = (Vec::new(), Vec::new());
+    for _ in 0..30 {
+        created.push(timed(
+            &|| {
+                std::fs::write(&new_path, "from django.utils.text import capfirst\n")
+                    .expect("writes")
+            },
+            &|| depends(new_file),
+        ));
+        deleted.push(timed(
+            &|| std::fs::remove_file(&new_path).expect("deletes"),
+            &|| !depends(new_file),
+        ));
+    }
+    report("new file", &mut created);
+    report("deleted file", &mut deleted);
+    std::fs::write(&new_path, "from django.utils.text import capfirst\n").expect("writes");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut moved = Vec::new();
+    for i in 0..60 {
+        let (from, to, old, new) = if i % 2 == 0 {
+            (&new_path, &renamed_path, new_file, renamed)
+        } else {
+            (&renamed_path, &new_path, renamed, new_file)
+        };
+        moved.push(timed(
+            &|| std::fs::rename(from, to).expect("renames"),
+            &|| depends(new) && !depends(old),
+        ));
+    }
+    report("renamed file", &mut moved);
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
