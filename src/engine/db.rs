@@ -82,23 +82,52 @@ pub struct Recomputation {
 /// name inputs by id only, and reports should name files).
 #[derive(Clone, Default)]
 pub struct ExecutionLog {
-    entries: Arc<Mutex<Option<Recomputation>>>,
+    entries: Arc<Mutex<Option<Recording>>>,
+}
+
+/// A recording in progress. Reused memos are counted by salsa ingredient
+/// (one per query); a query's name is formatted once per recording, not
+/// once per memo (an update re-verifies thousands).
+#[derive(Default)]
+struct Recording {
+    report: Recomputation,
+    reused: rustc_hash::FxHashMap<salsa::IngredientIndex, (String, usize)>,
 }
 
 impl ExecutionLog {
     /// Starts recording (clearing what was recorded before).
     pub fn start(&self) {
-        *self.lock() = Some(Recomputation::default());
+        *self.lock() = Some(Recording::default());
     }
 
     /// Stops recording and returns what was recorded.
     pub fn take(&self) -> Recomputation {
-        self.lock().take().unwrap_or_default()
+        let Some(recording) = self.lock().take() else {
+            return Recomputation::default();
+        };
+        let mut report = recording.report;
+        for (name, count) in recording.reused.into_values() {
+            *report.reused.entry(name).or_default() += count;
+        }
+        report
     }
 
     fn record(&self, f: impl FnOnce(&mut Recomputation)) {
-        if let Some(entries) = self.lock().as_mut() {
-            f(entries);
+        if let Some(recording) = self.lock().as_mut() {
+            f(&mut recording.report);
+        }
+    }
+
+    fn reused(&self, key: salsa::DatabaseKeyIndex) {
+        if let Some(recording) = self.lock().as_mut() {
+            recording
+                .reused
+                .entry(key.ingredient_index())
+                .or_insert_with(|| {
+                    let key = format!("{key:?}");
+                    (key.split('(').next().unwrap_or_default().to_string(), 0)
+                })
+                .1 += 1;
         }
     }
 
@@ -111,7 +140,7 @@ impl ExecutionLog {
         });
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Recomputation>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -130,11 +159,7 @@ impl Default for Database {
         let sink = log.clone();
         let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
             if let salsa::EventKind::DidValidateMemoizedValue { database_key } = event.kind {
-                sink.record(|r| {
-                    let key = format!("{database_key:?}");
-                    let name = key.split('(').next().unwrap_or_default().to_string();
-                    *r.reused.entry(name).or_default() += 1;
-                });
+                sink.reused(database_key);
             }
         })));
         Self {
