@@ -272,20 +272,73 @@ pub(crate) fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     facts
 }
 
-/// The facts a whole-project stage reads, from every file and the project,
-/// in file order: deterministic, so equal facts give an equal vector and
-/// salsa can stop there (crepe needs no order and drops duplicates).
-fn gathered(db: &dyn Db, project: Project, stage: &StageProgram) -> Vec<InputFact> {
-    if !stage.reads_facts {
-        return Vec::new();
+/// One file's share of what a whole-project stage reads: its base facts
+/// the stage reads and, for stages after the file rules, the tuples of its
+/// `file` stage the stage takes. Kept per file, so an edit that changes
+/// none of them stops at that file's share, and the stage's inputs are a
+/// concatenation of small, mostly reused shares rather than a scan of every
+/// file's facts.
+fn share(db: &dyn Db, project: Project, file: SourceFile, stage: &StageProgram) -> StageInputs {
+    let facts = if stage.reads_facts {
+        file_base_facts(db, project, file)
+            .iter()
+            .copied()
+            .filter(stage.reads_fact)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut derived = Outputs::default();
+    if !std::ptr::eq(stage, &datalog::RESOLVE) {
+        (stage.take_derived)(&mut derived, file_stage(db, project, file));
     }
-    project
-        .files(db)
-        .iter()
-        .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
-        .chain(project_facts(db, project).iter().copied())
-        .filter(stage.reads_fact)
-        .collect()
+    StageInputs { facts, derived }
+}
+
+/// A file's share of the `resolve` stage's inputs (its base facts only:
+/// resolution runs before the file rules).
+#[salsa::tracked(returns(ref))]
+pub(crate) fn resolve_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
+    share(db, project, file, &datalog::RESOLVE)
+}
+
+/// A file's share of the `project` stage's inputs.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn project_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
+    share(db, project, file, &datalog::PROJECT)
+}
+
+/// A file's share of the `report` stage's inputs.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn report_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
+    share(db, project, file, &datalog::REPORT)
+}
+
+/// The facts and file-stage tuples a whole-project stage reads, from every
+/// file's share and the project-level facts, in file order: deterministic,
+/// so equal inputs give an equal value and salsa can stop there (crepe
+/// needs no order and drops duplicates).
+fn gathered(
+    db: &dyn Db,
+    project: Project,
+    stage: &StageProgram,
+    share: fn(&dyn Db, Project, SourceFile) -> &StageInputs,
+) -> StageInputs {
+    let mut inputs = StageInputs::default();
+    for &file in project.files(db) {
+        let share = share(db, project, file);
+        inputs.facts.extend_from_slice(&share.facts);
+        inputs.derived.extend(&share.derived);
+    }
+    if stage.reads_facts {
+        inputs.facts.extend(
+            project_facts(db, project)
+                .iter()
+                .copied()
+                .filter(stage.reads_fact),
+        );
+    }
+    inputs
 }
 
 /// The project's files ordered by their node ids: concatenated in this
@@ -333,7 +386,7 @@ fn run_stage(
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("resolve_inputs", None);
-    gathered(db, project, &datalog::RESOLVE)
+    gathered(db, project, &datalog::RESOLVE, resolve_share).facts
 }
 
 /// The `resolve` stage (name resolution across modules) over all files.
@@ -458,7 +511,7 @@ pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Out
 #[salsa::tracked(returns(ref))]
 pub(crate) fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("project_inputs", None);
-    let mut inputs = whole_project_inputs(db, project, &datalog::PROJECT, &[]);
+    let mut inputs = whole_project_inputs(db, project, &datalog::PROJECT, project_share, &[]);
     inputs
         .facts
         .extend(cycle_groups(db, project).iter().copied());
@@ -511,28 +564,24 @@ pub(crate) fn cycle_groups(db: &dyn Db, project: Project) -> Vec<InputFact> {
     facts
 }
 
-/// The inputs of a whole-project stage: the base facts it reads, and what
-/// it reads of the `resolve` stage, of every file's `file` stage and of the
-/// other earlier `stages`.
+/// The inputs of a whole-project stage: every file's `share` of it (the
+/// base facts it reads and what it takes of the file's `file` stage), the
+/// project-level facts it reads, and what it reads of the `resolve` stage
+/// and of the other `earlier` stages.
 fn whole_project_inputs(
     db: &dyn Db,
     project: Project,
     stage: &StageProgram,
+    share: fn(&dyn Db, Project, SourceFile) -> &StageInputs,
     earlier: &[&Outputs],
 ) -> StageInputs {
-    let mut derived = Outputs::default();
-    (stage.take_derived)(&mut derived, resolve_stage(db, project));
-    for &file in project.files(db) {
-        (stage.take_derived)(&mut derived, file_stage(db, project, file));
-    }
+    let mut inputs = gathered(db, project, stage, share);
+    (stage.take_derived)(&mut inputs.derived, resolve_stage(db, project));
     for outputs in earlier {
-        (stage.take_derived)(&mut derived, outputs);
+        (stage.take_derived)(&mut inputs.derived, outputs);
     }
-    derived.normalize();
-    StageInputs {
-        facts: gathered(db, project, stage),
-        derived,
-    }
+    inputs.derived.normalize();
+    inputs
 }
 
 /// The `project` stage (cycles) over all files.
@@ -553,7 +602,13 @@ pub(crate) fn project_stage(db: &dyn Db, project: Project) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("report_inputs", None);
-    whole_project_inputs(db, project, &datalog::REPORT, &[project_stage(db, project)])
+    whole_project_inputs(
+        db,
+        project,
+        &datalog::REPORT,
+        report_share,
+        &[project_stage(db, project)],
+    )
 }
 
 /// The `report` stage (warnings on whole-project results) over all files.
