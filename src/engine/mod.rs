@@ -223,9 +223,12 @@ impl Engine {
     }
 
     /// Computes every file's facts (on all cores when many are new), then
-    /// the Datalog program.
-    /// Queries are memoized, so this only does what is out of date.
-    pub fn analyze(&mut self) -> &Outputs {
+    /// every rule stage and the dependents index: what dependencies and
+    /// dependents are answered from. The union of all relations
+    /// ([`Engine::outputs`], for queries, explanations and exports) is left
+    /// until someone asks. Queries are memoized, so this only does what is
+    /// out of date.
+    pub fn analyze(&mut self) {
         if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
             let files: Vec<SourceFile> = self.files.values().copied().collect();
             let project = self.project;
@@ -243,7 +246,8 @@ impl Engine {
                     db::file_stage(db, project, file);
                 });
         }
-        db::program(&self.db, self.project)
+        db::report_stage(&self.db, self.project);
+        semantic::dependents_index(&self.db, self.project);
     }
 
     /// Every derived relation, up to date with the inputs.
@@ -267,47 +271,60 @@ impl Engine {
         semantic::references(self.outputs(), files)
     }
 
-    /// The references whose source is `path`.
+    /// The references whose source is `path`, read from its own rules'
+    /// results (no project-wide union).
     pub fn references_from(&self, path: &str) -> Vec<Reference> {
-        match self.interner().find_node(path) {
-            Some(node) => semantic::references_from(self.outputs(), node),
-            None => Vec::new(),
+        match (self.interner().find_node(path), self.files.get(path)) {
+            (Some(node), Some(&file)) => {
+                semantic::references_from(db::file_stage(&self.db, self.project, file), node)
+            }
+            _ => Vec::new(),
         }
     }
 
     /// The references of other files that point into `path`: they target
-    /// it, or (imports) reach a definition in it through re-exports.
+    /// it, or (imports) reach a definition in it through re-exports. Only
+    /// the files `DependentOf` lists are read, so this costs what the
+    /// answer costs.
     pub fn references_to(&self, path: &str) -> Vec<Reference> {
-        match self.interner().find_node(path) {
-            Some(node) => semantic::references_to(self.outputs(), node),
-            None => Vec::new(),
-        }
+        let Some(node) = self.interner().find_node(path) else {
+            return Vec::new();
+        };
+        self.dependent_nodes(node)
+            .flat_map(|source| self.references_from(&self.interner().node_text(source)))
+            .filter(|r| r.reaches(node) && r.source != node)
+            .collect()
+    }
+
+    fn dependent_nodes(&self, node: datalog::Node) -> impl Iterator<Item = datalog::Node> + '_ {
+        semantic::dependents(&self.db, self.project, node)
+            .iter()
+            .map(|t| t.1)
     }
 
     /// The project files `path` depends on (`DependsOn`).
     pub fn dependency_files(&self, path: &str) -> Vec<String> {
-        self.related_files(path, |o| &o.depends_on, |t| (t.0, t.1))
+        let Some(&file) = self.files.get(path) else {
+            return Vec::new();
+        };
+        let interner = self.interner();
+        db::file_stage(&self.db, self.project, file)
+            .depends_on
+            .iter()
+            .map(|t| interner.node_text(t.1).to_string())
+            .collect()
     }
 
     /// The project files that depend on `path` (`DependentOf`).
     pub fn dependent_files(&self, path: &str) -> Vec<String> {
-        self.related_files(path, |o| &o.dependent_of, |t| (t.0, t.1))
-    }
-
-    fn related_files<T>(
-        &self,
-        path: &str,
-        relation: impl Fn(&Outputs) -> &Vec<T>,
-        pair: impl Fn(&T) -> (datalog::Node, datalog::Node),
-    ) -> Vec<String> {
         let interner = self.interner();
-        let Some(node) = interner.find_node(path) else {
-            return Vec::new();
-        };
-        semantic::keyed(relation(self.outputs()), |t| pair(t).0, node)
-            .iter()
-            .map(|t| interner.node_text(pair(t).1).to_string())
-            .collect()
+        match interner.find_node(path) {
+            Some(node) => self
+                .dependent_nodes(node)
+                .map(|n| interner.node_text(n).to_string())
+                .collect(),
+            None => Vec::new(),
+        }
     }
 
     /// The shortest import cycle through `path` (paths, from it back to
@@ -327,10 +344,11 @@ impl Engine {
     /// The `limit` files with the most dependents, most first (ties by path).
     pub fn most_depended_on(&self, limit: usize) -> Vec<(String, usize)> {
         let interner = self.interner();
-        let mut counts: Vec<(String, usize)> = Vec::new();
-        for group in self.outputs().dependent_of.chunk_by(|a, b| a.0 == b.0) {
-            counts.push((interner.node_text(group[0].0).to_string(), group.len()));
-        }
+        let index = semantic::dependents_index(&self.db, self.project);
+        let mut counts: Vec<(String, usize)> = index
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|group| (interner.node_text(group[0].0).to_string(), group.len()))
+            .collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         counts.truncate(limit);
         counts

@@ -103,14 +103,26 @@ pub(crate) fn references(outputs: &Outputs, files: impl Iterator<Item = Node>) -
     files.flat_map(|f| references_from(outputs, f)).collect()
 }
 
-/// The references of other files that point into `file`. Only files that
-/// `DependentOf` lists are read, so this costs what the answer costs.
-pub(crate) fn references_to(outputs: &Outputs, file: Node) -> Vec<Reference> {
-    keyed(&outputs.dependent_of, |t| t.0, file)
+/// `(file, dependent)` for every `DependentOf` tuple, sorted: who depends
+/// on a file, gathered from each file's own rules (a file's `DependentOf`
+/// tuples are derived with its `file` stage), without the union of every
+/// relation that `program` builds.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn dependents_index(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
+    let mut pairs: Vec<(Node, Node)> = project
+        .files(db)
         .iter()
-        .flat_map(|t| references_from(outputs, t.1))
-        .filter(|r| r.reaches(file) && r.source != file)
-        .collect()
+        .flat_map(|&file| db::file_stage(db, project, file).dependent_of.iter())
+        .map(|t| (t.0, t.1))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+/// The files that depend on `file`.
+pub(crate) fn dependents(db: &dyn Db, project: Project, file: Node) -> &[(Node, Node)] {
+    keyed(dependents_index(db, project), |t| t.0, file)
 }
 
 /// How many other files use each definition `(file, name)`: by importing
