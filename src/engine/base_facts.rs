@@ -15,7 +15,7 @@ use super::datalog::{
     Sym,
 };
 use super::intern::Interner;
-use super::modules::{ModuleIndex, ModuleLoc};
+use super::modules::{ModuleIndex, ModuleLoc, SearchPath};
 use crate::python::names;
 use crate::python::{
     Binding, BindingKind, Condition, DunderAll, DynamicPattern, Import, ImportTarget, Lookup,
@@ -25,12 +25,14 @@ use crate::python::{
 pub fn build(
     interner: &Interner,
     index: &ModuleIndex,
+    search: &SearchPath,
     path: &str,
     semantic: &Semantic,
 ) -> Vec<InputFact> {
     let mut builder = Builder {
         interner,
         index,
+        search,
         path,
         semantic,
         me: interner.node(path),
@@ -72,6 +74,8 @@ enum Module {
 struct Builder<'a> {
     interner: &'a Interner,
     index: &'a ModuleIndex,
+    /// Where this file's imports are searched for.
+    search: &'a SearchPath,
     path: &'a str,
     semantic: &'a Semantic,
     me: Node,
@@ -98,10 +102,10 @@ impl Builder<'_> {
     fn resolve(&self, level: u32, dotted: &str) -> Module {
         let written = format!("{}{dotted}", ".".repeat(level as usize));
         let loc = if level == 0 {
-            Some(self.index.absolute(dotted))
+            Some(self.index.absolute(self.search, dotted))
         } else {
             let module = (!dotted.is_empty()).then_some(dotted);
-            self.index.relative(self.path, level, module)
+            self.index.relative(self.search, self.path, level, module)
         };
         match loc {
             Some(ModuleLoc::File(path)) => Module::Project(path),
@@ -119,7 +123,7 @@ impl Builder<'_> {
     /// top-level package is the project's, else stdlib or third-party.
     fn outside(&self, dotted: &str) -> Module {
         let top = dotted.split('.').next().unwrap_or(dotted);
-        if self.index.has_top_level(dotted) {
+        if self.index.has_top_level(self.search, dotted) {
             return Module::Unresolved(format!("<unresolved:{dotted}>"));
         }
         let kind = if names::is_stdlib(top) {

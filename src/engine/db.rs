@@ -22,7 +22,7 @@ use super::base_facts;
 use super::datalog::{self, InputFact, Outputs, StageProgram, TestModule, Value};
 use super::intern::Interner;
 use super::layers::{self, Layer};
-use super::modules::ModuleIndex;
+use super::modules::{ModuleIndex, SearchPath};
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
 
@@ -48,6 +48,14 @@ pub struct Project {
     /// Extra module search roots from configuration, root-relative.
     #[returns(ref)]
     pub extra_search_paths: Vec<String>,
+    /// Directories below the root holding a sub-project marker
+    /// (`pyproject.toml`, `setup.py`, `setup.cfg`), root-relative.
+    #[returns(ref)]
+    pub sub_projects: Vec<String>,
+    /// Python files too large to index (EC-17): modules an import can
+    /// name, with no facts of their own.
+    #[returns(ref)]
+    pub unindexed: Vec<String>,
     /// The project's pytest settings that name test modules (DD-3).
     #[returns(ref)]
     pub test_patterns: TestPatterns,
@@ -179,8 +187,41 @@ pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
         .files(db)
         .iter()
         .map(|file| file.path(db).as_str())
+        .chain(project.unindexed(db).iter().map(String::as_str))
         .collect();
-    ModuleIndex::new(paths, project.extra_search_paths(db))
+    ModuleIndex::new(
+        paths,
+        project.sub_projects(db),
+        project.extra_search_paths(db),
+    )
+}
+
+/// The project's test-module matcher, built once per pytest configuration.
+#[salsa::tracked(returns(ref))]
+pub fn test_matcher(db: &dyn Db, project: Project) -> TestMatcher {
+    db.log().executed("test_matcher", None);
+    TestMatcher::new(project.test_patterns(db))
+}
+
+/// Whether pytest collects `file` as a test module (DD-3): per file, so a
+/// new file decides only its own membership.
+#[salsa::tracked]
+pub fn is_test_module(db: &dyn Db, project: Project, file: SourceFile) -> bool {
+    test_matcher(db, project).is_test(file.path(db))
+}
+
+/// Where `path` (which need not be a project file) searches its imports.
+pub fn search_path_of(db: &dyn Db, project: Project, path: &str, is_test: bool) -> SearchPath {
+    module_index(db, project).search_path(path, is_test)
+}
+
+/// Where one file searches its imports: a query of its own, so that a
+/// change to the test patterns or the sub-projects re-resolves only the
+/// files whose search path changed.
+#[salsa::tracked(returns(ref))]
+pub fn file_search_path(db: &dyn Db, project: Project, file: SourceFile) -> SearchPath {
+    let is_test = *is_test_module(db, project, file);
+    search_path_of(db, project, file.path(db), is_test)
 }
 
 /// The Datalog base facts of one file: its imports resolved to modules, its
@@ -188,8 +229,15 @@ pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
 #[salsa::tracked(returns(ref))]
 pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
     db.log().executed("file_base_facts", Some(file.path(db)));
+    let search = file_search_path(db, project, file);
     let index = module_index(db, project);
-    base_facts::build(db.interner(), index, file.path(db), file.semantic(db))
+    base_facts::build(
+        db.interner(),
+        index,
+        search,
+        file.path(db),
+        file.semantic(db),
+    )
 }
 
 /// `TestModule` facts. They depend on paths and configuration, not on file
@@ -198,13 +246,11 @@ pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<I
 #[salsa::tracked(returns(ref))]
 pub fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("test_modules", None);
-    let matcher = TestMatcher::new(project.test_patterns(db));
     project
         .files(db)
         .iter()
-        .map(|file| file.path(db))
-        .filter(|path| matcher.is_test(path))
-        .map(|path| InputFact::TestModule(TestModule(db.interner().node(path))))
+        .filter(|&&file| *is_test_module(db, project, file))
+        .map(|file| InputFact::TestModule(TestModule(db.interner().node(file.path(db)))))
         .collect()
 }
 

@@ -62,11 +62,15 @@ impl Engine {
         let project = Project::builder(
             Vec::new(),
             extra_search_paths,
+            Vec::new(),
+            Vec::new(),
             TestPatterns::default(),
             Vec::new(),
         )
         .files_durability(Durability::MEDIUM)
         .extra_search_paths_durability(Durability::HIGH)
+        .sub_projects_durability(Durability::MEDIUM)
+        .unindexed_durability(Durability::MEDIUM)
         .test_patterns_durability(Durability::HIGH)
         .layers_durability(Durability::HIGH)
         .new(&db);
@@ -205,6 +209,44 @@ impl Engine {
             .to(files);
     }
 
+    /// Sets the sub-project directories (below the root, each holding a
+    /// `pyproject.toml`, `setup.py` or `setup.cfg`), which change the
+    /// search path of the files inside them; equal sets change nothing.
+    pub fn set_sub_projects(&mut self, mut dirs: Vec<String>) {
+        dirs.sort();
+        dirs.dedup();
+        if *self.project.sub_projects(&self.db) != dirs {
+            self.changes += 1;
+            self.project
+                .set_sub_projects(&mut self.db)
+                .with_durability(Durability::MEDIUM)
+                .to(dirs);
+        }
+    }
+
+    pub fn sub_projects(&self) -> &[String] {
+        self.project.sub_projects(&self.db)
+    }
+
+    /// Sets the Python files that exist but are not indexed (too large,
+    /// EC-17): imports resolve to them, they have no facts and are not
+    /// among [`Engine::paths`]. Equal sets change nothing.
+    pub fn set_unindexed(&mut self, mut paths: Vec<String>) {
+        paths.sort();
+        paths.dedup();
+        if *self.project.unindexed(&self.db) != paths {
+            self.changes += 1;
+            self.project
+                .set_unindexed(&mut self.db)
+                .with_durability(Durability::MEDIUM)
+                .to(paths);
+        }
+    }
+
+    pub fn unindexed(&self) -> &[String] {
+        self.project.unindexed(&self.db)
+    }
+
     /// Sets the architecture layers (top to bottom) that `InLayer` and
     /// `LayerAbove` facts come from.
     pub fn set_layers(&mut self, layers: Vec<layers::Layer>) {
@@ -273,9 +315,12 @@ impl Engine {
         self.files.contains_key(path)
     }
 
-    /// The dotted module name `path` is imported by, from its search root.
+    /// The dotted module name `path` (which need not exist) is imported
+    /// by, from its own search root.
     pub fn module_name(&self, path: &str) -> String {
-        db::module_index(&self.db, self.project).module_name(path)
+        let is_test = db::test_matcher(&self.db, self.project).is_test(path);
+        let search = db::search_path_of(&self.db, self.project, path, is_test);
+        db::module_index(&self.db, self.project).module_name(&search, path)
     }
 
     pub fn interner(&self) -> &Interner {

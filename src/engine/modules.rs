@@ -3,6 +3,14 @@
 //! regular package (`name/__init__.py`) wins, then a module file (`name.py`),
 //! and a directory without `__init__.py` is a namespace-package portion that
 //! counts only if no root has a package or module of that name.
+//!
+//! Search roots depend on the importing file ([`SearchPath`]), as they do for
+//! the Python tools that run it: a sub-project (a directory with its own
+//! `pyproject.toml`, `setup.py` or `setup.cfg`) puts its `src/` and its own
+//! directory first, since it is installed and tested on its own; pytest's
+//! default `prepend` import mode puts a test module's basedir first; and a
+//! script outside any package finds the modules beside it, as `python
+//! script.py` does.
 
 use rustc_hash::FxHashSet;
 
@@ -16,12 +24,32 @@ pub enum ModuleLoc {
     Missing,
 }
 
+/// The module search path of one importing file: root-relative
+/// directories, `""` being the project root.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SearchPath {
+    /// Searched in order for absolute imports.
+    pub roots: Vec<String>,
+    /// The root the file's own module name (and so its package, the base of
+    /// its relative imports) is counted from.
+    pub own: String,
+    /// The file's directory when it is in no package: searched only when
+    /// `roots` have no such module, before the name counts as outside the
+    /// project.
+    pub fallback: Option<String>,
+}
+
 /// The project's importable modules, built from the file paths alone.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct ModuleIndex {
+    /// Module files, including those too large to index (EC-17): they are
+    /// still modules an import can name.
     files: FxHashSet<String>,
     dirs: FxHashSet<String>,
-    /// Root-relative search roots in `sys.path` order; `""` is the root.
+    /// Sub-project directories, innermost last once sorted.
+    sub_projects: Vec<String>,
+    /// Root-relative search roots of files outside any sub-project, in
+    /// `sys.path` order.
     roots: Vec<String>,
     /// The same few modules are imported thousands of times.
     cache: ResolutionCache,
@@ -41,7 +69,14 @@ impl PartialEq for ResolutionCache {
 impl Eq for ResolutionCache {}
 
 impl ModuleIndex {
-    pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>, extra_roots: &[String]) -> Self {
+    /// `paths` are the module files (indexed or not), `sub_projects` the
+    /// directories below the root that hold a project marker, `extra_roots`
+    /// the configured search roots.
+    pub fn new<'a>(
+        paths: impl IntoIterator<Item = &'a str>,
+        sub_projects: &[String],
+        extra_roots: &[String],
+    ) -> Self {
         let mut files = FxHashSet::default();
         let mut dirs = FxHashSet::default();
         for path in paths {
@@ -61,9 +96,17 @@ impl ModuleIndex {
                 roots.push(extra);
             }
         }
+        let mut sub_projects: Vec<String> = sub_projects
+            .iter()
+            .map(|dir| dir.trim_matches('/').to_string())
+            .filter(|dir| !dir.is_empty())
+            .collect();
+        sub_projects.sort();
+        sub_projects.dedup();
         Self {
             files,
             dirs,
+            sub_projects,
             roots,
             cache: ResolutionCache::default(),
         }
@@ -73,18 +116,73 @@ impl ModuleIndex {
         self.files.contains(path)
     }
 
-    /// Resolves an absolute dotted module name.
-    pub fn absolute(&self, dotted: &str) -> ModuleLoc {
+    /// The search path of `file` (which need not exist); `is_test` says
+    /// whether pytest collects it as a test module.
+    pub fn search_path(&self, file: &str, is_test: bool) -> SearchPath {
+        let mut roots = Vec::new();
+        // pytest's `prepend` mode: the first directory upwards that is not
+        // a package goes first on `sys.path` (rootdir/conftest docs).
+        let basedir = is_test.then(|| {
+            let mut dir = parent(file);
+            while !dir.is_empty() && self.is_package(dir) {
+                dir = parent(dir);
+            }
+            dir.to_string()
+        });
+        roots.extend(basedir.clone());
+        // Innermost sub-project first: each is installed on its own, its
+        // `src/` layout included.
+        for sub in self.sub_projects.iter().rev() {
+            if is_within(file, sub) {
+                let src = join(sub, "src");
+                if self.dirs.contains(&src) {
+                    roots.push(src);
+                }
+                roots.push(sub.clone());
+            }
+        }
+        roots.extend(self.roots.iter().cloned());
+        let mut seen = FxHashSet::default();
+        roots.retain(|root| seen.insert(root.clone()));
+        let own = basedir.unwrap_or_else(|| {
+            roots
+                .iter()
+                .filter(|root| is_within(file, root))
+                .max_by_key(|root| root.len())
+                .cloned()
+                .unwrap_or_default()
+        });
+        let dir = parent(file);
+        let fallback = (!self.is_package(dir) && !roots.iter().any(|root| root == dir))
+            .then(|| dir.to_string());
+        SearchPath {
+            roots,
+            own,
+            fallback,
+        }
+    }
+
+    fn is_package(&self, dir: &str) -> bool {
+        self.files.contains(&join(dir, "__init__.py"))
+    }
+
+    /// Resolves an absolute dotted module name on `search`.
+    pub fn absolute(&self, search: &SearchPath, dotted: &str) -> ModuleLoc {
         let components: Vec<&str> = dotted.split('.').collect();
-        self.find(&self.roots, &components)
+        match self.find(&search.roots, &components) {
+            ModuleLoc::Missing => match &search.fallback {
+                Some(dir) => self.find(std::slice::from_ref(dir), &components),
+                None => ModuleLoc::Missing,
+            },
+            found => found,
+        }
     }
 
     /// The directory a relative import of `level` dots in `file` starts from,
     /// or `None` when it reaches above the top-level package.
-    pub fn relative_base(&self, file: &str, level: u32) -> Option<String> {
-        let root = self.root_of(file);
+    pub fn relative_base(&self, search: &SearchPath, file: &str, level: u32) -> Option<String> {
         let within = file
-            .strip_prefix(root)
+            .strip_prefix(search.own.as_str())
             .unwrap_or(file)
             .trim_start_matches('/');
         let package_depth = within.matches('/').count();
@@ -100,8 +198,14 @@ impl ModuleIndex {
 
     /// Resolves `from <level dots><module> import ...` in `file`. `None`
     /// means the import reaches above the top-level package.
-    pub fn relative(&self, file: &str, level: u32, module: Option<&str>) -> Option<ModuleLoc> {
-        let base = self.relative_base(file, level)?;
+    pub fn relative(
+        &self,
+        search: &SearchPath,
+        file: &str,
+        level: u32,
+        module: Option<&str>,
+    ) -> Option<ModuleLoc> {
+        let base = self.relative_base(search, file, level)?;
         Some(match module {
             Some(module) => {
                 let components: Vec<&str> = module.split('.').collect();
@@ -110,7 +214,6 @@ impl ModuleIndex {
             None => self.package_at(&base),
         })
     }
-
     /// Resolves submodule `name` of the package whose file is `package_file`.
     pub fn submodule(&self, package_file: &str, name: &str) -> ModuleLoc {
         match package_file.strip_suffix("/__init__.py") {
@@ -176,20 +279,11 @@ impl ModuleIndex {
         ModuleLoc::Missing
     }
 
-    fn root_of(&self, file: &str) -> &str {
-        self.roots
-            .iter()
-            .filter(|root| root.is_empty() || file.starts_with(&format!("{root}/")))
-            .max_by_key(|root| root.len())
-            .map_or("", String::as_str)
-    }
-
-    /// The dotted name `file` is imported by from its search root
+    /// The dotted name `file` is imported by from its own search root
     /// (`src/pkg/__init__.py` → `pkg`), whether or not the file exists.
-    pub fn module_name(&self, file: &str) -> String {
-        let root = self.root_of(file);
+    pub fn module_name(&self, search: &SearchPath, file: &str) -> String {
         let relative = file
-            .strip_prefix(root)
+            .strip_prefix(search.own.as_str())
             .unwrap_or(file)
             .trim_start_matches('/');
         let stem = relative.strip_suffix(".py").unwrap_or(relative);
@@ -197,12 +291,20 @@ impl ModuleIndex {
         stem.replace('/', ".")
     }
 
-    /// Whether the top-level name of `dotted` exists in the project at all,
+    /// Whether the top-level name of `dotted` exists on `search` at all,
     /// which makes a missing submodule "unresolved" rather than third-party.
-    pub fn has_top_level(&self, dotted: &str) -> bool {
+    pub fn has_top_level(&self, search: &SearchPath, dotted: &str) -> bool {
         let top = dotted.split('.').next().unwrap_or(dotted);
-        self.find(&self.roots, &[top]) != ModuleLoc::Missing
+        self.absolute(search, top) != ModuleLoc::Missing
     }
+}
+
+/// Whether `path` lies inside directory `dir` (`""` holds everything).
+fn is_within(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 fn parent(path: &str) -> &str {
@@ -222,44 +324,104 @@ mod tests {
     use super::*;
 
     fn index(paths: &[&str]) -> ModuleIndex {
-        ModuleIndex::new(paths.iter().copied(), &[])
+        ModuleIndex::new(paths.iter().copied(), &[], &[])
+    }
+
+    fn absolute(index: &ModuleIndex, file: &str, dotted: &str) -> ModuleLoc {
+        index.absolute(&index.search_path(file, false), dotted)
     }
 
     #[test]
     fn module_names_follow_the_search_root() {
         let index = index(&["src/pkg/__init__.py", "src/pkg/mod.py", "tools/run.py"]);
-        assert_eq!(index.module_name("src/pkg/__init__.py"), "pkg");
-        assert_eq!(index.module_name("src/pkg/gone.py"), "pkg.gone");
-        assert_eq!(index.module_name("tools/run.py"), "tools.run");
+        let name = |file| index.module_name(&index.search_path(file, false), file);
+        assert_eq!(name("src/pkg/__init__.py"), "pkg");
+        assert_eq!(name("src/pkg/gone.py"), "pkg.gone");
+        assert_eq!(name("tools/run.py"), "tools.run");
     }
 
     #[test]
     fn regular_package_beats_module_file() {
-        let index = index(&["utils.py", "utils/__init__.py"]);
+        let index = index(&["main.py", "utils.py", "utils/__init__.py"]);
         assert_eq!(
-            index.absolute("utils"),
+            absolute(&index, "main.py", "utils"),
             ModuleLoc::File("utils/__init__.py".into())
         );
     }
 
     #[test]
     fn module_file_beats_namespace_directory() {
-        let index = index(&["utils.py", "utils/helpers.py"]);
-        assert_eq!(index.absolute("utils"), ModuleLoc::File("utils.py".into()));
-        assert_eq!(index.absolute("utils.helpers"), ModuleLoc::Missing);
+        let index = index(&["main.py", "utils.py", "utils/helpers.py"]);
+        assert_eq!(
+            absolute(&index, "main.py", "utils"),
+            ModuleLoc::File("utils.py".into())
+        );
+        assert_eq!(
+            absolute(&index, "main.py", "utils.helpers"),
+            ModuleLoc::Missing
+        );
     }
 
     #[test]
     fn relative_levels_stop_at_top_level_package() {
         let index = index(&["pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/m.py"]);
-        assert_eq!(
-            index.relative_base("pkg/sub/m.py", 1).as_deref(),
-            Some("pkg/sub")
+        let search = index.search_path("pkg/sub/m.py", false);
+        let base = |level| index.relative_base(&search, "pkg/sub/m.py", level);
+        assert_eq!(base(1).as_deref(), Some("pkg/sub"));
+        assert_eq!(base(2).as_deref(), Some("pkg"));
+        assert_eq!(base(3), None);
+    }
+
+    #[test]
+    fn search_paths_per_file() {
+        let index = ModuleIndex::new(
+            [
+                "src/app/__init__.py",
+                "tools/sub/src/lib/__init__.py",
+                "tools/sub/tests/test_lib.py",
+                "tools/sub/tests/unit/__init__.py",
+                "tools/sub/tests/unit/test_deep.py",
+            ],
+            &["tools/sub".to_string()],
+            &["vendor".to_string()],
         );
         assert_eq!(
-            index.relative_base("pkg/sub/m.py", 2).as_deref(),
-            Some("pkg")
+            index.search_path("src/app/__init__.py", false),
+            SearchPath {
+                roots: vec!["".into(), "src".into(), "vendor".into()],
+                own: "src".into(),
+                fallback: None,
+            }
         );
-        assert_eq!(index.relative_base("pkg/sub/m.py", 3), None);
+        assert_eq!(
+            index.search_path("tools/sub/tests/unit/test_deep.py", true),
+            SearchPath {
+                roots: vec![
+                    "tools/sub/tests".into(),
+                    "tools/sub/src".into(),
+                    "tools/sub".into(),
+                    "".into(),
+                    "src".into(),
+                    "vendor".into()
+                ],
+                own: "tools/sub/tests".into(),
+                fallback: None,
+            }
+        );
+        // Not collected by pytest: no basedir, but the script directory.
+        assert_eq!(
+            index.search_path("tools/sub/tests/test_lib.py", false),
+            SearchPath {
+                roots: vec![
+                    "tools/sub/src".into(),
+                    "tools/sub".into(),
+                    "".into(),
+                    "src".into(),
+                    "vendor".into()
+                ],
+                own: "tools/sub".into(),
+                fallback: Some("tools/sub/tests".into()),
+            }
+        );
     }
 }
