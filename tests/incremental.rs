@@ -156,6 +156,62 @@ fn edits_creations_and_deletions_match_a_fresh_index() {
     );
 }
 
+/// The `file_base_facts` queries that executed, by file, sorted.
+fn resolved(log: &[String]) -> Vec<&str> {
+    let mut files: Vec<&str> = log
+        .iter()
+        .filter_map(|e| e.strip_prefix("file_base_facts(")?.strip_suffix(')'))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Resolution is memoized per (search roots, module name) over
+/// per-directory inputs: a new or deleted file re-resolves only the files
+/// whose resolutions it changes; every other file's facts are re-verified,
+/// not recomputed, and test-module and layer membership are decided for
+/// the new file alone.
+#[test]
+fn a_new_or_deleted_file_re_resolves_only_the_files_it_affects() {
+    let mut engine = engine_for("granular_resolution");
+    // main.py imports pkg.later, which does not exist yet.
+    engine.record_executions();
+    engine.set_file("pkg/later.py", "VALUE = 1\n".into());
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(resolved(&log), ["main.py", "pkg/later.py"], "{log:?}");
+    assert_eq!(count(&log, "test_matcher"), 0, "{log:?}");
+    assert_eq!(count(&log, "layer_matcher"), 0, "{log:?}");
+    assert_same_as_scratch(&engine);
+    // A module nobody imports, in another directory: only itself.
+    engine.record_executions();
+    engine.set_file("other/extra.py", "import pkg\n".into());
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(resolved(&log), ["other/extra.py"], "{log:?}");
+    assert_same_as_scratch(&engine);
+    // Deleting pkg/util.py changes what `from . import util` in
+    // pkg/core.py names; other/user.py imports the name `util` from
+    // pkg/core.py, which does not depend on the file.
+    engine.record_executions();
+    engine.remove_file("pkg/util.py");
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(resolved(&log), ["pkg/core.py"], "{log:?}");
+    assert_same_as_scratch(&engine);
+    // A new package directory: only the importer of its name moves.
+    engine.record_executions();
+    engine.set_file("pkg/later/__init__.py", String::new());
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(
+        resolved(&log),
+        ["main.py", "pkg/later/__init__.py"],
+        "{log:?}"
+    );
+    assert_same_as_scratch(&engine);
+}
+
 /// DD-3: test modules follow the pytest settings and the file set, and
 /// changing the settings re-resolves only files whose search path moved.
 #[test]

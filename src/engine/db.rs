@@ -5,9 +5,12 @@
 //! Query chain, each memoized per input revision:
 //! `module_facts(file)` (parse + extract, from `text`) and, downstream of the
 //! location-free `semantic` field, `file_base_facts(file)` (also reads
-//! `module_index`) → `program(project)`, which also takes the project-level
-//! facts of `test_modules(project)` (paths and pytest settings only) and
-//! `layer_facts(project)` (file paths and configured layers).
+//! `file_search_path(file)` and the memoized resolutions of
+//! `super::resolve`, over per-directory inputs) → `program(project)`, which
+//! also takes the project-level facts of `test_modules(project)` (per file
+//! `is_test_module`: path and pytest settings only) and
+//! `layer_facts(project)` (per file `file_layer`: path and configured
+//! layers).
 //!
 //! Early cut-off sits at the `semantic` field. The engine writes it after
 //! `module_facts` ran for a new text, and only when it differs. Texts have low
@@ -21,8 +24,9 @@ use std::sync::{Arc, Mutex};
 use super::base_facts;
 use super::datalog::{self, InputFact, Outputs, StageProgram, TestModule, Value};
 use super::intern::Interner;
-use super::layers::{self, Layer};
-use super::modules::{ModuleIndex, SearchPath};
+use super::layers::{Layer, LayerMatcher};
+use super::modules::{self, SearchPath};
+use super::resolve::{DbLayout, Directories, Resolver};
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
 
@@ -52,10 +56,6 @@ pub struct Project {
     /// (`pyproject.toml`, `setup.py`, `setup.cfg`), root-relative.
     #[returns(ref)]
     pub sub_projects: Vec<String>,
-    /// Python files too large to index (EC-17): modules an import can
-    /// name, with no facts of their own.
-    #[returns(ref)]
-    pub unindexed: Vec<String>,
     /// The project's pytest settings that name test modules (DD-3).
     #[returns(ref)]
     pub test_patterns: TestPatterns,
@@ -68,6 +68,7 @@ pub struct Project {
 pub trait Db: salsa::Database {
     fn interner(&self) -> &Interner;
     fn log(&self) -> &ExecutionLog;
+    fn directories(&self) -> &Directories;
 }
 
 /// What salsa did while recording: for tests, `explain_recomputation` and
@@ -130,6 +131,7 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     interner: Arc<Interner>,
     log: ExecutionLog,
+    directories: Directories,
 }
 
 impl Default for Database {
@@ -149,6 +151,7 @@ impl Default for Database {
             storage,
             interner: Arc::default(),
             log,
+            directories: Directories::default(),
         }
     }
 }
@@ -171,6 +174,10 @@ impl Db for Database {
     fn log(&self) -> &ExecutionLog {
         &self.log
     }
+
+    fn directories(&self) -> &Directories {
+        &self.directories
+    }
 }
 
 /// Parse and extract everything about one file.
@@ -178,22 +185,6 @@ impl Db for Database {
 pub fn module_facts(db: &dyn Db, file: SourceFile) -> ModuleFacts {
     db.log().executed("module_facts", Some(file.path(db)));
     python::extract(file.text(db))
-}
-
-#[salsa::tracked(returns(ref))]
-pub fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
-    db.log().executed("module_index", None);
-    let paths: Vec<&str> = project
-        .files(db)
-        .iter()
-        .map(|file| file.path(db).as_str())
-        .chain(project.unindexed(db).iter().map(String::as_str))
-        .collect();
-    ModuleIndex::new(
-        paths,
-        project.sub_projects(db),
-        project.extra_search_paths(db),
-    )
 }
 
 /// The project's test-module matcher, built once per pytest configuration.
@@ -205,14 +196,20 @@ pub fn test_matcher(db: &dyn Db, project: Project) -> TestMatcher {
 
 /// Whether pytest collects `file` as a test module (DD-3): per file, so a
 /// new file decides only its own membership.
-#[salsa::tracked]
+#[salsa::tracked(returns(copy))]
 pub fn is_test_module(db: &dyn Db, project: Project, file: SourceFile) -> bool {
     test_matcher(db, project).is_test(file.path(db))
 }
 
 /// Where `path` (which need not be a project file) searches its imports.
 pub fn search_path_of(db: &dyn Db, project: Project, path: &str, is_test: bool) -> SearchPath {
-    module_index(db, project).search_path(path, is_test)
+    modules::search_path(
+        &DbLayout { db },
+        project.sub_projects(db),
+        project.extra_search_paths(db),
+        path,
+        is_test,
+    )
 }
 
 /// Where one file searches its imports: a query of its own, so that a
@@ -220,7 +217,7 @@ pub fn search_path_of(db: &dyn Db, project: Project, path: &str, is_test: bool) 
 /// files whose search path changed.
 #[salsa::tracked(returns(ref))]
 pub fn file_search_path(db: &dyn Db, project: Project, file: SourceFile) -> SearchPath {
-    let is_test = *is_test_module(db, project, file);
+    let is_test = is_test_module(db, project, file);
     search_path_of(db, project, file.path(db), is_test)
 }
 
@@ -229,15 +226,9 @@ pub fn file_search_path(db: &dyn Db, project: Project, file: SourceFile) -> Sear
 #[salsa::tracked(returns(ref))]
 pub fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
     db.log().executed("file_base_facts", Some(file.path(db)));
-    let search = file_search_path(db, project, file);
-    let index = module_index(db, project);
-    base_facts::build(
-        db.interner(),
-        index,
-        search,
-        file.path(db),
-        file.semantic(db),
-    )
+    let path = file.path(db);
+    let resolver = Resolver::new(db, path, file_search_path(db, project, file));
+    base_facts::build(db.interner(), &resolver, path, file.semantic(db))
 }
 
 /// `TestModule` facts. They depend on paths and configuration, not on file
@@ -249,17 +240,37 @@ pub fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
     project
         .files(db)
         .iter()
-        .filter(|&&file| *is_test_module(db, project, file))
+        .filter(|&&file| is_test_module(db, project, file))
         .map(|file| InputFact::TestModule(TestModule(db.interner().node(file.path(db)))))
         .collect()
 }
 
-/// Project-level base facts: the files' layers.
+/// The configured layers, compiled once per configuration.
+#[salsa::tracked(returns(ref))]
+pub fn layer_matcher(db: &dyn Db, project: Project) -> LayerMatcher {
+    db.log().executed("layer_matcher", None);
+    LayerMatcher::new(project.layers(db))
+}
+
+/// One file's `InLayer` fact: per file, so a new file decides only its own.
+#[salsa::tracked(returns(copy))]
+pub fn file_layer(db: &dyn Db, project: Project, file: SourceFile) -> Option<InputFact> {
+    layer_matcher(db, project).in_layer(db.interner(), file.path(db))
+}
+
+/// Project-level base facts: the files' layers and the layers' order.
 #[salsa::tracked(returns(ref))]
 pub fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("layer_facts", None);
-    let paths = project.files(db).iter().map(|file| file.path(db).as_str());
-    layers::facts(db.interner(), project.layers(db), paths)
+    let matcher = layer_matcher(db, project);
+    let mut facts = matcher.above(db.interner());
+    facts.extend(
+        project
+            .files(db)
+            .iter()
+            .filter_map(|&file| file_layer(db, project, file)),
+    );
+    facts
 }
 
 /// Project-level base facts (test modules, layers): facts about paths and

@@ -9,7 +9,9 @@ pub mod explain;
 pub mod intern;
 pub mod layers;
 pub mod modules;
+pub mod resolve;
 pub mod test_modules;
+mod tree;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,6 +52,11 @@ pub struct Engine {
     /// Files added since the last [`Engine::analyze`], to decide whether
     /// computing their facts in parallel is worth it.
     unanalyzed: usize,
+    /// The module files by directory, behind the per-directory inputs.
+    tree: Arc<tree::Tree>,
+    /// Python files too large to index (EC-17), sorted: modules all the
+    /// same, so they are in `tree`.
+    unindexed: Arc<Vec<String>>,
 }
 
 /// Below this many new files, analysis runs on the calling thread: spawning
@@ -63,17 +70,16 @@ impl Engine {
             Vec::new(),
             extra_search_paths,
             Vec::new(),
-            Vec::new(),
             TestPatterns::default(),
             Vec::new(),
         )
         .files_durability(Durability::MEDIUM)
         .extra_search_paths_durability(Durability::HIGH)
         .sub_projects_durability(Durability::MEDIUM)
-        .unindexed_durability(Durability::MEDIUM)
         .test_patterns_durability(Durability::HIGH)
         .layers_durability(Durability::HIGH)
         .new(&db);
+        let tree = Arc::new(tree::Tree::new(&db));
         Self {
             db,
             project,
@@ -81,6 +87,8 @@ impl Engine {
             revisions: Arc::default(),
             changes: 0,
             unanalyzed: 0,
+            tree,
+            unindexed: Arc::default(),
         }
     }
 
@@ -163,6 +171,7 @@ impl Engine {
                 }
                 None => {
                     let file = self.new_file(path.clone(), text);
+                    Arc::make_mut(&mut self.tree).add(&self.db, &path);
                     Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push(file);
                     added = true;
@@ -196,12 +205,15 @@ impl Engine {
         Arc::make_mut(&mut self.revisions).remove(path);
         self.changes += 1;
         if removed {
+            Arc::make_mut(&mut self.tree).remove(path);
             self.sync_file_set();
         }
         removed
     }
 
+    /// Writes the file set and the directory listings that changed with it.
     fn sync_file_set(&mut self) {
+        Arc::make_mut(&mut self.tree).write(&mut self.db);
         let files: Vec<SourceFile> = self.files.values().copied().collect();
         self.project
             .set_files(&mut self.db)
@@ -234,17 +246,30 @@ impl Engine {
     pub fn set_unindexed(&mut self, mut paths: Vec<String>) {
         paths.sort();
         paths.dedup();
-        if *self.project.unindexed(&self.db) != paths {
-            self.changes += 1;
-            self.project
-                .set_unindexed(&mut self.db)
-                .with_durability(Durability::MEDIUM)
-                .to(paths);
+        if *self.unindexed == paths {
+            return;
         }
+        self.changes += 1;
+        let tree = Arc::make_mut(&mut self.tree);
+        for gone in self
+            .unindexed
+            .iter()
+            .filter(|p| paths.binary_search(p).is_err())
+        {
+            tree.remove(gone);
+        }
+        for new in paths
+            .iter()
+            .filter(|p| self.unindexed.binary_search(p).is_err())
+        {
+            tree.add(&self.db, new);
+        }
+        tree.write(&mut self.db);
+        self.unindexed = Arc::new(paths);
     }
 
     pub fn unindexed(&self) -> &[String] {
-        self.project.unindexed(&self.db)
+        &self.unindexed
     }
 
     /// Sets the architecture layers (top to bottom) that `InLayer` and
@@ -320,7 +345,7 @@ impl Engine {
     pub fn module_name(&self, path: &str) -> String {
         let is_test = db::test_matcher(&self.db, self.project).is_test(path);
         let search = db::search_path_of(&self.db, self.project, path, is_test);
-        db::module_index(&self.db, self.project).module_name(&search, path)
+        modules::module_name(&search, path)
     }
 
     pub fn interner(&self) -> &Interner {
