@@ -1,4 +1,4 @@
-//! Cold index and body-only edit on the Django 5.2.8 tree.
+//! Cold index, edits, and a new or deleted file on the Django 5.2.8 tree.
 //!
 //! Run `scripts/fetch_django.sh` first (or set XFILE_BENCH_TREE to another
 //! tree), then `cargo bench --bench index`. Figures go in docs/performance.md.
@@ -109,6 +109,41 @@ fn benches(c: &mut Criterion) {
             };
             engine.set_file(EDITED, text);
             engine.analyze();
+        })
+    });
+    // A new file and a deleted one change the module set: only the
+    // resolutions that looked at its directory should re-run. Each sample
+    // times one change (add, or delete) and undoes it untimed.
+    let added = "django/utils/xfile_bench_new.py";
+    let body = "from django.utils.text import capfirst\n\ncapfirst('x')\n".to_string();
+    group.bench_function("new_file", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = std::time::Instant::now();
+                engine.set_file(added, body.clone());
+                engine.analyze();
+                total += start.elapsed();
+                engine.remove_file(added);
+                engine.analyze();
+            }
+            total
+        })
+    });
+    let deleted = "django/utils/dates.py";
+    let deleted_text = engine.text(deleted).expect("deleted file").to_string();
+    group.bench_function("deleted_file", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = std::time::Instant::now();
+                engine.remove_file(deleted);
+                engine.analyze();
+                total += start.elapsed();
+                engine.set_file(deleted, deleted_text.clone());
+                engine.analyze();
+            }
+            total
         })
     });
     group.finish();

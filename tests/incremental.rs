@@ -4,6 +4,7 @@ mod common;
 
 use xfile::engine::{Engine, TestPatterns};
 use xfile::service::relationships;
+use xfile::workspace::NoticeKind;
 use xfile::workspace::discover;
 
 fn engine_for(fixture: &str) -> Engine {
@@ -13,8 +14,17 @@ fn engine_for(fixture: &str) -> Engine {
 fn engine_at(root: &std::path::Path) -> Engine {
     let root = root.canonicalize().unwrap();
     let mut engine = Engine::new(Vec::new());
-    let files = discover::discover(&root, &[]).files;
-    engine.set_files(files.into_iter().map(|f| (f.path, f.text)));
+    let found = discover::discover(&root, &[]);
+    engine.set_sub_projects(discover::sub_project_dirs(&found.markers));
+    engine.set_unindexed(
+        found
+            .notices
+            .iter()
+            .filter(|n| n.kind == NoticeKind::TooLarge)
+            .map(|n| n.path.clone())
+            .collect(),
+    );
+    engine.set_files(found.files.into_iter().map(|f| (f.path, f.text)));
     engine.analyze();
     engine
 }
@@ -28,6 +38,8 @@ fn count(log: &[String], query: &str) -> usize {
 fn from_scratch(engine: &Engine) -> Engine {
     let mut fresh = Engine::new(Vec::new());
     fresh.set_test_patterns(engine.test_patterns().clone());
+    fresh.set_sub_projects(engine.sub_projects().to_vec());
+    fresh.set_unindexed(engine.unindexed().to_vec());
     let files: Vec<(String, String)> = engine
         .paths()
         .map(|p| (p.to_string(), engine.text(p).unwrap().to_string()))
@@ -147,8 +159,64 @@ fn edits_creations_and_deletions_match_a_fresh_index() {
     );
 }
 
+/// The `file_base_facts` queries that executed, by file, sorted.
+fn resolved(log: &[String]) -> Vec<&str> {
+    let mut files: Vec<&str> = log
+        .iter()
+        .filter_map(|e| e.strip_prefix("file_base_facts(")?.strip_suffix(')'))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Resolution is memoized per (search roots, module name) over
+/// per-directory inputs: a new or deleted file re-resolves only the files
+/// whose resolutions it changes; every other file's facts are re-verified,
+/// not recomputed, and test-module and layer membership are decided for
+/// the new file alone.
+#[test]
+fn a_new_or_deleted_file_re_resolves_only_the_files_it_affects() {
+    let mut engine = engine_for("granular_resolution");
+    // main.py imports pkg.later, which does not exist yet.
+    engine.record_executions();
+    engine.set_file("pkg/later.py", "VALUE = 1\n".into());
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(resolved(&log), ["main.py", "pkg/later.py"], "{log:?}");
+    assert_eq!(count(&log, "test_matcher"), 0, "{log:?}");
+    assert_eq!(count(&log, "layer_matcher"), 0, "{log:?}");
+    assert_same_as_scratch(&engine);
+    // A module nobody imports, in another directory: only itself.
+    engine.record_executions();
+    engine.set_file("other/extra.py", "import pkg\n".into());
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(resolved(&log), ["other/extra.py"], "{log:?}");
+    assert_same_as_scratch(&engine);
+    // Deleting pkg/util.py changes what `from . import util` in
+    // pkg/core.py names; other/user.py imports the name `util` from
+    // pkg/core.py, which does not depend on the file.
+    engine.record_executions();
+    engine.remove_file("pkg/util.py");
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(resolved(&log), ["pkg/core.py"], "{log:?}");
+    assert_same_as_scratch(&engine);
+    // A new package directory: only the importer of its name moves.
+    engine.record_executions();
+    engine.set_file("pkg/later/__init__.py", String::new());
+    engine.analyze();
+    let log = engine.take_executions().executed;
+    assert_eq!(
+        resolved(&log),
+        ["main.py", "pkg/later/__init__.py"],
+        "{log:?}"
+    );
+    assert_same_as_scratch(&engine);
+}
+
 /// DD-3: test modules follow the pytest settings and the file set, and
-/// changing the settings re-resolves no file.
+/// changing the settings re-resolves only files whose search path moved.
 #[test]
 fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
     let mut engine = engine_for("warnings_pytest_ini");
@@ -176,7 +244,18 @@ fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
     });
     engine.analyze();
     let log = engine.take_executions().executed;
-    assert_eq!(count(&log, "file_base_facts"), 0, "{log:?}");
+    // Only integration/flows.py, now a test module outside any package,
+    // gets a new search path (its pytest basedir): no other file is
+    // re-resolved.
+    let resolved: Vec<&String> = log
+        .iter()
+        .filter(|e| e.starts_with("file_base_facts("))
+        .collect();
+    assert_eq!(
+        resolved,
+        ["file_base_facts(integration/flows.py)"],
+        "{log:?}"
+    );
     assert_eq!(count(&log, "test_modules"), 1, "{log:?}");
     assert_eq!(warned(&engine), ["pkg/app.py"]);
     assert_same_as_scratch(&engine);
@@ -220,7 +299,14 @@ const SNIPPETS: &[&str] = &[
     "app.models.User = None\n",
     "exec(code)\n",
     "@retry_with_backoff\ndef wrapped():\n    pass\n",
+    // Resolve only inside a sub-project, or to a module too large to index.
+    "import models\n",
+    "from retry import retry_with_backoff\n",
+    "import app.huge\n",
 ];
+
+/// Directories the randomized test turns into sub-projects and back.
+const SUB_PROJECTS: &[&str] = &["app", "app/utils", "tests"];
 
 /// DESIGN invariant 6: random edits, creations, renames, deletions and
 /// syntax errors; after every batch each relation equals a fresh index's.
@@ -234,7 +320,7 @@ fn randomized_edits_match_a_fresh_index() {
             let paths: Vec<String> = engine.paths().map(str::to_string).collect();
             let path = paths[rng.below(paths.len())].clone();
             let text = engine.text(&path).unwrap_or_default().to_string();
-            match rng.below(6) {
+            match rng.below(8) {
                 0 | 1 => {
                     let snippet = SNIPPETS[rng.below(SNIPPETS.len())];
                     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
@@ -255,6 +341,27 @@ fn randomized_edits_match_a_fresh_index() {
                 }
                 4 if paths.len() > 3 => {
                     engine.remove_file(&path);
+                }
+                5 => {
+                    // A sub-project marker appears or goes.
+                    let dir = SUB_PROJECTS[rng.below(SUB_PROJECTS.len())].to_string();
+                    let mut dirs = engine.sub_projects().to_vec();
+                    match dirs.iter().position(|d| *d == dir) {
+                        Some(at) => {
+                            dirs.remove(at);
+                        }
+                        None => dirs.push(dir),
+                    }
+                    engine.set_sub_projects(dirs);
+                }
+                6 => {
+                    // A module grows past the size limit, or shrinks back.
+                    let huge = if engine.unindexed().is_empty() {
+                        vec!["app/huge.py".to_string()]
+                    } else {
+                        Vec::new()
+                    };
+                    engine.set_unindexed(huge);
                 }
                 _ => {
                     // Some new files are test modules (DD-3).

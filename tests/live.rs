@@ -290,6 +290,19 @@ fn the_native_watcher_sees_creations_edits_renames_and_deletions() {
 
     std::fs::remove_file(root.join("renamed_user.py")).unwrap();
     wait_until("the deleted file is gone", || !has("renamed_user.py"));
+
+    // A sub-project marker is seen too: shop/ searches itself first.
+    let uses_pricing =
+        || dependents(&live, "shop/pricing.py").contains(&"shop/user.py".to_string());
+    std::fs::write(root.join("shop/user.py"), "import pricing\n").unwrap();
+    wait_until("the new file is indexed", || {
+        live.read(|s| s.engine().contains("shop/user.py"))
+    });
+    assert!(!uses_pricing());
+    std::fs::write(root.join("shop/setup.cfg"), "[metadata]\nname = shop\n").unwrap();
+    wait_until("the sub-project is seen", uses_pricing);
+    std::fs::remove_file(root.join("shop/setup.cfg")).unwrap();
+    wait_until("the sub-project is gone", || !uses_pricing());
     assert_same_as_scratch(&live, "after watched changes");
 }
 
@@ -321,6 +334,12 @@ const SNIPPETS: &[&str] = &[
     "__all__ = [\"price\"]\n",
     "__all__ = [\"Item\", \"make_item\", \"helper\"]\n",
     "def broken(:\n",
+    // Resolve only inside a sub-project (shop/, tools/ as one), or to a
+    // module too large to index.
+    "import models\n",
+    "from api.client import Client\n",
+    "import report\n",
+    "import extra.huge\n",
 ];
 
 const DIRS: &[&str] = &["", "shop", "shop/api", "tools", "extra"];
@@ -349,7 +368,7 @@ fn random_edit(root: &Path, rng: &mut common::Lcg, step: usize) -> Vec<PathBuf> 
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
     let write = |lines: &[String]| std::fs::write(&path, lines.concat()).unwrap();
-    match rng.below(10) {
+    match rng.below(12) {
         0 | 1 => {
             let at = rng.below(lines.len() + 1);
             lines.insert(
@@ -394,6 +413,31 @@ fn random_edit(root: &Path, rng: &mut common::Lcg, step: usize) -> Vec<PathBuf> 
                 write(&lines);
             }
         }
+        9 => {
+            // A sub-project marker appears or goes (not at the root: that
+            // is the project's own configuration).
+            let dirs: Vec<&&str> = DIRS.iter().filter(|d| !d.is_empty()).collect();
+            let dir = root.join(dirs[rng.below(dirs.len())]);
+            let marker = dir.join(["pyproject.toml", "setup.py", "setup.cfg"][rng.below(3)]);
+            if marker.exists() {
+                std::fs::remove_file(&marker).unwrap();
+            } else {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&marker, "").unwrap();
+            }
+            return vec![marker];
+        }
+        10 => {
+            // A module grows past the size limit (EC-17), or shrinks back.
+            let huge = root.join("extra/huge.py");
+            if huge.exists() {
+                std::fs::remove_file(&huge).unwrap();
+            } else {
+                std::fs::create_dir_all(root.join("extra")).unwrap();
+                std::fs::write(&huge, "VALUE = 1\n".repeat(10_001)).unwrap();
+            }
+            return vec![huge];
+        }
         8 => {
             let all = [
                 "__all__ = [\"price\"]\n",
@@ -435,6 +479,50 @@ fn five_hundred_disk_edits_match_a_fresh_index_invariant_6() {
         assert_same_as_scratch(&live, &format!("after batch {batch}"));
     }
     assert_eq!(edits, 500);
+}
+
+#[test]
+fn sub_project_markers_and_oversized_modules_change_resolution_live() {
+    let (_dir, live) = live_copy("live_edits");
+    let root = root_of(&live);
+    let deps = |live: &Live, file: &str| {
+        live.read(|s| {
+            s.dependencies(file)
+                .unwrap()
+                .iter()
+                .map(|r| r.target_file.clone())
+                .collect::<Vec<_>>()
+        })
+    };
+    let user = root.join("shop/user.py");
+    std::fs::write(&user, "import models\n").unwrap();
+    live.apply(std::slice::from_ref(&user), "test").unwrap();
+    assert_eq!(deps(&live, "shop/user.py"), ["<third-party:models>"]);
+    // shop/ becomes a sub-project: its own directory is searched first.
+    let marker = root.join("shop/setup.py");
+    std::fs::write(&marker, "").unwrap();
+    let report = live.apply(std::slice::from_ref(&marker), "test").unwrap();
+    assert!(report.layout_changed && report.changed(), "{report:?}");
+    assert_eq!(deps(&live, "shop/user.py"), ["shop/models.py"]);
+    assert_same_as_scratch(&live, "after a sub-project marker appeared");
+    std::fs::remove_file(&marker).unwrap();
+    let report = live.apply(std::slice::from_ref(&marker), "test").unwrap();
+    assert!(report.layout_changed, "{report:?}");
+    assert_eq!(deps(&live, "shop/user.py"), ["<third-party:models>"]);
+    assert_same_as_scratch(&live, "after the marker went");
+    // A module that grows past the size limit stays a target.
+    let pricing = root.join("shop/pricing.py");
+    let text = std::fs::read_to_string(&pricing).unwrap();
+    std::fs::write(&pricing, format!("{text}{}", "\n".repeat(10_001))).unwrap();
+    let report = live.apply(std::slice::from_ref(&pricing), "test").unwrap();
+    assert_eq!(report.removed, ["shop/pricing.py"]);
+    assert!(report.layout_changed, "{report:?}");
+    assert!(deps(&live, "main.py").contains(&"shop/pricing.py".to_string()));
+    assert_same_as_scratch(&live, "after a module grew too large");
+    std::fs::write(&pricing, text).unwrap();
+    let report = live.apply(std::slice::from_ref(&pricing), "test").unwrap();
+    assert_eq!(report.added, ["shop/pricing.py"]);
+    assert_same_as_scratch(&live, "after it shrank back");
 }
 
 // --- over MCP, with the server's own watcher -----------------------------

@@ -175,3 +175,124 @@ fn builtin_and_stdlib_calls_become_markers() {
         ]
     );
 }
+
+#[test]
+fn sub_projects_search_their_own_src_and_root_first_then_the_outer_roots() {
+    // libs/alpha (pyproject.toml, flat layout) finds its `alpha` package
+    // before the root's alpha.py; libs/beta (setup.cfg, src layout) holds
+    // libs/beta/plugins/gamma (setup.py, src layout), which finds its own
+    // `gamma` first and the enclosing sub-project's `beta` after it. Outside
+    // the sub-projects, `alpha` is the root's module. Relative imports count
+    // from the file's own root: `..` in alpha/core.py leaves the package.
+    assert_relationships(
+        "sub_projects",
+        &[
+            "libs/alpha/alpha/core.py:1:5 import libs/alpha/alpha/__init__.py hello 1 defined_in=libs/alpha/alpha/__init__.py",
+            "libs/alpha/alpha/core.py:2:15 import <unresolved:..> beyond -",
+            "libs/alpha/alpha/core.py:6:11 function_call libs/alpha/alpha/__init__.py hello 1",
+            "libs/alpha/tests/test_core.py:1:5 import libs/alpha/alpha/core.py run 5 defined_in=libs/alpha/alpha/core.py",
+            "libs/alpha/tests/test_core.py:5:11 function_call libs/alpha/alpha/core.py run 5",
+            "libs/beta/plugins/gamma/setup.py:1:5 import libs/beta/plugins/gamma/src/gamma/__init__.py plug 5 defined_in=libs/beta/plugins/gamma/src/gamma/__init__.py",
+            "libs/beta/plugins/gamma/src/gamma/__init__.py:1:5 import libs/beta/src/beta/api.py fetch 1 defined_in=libs/beta/src/beta/api.py",
+            "libs/beta/plugins/gamma/src/gamma/__init__.py:2:5 import libs/beta/plugins/gamma/src/gamma/ext.py extend 1 defined_in=libs/beta/plugins/gamma/src/gamma/ext.py",
+            "libs/beta/plugins/gamma/src/gamma/__init__.py:6:11 function_call libs/beta/plugins/gamma/src/gamma/ext.py extend 1",
+            "libs/beta/plugins/gamma/src/gamma/__init__.py:6:18 function_call libs/beta/src/beta/api.py fetch 1",
+            "libs/beta/src/beta/__init__.py:1:6 import libs/beta/src/beta/api.py fetch 1 defined_in=libs/beta/src/beta/api.py",
+            "tools.py:1:7 import alpha.py - -",
+            "tools.py:2:5 import libs/alpha/alpha/__init__.py hello 1 defined_in=libs/alpha/alpha/__init__.py",
+        ],
+    );
+}
+
+#[test]
+fn module_names_count_from_the_files_own_search_root() {
+    let service = open("sub_projects");
+    let name = |path| service.engine().module_name(path);
+    assert_eq!(name("libs/alpha/alpha/core.py"), "alpha.core");
+    assert_eq!(name("libs/beta/src/beta/api.py"), "beta.api");
+    assert_eq!(
+        name("libs/beta/plugins/gamma/src/gamma/__init__.py"),
+        "gamma"
+    );
+    assert_eq!(name("libs/beta/plugins/gamma/setup.py"), "setup");
+    // A test module is named from its pytest basedir.
+    assert_eq!(name("libs/alpha/tests/test_core.py"), "test_core");
+    assert_eq!(name("tools.py"), "tools");
+    // Files that do not exist (a deleted module) are named the same way.
+    assert_eq!(name("libs/beta/src/beta/gone.py"), "beta.gone");
+    let service = open("pytest_basedir");
+    let name = |path| service.engine().module_name(path);
+    assert_eq!(name("tests/unit/test_deep.py"), "unit.test_deep");
+    assert_eq!(name("pkgtests/test_pkg.py"), "pkgtests.test_pkg");
+}
+
+#[test]
+fn pytest_prepends_a_test_modules_basedir() {
+    // tests/ has no __init__.py: it is the basedir of its test modules,
+    // also of tests/unit/test_deep.py (tests/unit is a package), whose `..`
+    // then reaches above its top-level package `unit`. pkgtests/ is a
+    // package, so its basedir is the root: no `helpers` there. Modules that
+    // pytest does not collect (app/main.py, pkgtests/support.py) get no
+    // basedir, and inside a package no script-directory fallback either.
+    assert_relationships(
+        "pytest_basedir",
+        &[
+            "app/main.py:1:7 import <third-party:helpers> - -",
+            "pkgtests/support.py:1:7 import <third-party:helpers> - -",
+            "pkgtests/test_pkg.py:1:7 import <third-party:helpers> - -",
+            "pkgtests/test_pkg.py:2:5 import pkgtests/helpers.py helpers - alias=mine",
+            "tests/conftest.py:1:5 import tests/helpers.py make 1 defined_in=tests/helpers.py",
+            "tests/test_flat.py:1:7 import tests/helpers.py - -",
+            "tests/test_flat.py:5:19 function_call tests/helpers.py make 1",
+            "tests/unit/test_deep.py:1:7 import tests/helpers.py - -",
+            "tests/unit/test_deep.py:2:14 import tests/unit/sibling.py sibling -",
+            "tests/unit/test_deep.py:3:15 import <unresolved:..> helpers - alias=above",
+        ],
+    );
+}
+
+#[test]
+fn a_script_outside_any_package_finds_the_modules_beside_it_last() {
+    // scripts/wsgi.py finds hello.py beside it (flask's
+    // tests/test_apps/helloworld case), but the root's config.py comes
+    // before scripts/config.py; pkg/user.py is in a package: no fallback.
+    assert_relationships(
+        "script_dir",
+        &[
+            "pkg/user.py:1:5 import <third-party:hello> app -",
+            "scripts/wsgi.py:1:5 import scripts/hello.py app 1 defined_in=scripts/hello.py",
+            "scripts/wsgi.py:2:7 import config.py - -",
+            "scripts/wsgi.py:3:7 import <third-party:missing_module> - -",
+            "scripts/wsgi.py:5:0 function_call scripts/hello.py app 1",
+        ],
+    );
+}
+
+#[test]
+fn a_file_too_large_to_index_ec17_is_still_a_module_imports_resolve_to() {
+    assert_relationships(
+        "huge_module",
+        &[
+            "main.py:1:7 import big/table.py - -",
+            "main.py:2:5 import big/table.py VALUE -",
+            "main.py:3:5 import big/table.py table -",
+            "main.py:4:7 import <unresolved:big.missing> - -",
+        ],
+    );
+    // Still not indexed for content: no facts, not readable, a notice.
+    let service = open("huge_module");
+    assert!(!service.engine().contains("big/table.py"));
+    assert!(service.engine().facts("big/table.py").is_none());
+    let error = service.read_with_context("big/table.py").unwrap_err();
+    assert_eq!(error.code(), "file_not_found");
+    let notices = service.notices(Some("big/table.py"));
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].kind, xfile::workspace::NoticeKind::TooLarge);
+    let export = service.export();
+    assert!(
+        export
+            .files
+            .iter()
+            .all(|f| f.relative_path != "big/table.py")
+    );
+}

@@ -15,7 +15,8 @@ use super::datalog::{
     Sym,
 };
 use super::intern::Interner;
-use super::modules::{ModuleIndex, ModuleLoc};
+use super::modules::ModuleLoc;
+use super::resolve::Resolver;
 use crate::python::names;
 use crate::python::{
     Binding, BindingKind, Condition, DunderAll, DynamicPattern, Import, ImportTarget, Lookup,
@@ -24,14 +25,13 @@ use crate::python::{
 
 pub fn build(
     interner: &Interner,
-    index: &ModuleIndex,
+    resolver: &Resolver,
     path: &str,
     semantic: &Semantic,
 ) -> Vec<InputFact> {
     let mut builder = Builder {
         interner,
-        index,
-        path,
+        resolver,
         semantic,
         me: interner.node(path),
         has_star: semantic
@@ -71,8 +71,7 @@ enum Module {
 
 struct Builder<'a> {
     interner: &'a Interner,
-    index: &'a ModuleIndex,
-    path: &'a str,
+    resolver: &'a Resolver<'a>,
     semantic: &'a Semantic,
     me: Node,
     has_star: bool,
@@ -98,10 +97,10 @@ impl Builder<'_> {
     fn resolve(&self, level: u32, dotted: &str) -> Module {
         let written = format!("{}{dotted}", ".".repeat(level as usize));
         let loc = if level == 0 {
-            Some(self.index.absolute(dotted))
+            Some(self.resolver.absolute(dotted))
         } else {
             let module = (!dotted.is_empty()).then_some(dotted);
-            self.index.relative(self.path, level, module)
+            self.resolver.relative(level, module)
         };
         match loc {
             Some(ModuleLoc::File(path)) => Module::Project(path),
@@ -119,7 +118,7 @@ impl Builder<'_> {
     /// top-level package is the project's, else stdlib or third-party.
     fn outside(&self, dotted: &str) -> Module {
         let top = dotted.split('.').next().unwrap_or(dotted);
-        if self.index.has_top_level(dotted) {
+        if self.resolver.has_top_level(dotted) {
             return Module::Unresolved(format!("<unresolved:{dotted}>"));
         }
         let kind = if names::is_stdlib(top) {
@@ -157,7 +156,7 @@ impl Builder<'_> {
     /// Submodule `name` of `base`, if it is a module or namespace package.
     fn submodule(&self, base: &Module, name: &str) -> Option<Module> {
         match base {
-            Module::Project(path) => match self.index.submodule(path, name) {
+            Module::Project(path) => match self.resolver.submodule(path, name) {
                 ModuleLoc::File(file) => Some(Module::Project(file)),
                 _ => None,
             },

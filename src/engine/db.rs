@@ -5,9 +5,12 @@
 //! Query chain, each memoized per input revision:
 //! `module_facts(file)` (parse + extract, from `text`) and, downstream of the
 //! location-free `semantic` field, `file_base_facts(file)` (also reads
-//! `module_index`) → `program(project)`, which also takes the project-level
-//! facts of `test_modules(project)` (paths and pytest settings only) and
-//! `layer_facts(project)` (file paths and configured layers).
+//! `file_search_path(file)` and the memoized resolutions of
+//! `super::resolve`, over per-directory inputs) → `program(project)`, which
+//! also takes the project-level facts of `test_modules(project)` (per file
+//! `is_test_module`: path and pytest settings only) and
+//! `layer_facts(project)` (per file `file_layer`: path and configured
+//! layers).
 //!
 //! Early cut-off sits at the `semantic` field. The engine writes it after
 //! `module_facts` ran for a new text, and only when it differs. Texts have low
@@ -21,8 +24,9 @@ use std::sync::{Arc, Mutex};
 use super::base_facts;
 use super::datalog::{self, CycleGroup, InputFact, Node, Outputs, StageProgram, TestModule, Value};
 use super::intern::Interner;
-use super::layers::{self, Layer};
-use super::modules::ModuleIndex;
+use super::layers::{Layer, LayerMatcher};
+use super::modules::{self, SearchPath};
+use super::resolve::{DbLayout, Directories, Resolver};
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
 
@@ -48,6 +52,10 @@ pub struct Project {
     /// Extra module search roots from configuration, root-relative.
     #[returns(ref)]
     pub extra_search_paths: Vec<String>,
+    /// Directories below the root holding a sub-project marker
+    /// (`pyproject.toml`, `setup.py`, `setup.cfg`), root-relative.
+    #[returns(ref)]
+    pub sub_projects: Vec<String>,
     /// The project's pytest settings that name test modules (DD-3).
     #[returns(ref)]
     pub test_patterns: TestPatterns,
@@ -60,6 +68,7 @@ pub struct Project {
 pub trait Db: salsa::Database {
     fn interner(&self) -> &Interner;
     fn log(&self) -> &ExecutionLog;
+    fn directories(&self) -> &Directories;
 }
 
 /// What salsa did while recording: for tests, `explain_recomputation` and
@@ -151,6 +160,7 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     interner: Arc<Interner>,
     log: ExecutionLog,
+    directories: Directories,
 }
 
 impl Default for Database {
@@ -166,6 +176,7 @@ impl Default for Database {
             storage,
             interner: Arc::default(),
             log,
+            directories: Directories::default(),
         }
     }
 }
@@ -188,6 +199,10 @@ impl Db for Database {
     fn log(&self) -> &ExecutionLog {
         &self.log
     }
+
+    fn directories(&self) -> &Directories {
+        &self.directories
+    }
 }
 
 /// Parse and extract everything about one file.
@@ -197,15 +212,38 @@ pub(crate) fn module_facts(db: &dyn Db, file: SourceFile) -> ModuleFacts {
     python::extract(file.text(db))
 }
 
+/// The project's test-module matcher, built once per pytest configuration.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
-    db.log().executed("module_index", None);
-    let paths: Vec<&str> = project
-        .files(db)
-        .iter()
-        .map(|file| file.path(db).as_str())
-        .collect();
-    ModuleIndex::new(paths, project.extra_search_paths(db))
+pub fn test_matcher(db: &dyn Db, project: Project) -> TestMatcher {
+    db.log().executed("test_matcher", None);
+    TestMatcher::new(project.test_patterns(db))
+}
+
+/// Whether pytest collects `file` as a test module (DD-3): per file, so a
+/// new file decides only its own membership.
+#[salsa::tracked(returns(copy))]
+pub fn is_test_module(db: &dyn Db, project: Project, file: SourceFile) -> bool {
+    test_matcher(db, project).is_test(file.path(db))
+}
+
+/// Where `path` (which need not be a project file) searches its imports.
+pub fn search_path_of(db: &dyn Db, project: Project, path: &str, is_test: bool) -> SearchPath {
+    modules::search_path(
+        &DbLayout { db },
+        project.sub_projects(db),
+        project.extra_search_paths(db),
+        path,
+        is_test,
+    )
+}
+
+/// Where one file searches its imports: a query of its own, so that a
+/// change to the test patterns or the sub-projects re-resolves only the
+/// files whose search path changed.
+#[salsa::tracked(returns(ref))]
+pub fn file_search_path(db: &dyn Db, project: Project, file: SourceFile) -> SearchPath {
+    let is_test = is_test_module(db, project, file);
+    search_path_of(db, project, file.path(db), is_test)
 }
 
 /// The Datalog base facts of one file: its imports resolved to modules, its
@@ -213,8 +251,9 @@ pub(crate) fn module_index(db: &dyn Db, project: Project) -> ModuleIndex {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
     db.log().executed("file_base_facts", Some(file.path(db)));
-    let index = module_index(db, project);
-    base_facts::build(db.interner(), index, file.path(db), file.semantic(db))
+    let path = file.path(db);
+    let resolver = Resolver::new(db, path, file_search_path(db, project, file));
+    base_facts::build(db.interner(), &resolver, path, file.semantic(db))
 }
 
 /// `TestModule` facts. They depend on paths and configuration, not on file
@@ -223,22 +262,40 @@ pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -
 #[salsa::tracked(returns(ref))]
 pub(crate) fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("test_modules", None);
-    let matcher = TestMatcher::new(project.test_patterns(db));
     project
         .files(db)
         .iter()
-        .map(|file| file.path(db))
-        .filter(|path| matcher.is_test(path))
-        .map(|path| InputFact::TestModule(TestModule(db.interner().node(path))))
+        .filter(|&&file| is_test_module(db, project, file))
+        .map(|file| InputFact::TestModule(TestModule(db.interner().node(file.path(db)))))
         .collect()
 }
 
-/// Project-level base facts: the files' layers.
+/// The configured layers, compiled once per configuration.
+#[salsa::tracked(returns(ref))]
+pub fn layer_matcher(db: &dyn Db, project: Project) -> LayerMatcher {
+    db.log().executed("layer_matcher", None);
+    LayerMatcher::new(project.layers(db))
+}
+
+/// One file's `InLayer` fact: per file, so a new file decides only its own.
+#[salsa::tracked(returns(copy))]
+pub fn file_layer(db: &dyn Db, project: Project, file: SourceFile) -> Option<InputFact> {
+    layer_matcher(db, project).in_layer(db.interner(), file.path(db))
+}
+
+/// Project-level base facts: the files' layers and the layers' order.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("layer_facts", None);
-    let paths = project.files(db).iter().map(|file| file.path(db).as_str());
-    layers::facts(db.interner(), project.layers(db), paths)
+    let matcher = layer_matcher(db, project);
+    let mut facts = matcher.above(db.interner());
+    facts.extend(
+        project
+            .files(db)
+            .iter()
+            .filter_map(|&file| file_layer(db, project, file)),
+    );
+    facts
 }
 
 /// Project-level base facts (test modules, layers): facts about paths and

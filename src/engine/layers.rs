@@ -28,28 +28,47 @@ fn glob_set(globs: &[String]) -> GlobSet {
     builder.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
-/// `InLayer(file, layer)` for each file in the first layer that matches it,
-/// and `LayerAbove(upper, lower)` for every pair of layers in order.
-pub fn facts<'a>(
-    interner: &Interner,
-    layers: &[Layer],
-    paths: impl Iterator<Item = &'a str>,
-) -> Vec<InputFact> {
-    if layers.is_empty() {
-        return Vec::new();
+/// The configured layers, compiled: built once per configuration, asked
+/// per file, so a new file decides only its own layer.
+#[derive(Debug)]
+pub struct LayerMatcher {
+    /// What the sets were built from: two matchers are equal when these are.
+    layers: Vec<Layer>,
+    sets: Vec<GlobSet>,
+}
+
+impl PartialEq for LayerMatcher {
+    fn eq(&self, other: &Self) -> bool {
+        self.layers == other.layers
     }
-    let names: Vec<_> = layers.iter().map(|l| interner.sym(&l.name)).collect();
-    let mut facts = Vec::new();
-    for (i, upper) in names.iter().enumerate() {
-        for lower in names.iter().skip(i + 1) {
-            facts.push(InputFact::LayerAbove(LayerAbove(*upper, *lower)));
+}
+
+impl Eq for LayerMatcher {}
+
+impl LayerMatcher {
+    pub fn new(layers: &[Layer]) -> Self {
+        LayerMatcher {
+            layers: layers.to_vec(),
+            sets: layers.iter().map(|l| glob_set(&l.globs)).collect(),
         }
     }
-    let sets: Vec<GlobSet> = layers.iter().map(|l| glob_set(&l.globs)).collect();
-    for path in paths {
-        if let Some(i) = sets.iter().position(|set| set.is_match(path)) {
-            facts.push(InputFact::InLayer(InLayer(interner.node(path), names[i])));
+
+    /// `LayerAbove(upper, lower)` for every pair of layers in order.
+    pub fn above(&self, interner: &Interner) -> Vec<InputFact> {
+        let names: Vec<_> = self.layers.iter().map(|l| interner.sym(&l.name)).collect();
+        let mut facts = Vec::new();
+        for (i, upper) in names.iter().enumerate() {
+            for lower in names.iter().skip(i + 1) {
+                facts.push(InputFact::LayerAbove(LayerAbove(*upper, *lower)));
+            }
         }
+        facts
     }
-    facts
+
+    /// `InLayer(file, layer)` for the first layer that matches `path`.
+    pub fn in_layer(&self, interner: &Interner, path: &str) -> Option<InputFact> {
+        let i = self.sets.iter().position(|set| set.is_match(path))?;
+        let name = interner.sym(&self.layers[i].name);
+        Some(InputFact::InLayer(InLayer(interner.node(path), name)))
+    }
 }

@@ -9,8 +9,10 @@ pub(crate) mod explain;
 mod intern;
 mod layers;
 mod modules;
+mod resolve;
 mod semantic;
 mod test_modules;
+mod tree;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,6 +57,11 @@ pub struct Engine {
     /// Files added since the last [`Engine::analyze`], to decide whether
     /// computing their facts in parallel is worth it.
     unanalyzed: usize,
+    /// The module files by directory, behind the per-directory inputs.
+    tree: Arc<tree::Tree>,
+    /// Python files too large to index (EC-17), sorted: modules all the
+    /// same, so they are in `tree`.
+    unindexed: Arc<Vec<String>>,
 }
 
 /// Below this many new files, analysis runs on the calling thread: spawning
@@ -67,14 +74,17 @@ impl Engine {
         let project = Project::builder(
             Vec::new(),
             extra_search_paths,
+            Vec::new(),
             TestPatterns::default(),
             Vec::new(),
         )
         .files_durability(Durability::MEDIUM)
         .extra_search_paths_durability(Durability::HIGH)
+        .sub_projects_durability(Durability::MEDIUM)
         .test_patterns_durability(Durability::HIGH)
         .layers_durability(Durability::HIGH)
         .new(&db);
+        let tree = Arc::new(tree::Tree::new(&db));
         Self {
             db,
             project,
@@ -82,6 +92,8 @@ impl Engine {
             revisions: Arc::default(),
             changes: 0,
             unanalyzed: 0,
+            tree,
+            unindexed: Arc::default(),
         }
     }
 
@@ -164,6 +176,7 @@ impl Engine {
                 }
                 None => {
                     let file = self.new_file(path.clone(), text);
+                    Arc::make_mut(&mut self.tree).add(&self.db, &path);
                     Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push(file);
                     added = true;
@@ -197,17 +210,71 @@ impl Engine {
         Arc::make_mut(&mut self.revisions).remove(path);
         self.changes += 1;
         if removed {
+            Arc::make_mut(&mut self.tree).remove(path);
             self.sync_file_set();
         }
         removed
     }
 
+    /// Writes the file set and the directory listings that changed with it.
     fn sync_file_set(&mut self) {
+        Arc::make_mut(&mut self.tree).write(&mut self.db);
         let files: Vec<SourceFile> = self.files.values().copied().collect();
         self.project
             .set_files(&mut self.db)
             .with_durability(Durability::MEDIUM)
             .to(files);
+    }
+
+    /// Sets the sub-project directories (below the root, each holding a
+    /// `pyproject.toml`, `setup.py` or `setup.cfg`), which change the
+    /// search path of the files inside them; equal sets change nothing.
+    pub fn set_sub_projects(&mut self, mut dirs: Vec<String>) {
+        dirs.sort();
+        dirs.dedup();
+        if *self.project.sub_projects(&self.db) != dirs {
+            self.changes += 1;
+            self.project
+                .set_sub_projects(&mut self.db)
+                .with_durability(Durability::MEDIUM)
+                .to(dirs);
+        }
+    }
+
+    pub fn sub_projects(&self) -> &[String] {
+        self.project.sub_projects(&self.db)
+    }
+
+    /// Sets the Python files that exist but are not indexed (too large,
+    /// EC-17): imports resolve to them, they have no facts and are not
+    /// among [`Engine::paths`]. Equal sets change nothing.
+    pub fn set_unindexed(&mut self, mut paths: Vec<String>) {
+        paths.sort();
+        paths.dedup();
+        if *self.unindexed == paths {
+            return;
+        }
+        self.changes += 1;
+        let tree = Arc::make_mut(&mut self.tree);
+        for gone in self
+            .unindexed
+            .iter()
+            .filter(|p| paths.binary_search(p).is_err())
+        {
+            tree.remove(gone);
+        }
+        for new in paths
+            .iter()
+            .filter(|p| self.unindexed.binary_search(p).is_err())
+        {
+            tree.add(&self.db, new);
+        }
+        tree.write(&mut self.db);
+        self.unindexed = Arc::new(paths);
+    }
+
+    pub fn unindexed(&self) -> &[String] {
+        &self.unindexed
     }
 
     /// Sets the architecture layers (top to bottom) that `InLayer` and
@@ -400,9 +467,12 @@ impl Engine {
         self.files.contains_key(path)
     }
 
-    /// The dotted module name `path` is imported by, from its search root.
+    /// The dotted module name `path` (which need not exist) is imported
+    /// by, from its own search root.
     pub fn module_name(&self, path: &str) -> String {
-        db::module_index(&self.db, self.project).module_name(path)
+        let is_test = db::test_matcher(&self.db, self.project).is_test(path);
+        let search = db::search_path_of(&self.db, self.project, path, is_test);
+        modules::module_name(&search, path)
     }
 
     pub fn interner(&self) -> &Interner {

@@ -25,9 +25,20 @@ pub struct TestPatterns {
     pub testpaths: Vec<String>,
 }
 
+#[derive(Debug)]
 pub struct TestMatcher {
+    /// What the set was built from: two matchers are equal when these are.
+    patterns: TestPatterns,
     set: GlobSet,
 }
+
+impl PartialEq for TestMatcher {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns
+    }
+}
+
+impl Eq for TestMatcher {}
 
 impl TestMatcher {
     /// Invalid globs are skipped here; the workspace reports them when it
@@ -56,7 +67,10 @@ impl TestMatcher {
             }
         }
         let set = builder.build().unwrap_or_else(|_| GlobSet::empty());
-        Self { set }
+        Self {
+            patterns: patterns.clone(),
+            set,
+        }
     }
 
     /// `path` is root-relative with `/` separators.

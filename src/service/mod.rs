@@ -74,6 +74,8 @@ pub struct Service {
     stamps: Arc<FxHashMap<String, Stamp>>,
     /// The directories discovery entered, absolute: what a watcher watches.
     dirs: Arc<BTreeSet<PathBuf>>,
+    /// Sub-project marker files below the root, root-relative.
+    markers: Arc<BTreeSet<String>>,
     /// Files removed by an update, and when: for the EC-14 note.
     deleted: Arc<BTreeMap<String, SystemTime>>,
     cache: Arc<Mutex<cache::SnippetCache>>,
@@ -106,8 +108,10 @@ impl Service {
         let phase = Instant::now();
         let discovery = workspace::discover::discover(&root, &config.ignore_patterns);
         let discover_ms = elapsed_ms(phase);
+        let unindexed = too_large(&discovery.notices);
         notices.extend(discovery.notices);
         let dirs = discovery.dirs.into_iter().collect();
+        let markers: BTreeSet<String> = discovery.markers.into_iter().collect();
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
         let (pytest, pytest_problems) = workspace::pytest::load(&root);
@@ -116,6 +120,8 @@ impl Service {
             kind: NoticeKind::Config,
             message,
         }));
+        engine.set_sub_projects(workspace::discover::sub_project_dirs(&markers));
+        engine.set_unindexed(unindexed);
         engine.set_test_patterns(TestPatterns {
             python_files: pytest.python_files,
             testpaths: pytest.testpaths,
@@ -163,6 +169,7 @@ impl Service {
             notices: Arc::new(notices),
             stamps: Arc::new(stamps),
             dirs: Arc::new(dirs),
+            markers: Arc::new(markers),
             deleted: Arc::default(),
             timings: model::PhaseTimings {
                 discover_ms,
@@ -470,4 +477,14 @@ fn elapsed_ms(since: Instant) -> f64 {
 
 fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
+}
+
+/// The Python files skipped for their size (EC-17): still modules that
+/// imports resolve to.
+fn too_large(notices: &[Notice]) -> Vec<String> {
+    notices
+        .iter()
+        .filter(|n| n.kind == NoticeKind::TooLarge)
+        .map(|n| n.path.clone())
+        .collect()
 }

@@ -181,6 +181,9 @@ pub struct UpdateReport {
     pub reloaded: bool,
     /// An ignore file changed, so the whole tree was walked again.
     pub rescanned: bool,
+    /// A sub-project marker or a file too large to index appeared or went:
+    /// module search paths changed without an indexed file changing.
+    pub layout_changed: bool,
     pub datalog_rerun: bool,
     pub queries: crate::engine::Recomputation,
     pub durations: UpdateTimings,
@@ -190,6 +193,7 @@ impl UpdateReport {
     /// Whether the update changed the model (files, or the configuration).
     pub fn changed(&self) -> bool {
         self.reloaded
+            || self.layout_changed
             || !(self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty())
     }
 }

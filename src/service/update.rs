@@ -31,6 +31,8 @@ enum Change {
         files: Vec<SourceText>,
         notices: Vec<Notice>,
         dirs: Vec<PathBuf>,
+        /// Every sub-project marker after the change.
+        markers: BTreeSet<String>,
     },
 }
 
@@ -160,6 +162,20 @@ impl Service {
             .filter(|p| in_scope(&self.root, &scope, p) && !seen.contains(p))
             .map(str::to_string)
             .collect();
+        let markers: BTreeSet<String> = self
+            .markers
+            .iter()
+            .filter(|m| !in_scope(&self.root, &scope, m))
+            .cloned()
+            .chain(found.markers)
+            .collect();
+        let mut unindexed: Vec<String> = super::too_large(&self.notices)
+            .into_iter()
+            .filter(|path| !in_scope(&self.root, &scope, path))
+            .chain(super::too_large(&found.notices))
+            .collect();
+        unindexed.sort();
+        report.layout_changed = markers != *self.markers || unindexed != self.engine.unindexed();
         let mut files = Vec::new();
         for file in found.files {
             match self.engine.text(&file.path) {
@@ -178,6 +194,7 @@ impl Service {
                 files,
                 notices: found.notices,
                 dirs: found.dirs,
+                markers,
             },
         })
     }
@@ -199,7 +216,11 @@ impl Service {
                 files,
                 notices,
                 dirs,
+                markers,
             } => {
+                self.engine
+                    .set_sub_projects(discover::sub_project_dirs(&markers));
+                self.markers = Arc::new(markers);
                 let known = Arc::make_mut(&mut self.dirs);
                 known.retain(|d| !scope.iter().any(|s| d.starts_with(s)));
                 known.extend(dirs);
@@ -231,6 +252,7 @@ impl Service {
                 });
                 kept.extend(notices.into_iter().filter(|n| n.kind != NoticeKind::Config));
                 kept.sort_by(|a, b| a.path.cmp(&b.path));
+                self.engine.set_unindexed(super::too_large(kept));
             }
         }
         report.durations.parse_ms = elapsed_ms(phase);

@@ -40,6 +40,10 @@ const SENSITIVE: &[&str] = &[
     "*.pfx",
 ];
 
+/// Files that make their directory a sub-project with its own module
+/// search roots (packaging metadata: it is installed on its own).
+pub const SUB_PROJECT_MARKERS: &[&str] = &["pyproject.toml", "setup.py", "setup.cfg"];
+
 /// Files longer than this are skipped (EC-17).
 pub const MAX_LINES: usize = 10_000;
 
@@ -97,6 +101,20 @@ pub struct Discovery {
     pub notices: Vec<Notice>,
     /// Every directory the walk entered, absolute: what a watcher watches.
     pub dirs: Vec<std::path::PathBuf>,
+    /// Sub-project marker files below the root (not the root's own),
+    /// root-relative, sorted.
+    pub markers: Vec<String>,
+}
+
+/// The sub-project directories that `markers` (marker file paths) make.
+pub fn sub_project_dirs<'a>(markers: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let mut dirs: Vec<String> = markers
+        .into_iter()
+        .filter_map(|marker| marker.rsplit_once('/').map(|(dir, _)| dir.to_string()))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 pub fn is_sensitive(file_name: &str) -> bool {
@@ -149,7 +167,7 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
     }
     let extra = extra.build().unwrap_or_else(|_| GlobSet::empty());
 
-    let found = std::sync::Mutex::new((Vec::new(), Vec::new(), Vec::new()));
+    let found = std::sync::Mutex::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()));
     let escaped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let (walk_root, escapes) = (root.to_path_buf(), escaped.clone());
     let scope: Option<Vec<PathBuf>> = scope.map(<[PathBuf]>::to_vec);
@@ -191,10 +209,12 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
                 if let Ok(entry) = entry {
                     let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
                     let (file, notice) = visit(root, &entry, extra);
-                    if file.is_some() || notice.is_some() || is_dir {
+                    let marker = sub_project_marker(root, &entry);
+                    if file.is_some() || notice.is_some() || is_dir || marker.is_some() {
                         let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
                         found.0.extend(file);
                         found.1.extend(notice);
+                        found.3.extend(marker);
                         if is_dir {
                             found.2.push(entry.into_path());
                         }
@@ -203,9 +223,15 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
                 ignore::WalkState::Continue
             })
         });
-    let (mut files, found_notices, mut dirs): (Vec<SourceText>, Vec<Notice>, Vec<PathBuf>) =
-        found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (mut files, found_notices, mut dirs, mut markers): (
+        Vec<SourceText>,
+        Vec<Notice>,
+        Vec<PathBuf>,
+        Vec<String>,
+    ) = found.into_inner().unwrap_or_else(|e| e.into_inner());
     dirs.sort();
+    markers.sort();
+    markers.dedup();
     notices.extend(found_notices);
     let escaped = std::mem::take(&mut *escaped.lock().unwrap_or_else(|e| e.into_inner()));
     notices.extend(escaped.into_iter().map(|path| Notice {
@@ -220,7 +246,21 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
         files,
         notices,
         dirs,
+        markers,
     }
+}
+
+/// The root-relative path of a walked sub-project marker file below the
+/// root (the root's own markers make no sub-project).
+fn sub_project_marker(root: &Path, entry: &ignore::DirEntry) -> Option<String> {
+    let is_marker = entry.file_type().is_some_and(|t| t.is_file())
+        && SUB_PROJECT_MARKERS
+            .iter()
+            .any(|name| entry.file_name() == *name);
+    let relative = is_marker
+        .then(|| relative_path(root, entry.path()))
+        .flatten()?;
+    relative.contains('/').then_some(relative)
 }
 
 /// Reads one walked entry if it is a project Python file.
