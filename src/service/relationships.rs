@@ -6,7 +6,6 @@ use rustc_hash::FxHashMap;
 
 use super::model::{Metadata, Relationship, RelationshipType};
 use crate::engine::datalog::{Node, Site, Sym};
-use crate::engine::is_marker;
 use crate::engine::{Engine, RefKind, Reference};
 use crate::python::{Condition, ImportTarget, Scope};
 
@@ -110,11 +109,10 @@ impl Renderer<'_> {
 
     /// The line where `name` is finally defined in project file `node`.
     fn definition_line(&self, node: Node, name: &str) -> Option<u32> {
-        let path = self.path(node);
-        if is_marker(&path) {
+        if node.is_marker() {
             return None;
         }
-        let facts = self.engine.facts(&path)?;
+        let facts = self.engine.facts(&self.path(node))?;
         facts
             .definitions
             .iter()

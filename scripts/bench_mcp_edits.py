@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Edit latency end to end over MCP: spawns `xfile serve` on a copy of ROOT
+(its watcher on), then for each kind of change writes to disk and polls
+`get_dependents` on TARGET until the answer reflects the change; prints
+p50/p95/max from the write to the first fresh answer. Kinds: an existing
+file gains / loses `import T` and `from T import x`; a new file importing T
+is created / deleted; that file is renamed back and forth.
+Usage: scripts/bench_mcp_edits.py ROOT [N] [--xfile PATH]
+(ROOT defaults to the Django tree; N changes per kind, default 30)"""
+import argparse, json, os, shutil, statistics, subprocess, tempfile, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("root", nargs="?", default="target/bench-data/django-5.2.8")
+parser.add_argument("n", nargs="?", type=int, default=30)
+parser.add_argument("--xfile", default="target/release/xfile")
+parser.add_argument("--target", default="django/utils/termcolors.py")
+parser.add_argument("--importer", default="django/utils/dates.py")
+args = parser.parse_args()
+
+work = tempfile.mkdtemp(prefix="xfile-mcp-edits-")
+root = os.path.join(work, "tree")
+shutil.copytree(args.root, root)
+proc = subprocess.Popen([os.path.abspath(args.xfile), "serve", "--root", root], stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+next_id = 0
+
+def request(method, params):
+    global next_id
+    next_id += 1
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params}) + "\n")
+    proc.stdin.flush()
+    while True:
+        message = json.loads(proc.stdout.readline())
+        if message.get("id") == next_id:
+            return message
+
+def dependents_text():
+    reply = request("tools/call", {"name": "get_dependents", "arguments": {"file_path": args.target}})
+    return "".join(c.get("text", "") for c in reply.get("result", {}).get("content", []))
+
+def depends(source):
+    return f'"source_file": "{source}"' in dependents_text()
+
+request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "bench", "version": "0"}})
+proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+dependents_text()  # waits for the first index
+module = args.target[:-3].replace("/", ".")
+importer = os.path.join(root, args.importer)
+original = open(importer).read()
+assert not depends(args.importer), f"{args.importer} already depends on {args.target}"
+time.sleep(1.0)
+
+def timed(change, done):
+    start = time.perf_counter()
+    change()
+    while not done():
+        if time.perf_counter() - start > 10:
+            raise SystemExit("the change never showed")
+    elapsed = time.perf_counter() - start
+    time.sleep(0.05)  # let the update settle: the next change is a new batch
+    return elapsed
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+def report(label, samples):
+    samples.sort()
+    print(f"{label:32s} p50 {statistics.median(samples)*1e3:6.1f} ms  p95 {samples[int(len(samples)*0.95)]*1e3:6.1f} ms"
+          f"  max {samples[-1]*1e3:6.1f} ms  ({len(samples)} changes)")
+
+for line in [f"import {module}", f"from {module} import colorize"]:
+    samples = []
+    for i in range(2 * args.n):
+        adding = i % 2 == 0
+        text = f"{line}\n{original}" if adding else original
+        samples.append(timed(lambda: write(importer, text), lambda: depends(args.importer) == adding))
+    report(f"edit: `{line.split(' import')[0]} ...`", samples)
+
+new_rel = os.path.join(os.path.dirname(args.importer), "xf_new.py")
+moved_rel = os.path.join(os.path.dirname(args.importer), "xf_renamed.py")
+new_path, moved_path = os.path.join(root, new_rel), os.path.join(root, moved_rel)
+created, deleted = [], []
+for _ in range(args.n):
+    created.append(timed(lambda: write(new_path, f"import {module}\n"), lambda: depends(new_rel)))
+    deleted.append(timed(lambda: os.remove(new_path), lambda: not depends(new_rel)))
+report("new file", created)
+report("deleted file", deleted)
+write(new_path, f"import {module}\n")
+time.sleep(0.5)
+moved = []
+for i in range(2 * args.n):
+    a, b, ra, rb = (new_path, moved_path, new_rel, moved_rel) if i % 2 == 0 else (moved_path, new_path, moved_rel, new_rel)
+    moved.append(timed(lambda: os.rename(a, b), lambda: depends(rb) and not depends(ra)))
+report("renamed file", moved)
+proc.terminate()
+shutil.rmtree(work, ignore_errors=True)
