@@ -7,7 +7,10 @@ file gains / loses `import T` and `from T import x`; a new file importing T
 is created / deleted; that file is renamed back and forth.
 Usage: scripts/bench_mcp_edits.py ROOT [N] [--xfile PATH]
 (ROOT defaults to the Django tree; N changes per kind, default 30)"""
-import argparse, json, os, shutil, statistics, subprocess, tempfile, time
+import argparse, os, shutil, statistics, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mcp_stdio import Server  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("root", nargs="?", default="target/bench-data/django-5.2.8")
@@ -20,31 +23,13 @@ args = parser.parse_args()
 work = tempfile.mkdtemp(prefix="xfile-mcp-edits-")
 root = os.path.join(work, "tree")
 shutil.copytree(args.root, root)
-proc = subprocess.Popen([os.path.abspath(args.xfile), "serve", "--root", root], stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-next_id = 0
-
-def request(method, params):
-    global next_id
-    next_id += 1
-    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params}) + "\n")
-    proc.stdin.flush()
-    while True:
-        message = json.loads(proc.stdout.readline())
-        if message.get("id") == next_id:
-            return message
-
-def dependents_text():
-    reply = request("tools/call", {"name": "get_dependents", "arguments": {"file_path": args.target}})
-    return "".join(c.get("text", "") for c in reply.get("result", {}).get("content", []))
+server = Server(os.path.abspath(args.xfile), root)
 
 def depends(source):
-    return f'"source_file": "{source}"' in dependents_text()
+    text = server.call("get_dependents", {"file_path": args.target})
+    return f'"source_file": "{source}"' in text
 
-request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "bench", "version": "0"}})
-proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-dependents_text()  # waits for the first index
+depends(args.importer)  # waits for the first index
 module = args.target[:-3].replace("/", ".")
 importer = os.path.join(root, args.importer)
 original = open(importer).read()
@@ -94,5 +79,5 @@ for i in range(2 * args.n):
     a, b, ra, rb = (new_path, moved_path, new_rel, moved_rel) if i % 2 == 0 else (moved_path, new_path, moved_rel, new_rel)
     moved.append(timed(lambda: os.rename(a, b), lambda: depends(rb) and not depends(ra)))
 report("renamed file", moved)
-proc.terminate()
+server.close()
 shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,34 @@
+"""A minimal MCP client over stdio for the benchmark scripts: spawns
+`xfile serve --root ROOT`, initializes, and sends requests one at a time."""
+import json, subprocess
+
+
+class Server:
+    def __init__(self, xfile, root):
+        self.proc = subprocess.Popen([xfile, "serve", "--root", root], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message):
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, method, params):
+        """Sends a request and returns the response with its id."""
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == self.next_id:
+                return message
+
+    def call(self, tool, arguments):
+        """Calls a tool and returns the text of its answer."""
+        reply = self.request("tools/call", {"name": tool, "arguments": arguments})
+        return "".join(c.get("text", "") for c in reply.get("result", {}).get("content", []))
+
+    def close(self):
+        self.proc.terminate()
