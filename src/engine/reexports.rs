@@ -7,9 +7,8 @@
 //! from each other in a circle (strongly connected components, Tarjan), and
 //! resolves each group with the rules over its members' facts plus, for
 //! every module outside the group it imports names from, that module's
-//! final candidates for the names it imports (`Settled` facts, from the
-//! target's own group; all of them, with `HasAll` and `StarExport`, for a
-//! module it star-imports).
+//! final candidates (`Settled` facts, from the target's own group) and the
+//! facts that decide what its star export takes (`HasAll`, `StarExport`).
 //! The union of all groups is what one program over every file derives
 //! (checked against the reference program on every fixture and after every
 //! randomized edit batch). Each group is a salsa query keyed by its
@@ -18,7 +17,7 @@
 
 use petgraph::graphmap::DiGraphMap;
 
-use super::datalog::{self, InputFact, Node, Outputs, Settled, Sym, Value};
+use super::datalog::{self, InputFact, Node, Outputs, Settled, Value};
 use super::db::{self, Db, Project, SourceFile};
 use super::explain::{RED_ZONE, STACK_SEGMENT};
 use super::semantic::keyed;
@@ -147,24 +146,6 @@ pub(crate) fn group_resolution<'db>(
     sources.retain(|s| !members.contains(s));
     sources.sort_unstable_by_key(|s| db.interner().node(s.path(db)));
     sources.dedup();
-    // What the members take from each source: every name if one of them
-    // star-imports it, else the names their from-imports bind. Handing
-    // over only those keeps a group's inputs (and so its re-runs) to what
-    // it can see: a new name in a popular module re-resolves only the
-    // groups that star-import it.
-    let mut named: Vec<(Node, Sym)> = Vec::new();
-    let mut starred: Vec<Node> = Vec::new();
-    for fact in &facts {
-        match fact {
-            InputFact::BindsImported(t) => named.push((t.2, t.3)),
-            InputFact::StarImport(t) => starred.push(t.2),
-            _ => {}
-        }
-    }
-    named.sort_unstable();
-    named.dedup();
-    starred.sort_unstable();
-    starred.dedup();
     for source in sources {
         let node = db.interner().node(source.path(db));
         // Groups resolve dependencies first, but after an edit a chain of
@@ -172,22 +153,18 @@ pub(crate) fn group_resolution<'db>(
         let settled = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
             group_resolution(db, project, group_of(db, project, source))
         });
-        let all = starred.binary_search(&node).is_ok();
         facts.extend(
             keyed(&settled.candidate, |t| t.0, node)
                 .iter()
-                .filter(|t| all || named.binary_search(&(t.0, t.1)).is_ok())
                 .map(|t| InputFact::Settled(Settled(t.0, t.1, t.2, t.3))),
         );
-        if all {
-            facts.extend(
-                db::resolve_share(db, project, source)
-                    .facts
-                    .iter()
-                    .filter(|f| matches!(f, InputFact::HasAll(_) | InputFact::StarExport(_)))
-                    .copied(),
-            );
-        }
+        facts.extend(
+            db::resolve_share(db, project, source)
+                .facts
+                .iter()
+                .filter(|f| matches!(f, InputFact::HasAll(_) | InputFact::StarExport(_)))
+                .copied(),
+        );
     }
     db::run_stage(
         db,
