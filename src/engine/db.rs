@@ -497,7 +497,7 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_resolved", Some(file.path(db)));
-    reexports::resolved_for(db, project, file)
+    reexports::resolved_for(db, project, file_keys(db, project, file))
 }
 
 /// What the `file` stage sees for one file: its own base facts; the

@@ -305,23 +305,9 @@ impl Engine {
                 .for_each_with(self.db.clone(), |db, &file| {
                     db::file_base_facts(db, project, file);
                 });
-            // Resolution first (one small program per re-export group, in
-            // dependency order so that few wait on others), then each
+            // Resolution first (one program over all files), then each
             // file's rules, again on all cores.
-            let groups: Vec<SourceFile> = reexports::groups(&self.db, project)
-                .members
-                .iter()
-                .filter_map(|members| members.first().copied())
-                .collect();
-            groups
-                .par_iter()
-                .for_each_with(self.db.clone(), |db, &first| {
-                    reexports::group_resolution(
-                        db,
-                        project,
-                        reexports::group_of(db, project, first),
-                    );
-                });
+            db::resolve_stage(&self.db, project);
             files
                 .par_iter()
                 .for_each_with(self.db.clone(), |db, &file| {

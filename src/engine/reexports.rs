@@ -19,7 +19,6 @@ use petgraph::graphmap::DiGraphMap;
 
 use super::datalog::{self, InputFact, Node, Outputs, Settled, Value};
 use super::db::{self, Db, Project, SourceFile};
-use super::explain::{RED_ZONE, STACK_SEGMENT};
 use super::semantic::keyed;
 
 /// Files whose names resolve together: they import names from each other
@@ -148,11 +147,7 @@ pub(crate) fn group_resolution<'db>(
     sources.dedup();
     for source in sources {
         let node = db.interner().node(source.path(db));
-        // Groups resolve dependencies first, but after an edit a chain of
-        // re-exports may be re-resolved by recursion: grow the stack.
-        let settled = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
-            group_resolution(db, project, group_of(db, project, source))
-        });
+        let settled = group_resolution(db, project, group_of(db, project, source));
         facts.extend(
             keyed(&settled.candidate, |t| t.0, node)
                 .iter()
@@ -175,36 +170,18 @@ pub(crate) fn group_resolution<'db>(
     )
 }
 
-/// The project files among a file's keys (the values of its base facts),
-/// for `resolved_for`. A query of its own: a new or deleted file changes
-/// the node-to-file table, and this is where that stops for files whose
-/// keys still name the same files.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn key_files(
-    db: &dyn Db,
-    project: Project,
-    file: SourceFile,
-) -> Vec<(Node, SourceFile)> {
-    db::file_keys(db, project, file)
-        .iter()
-        .filter_map(|key| match *key {
-            Value::Node(node) => Some((node, file_of(db, project, node)?)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The tuples the `file` stage reads of the resolution of the project
-/// files among `file`'s keys: read from each one's group, so a file's
-/// slice changes only when one of those groups' results did.
-pub(crate) fn resolved_for(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
+/// files among `keys`: read from each one's group, so a file's slice
+/// changes only when one of those groups' results did.
+pub(crate) fn resolved_for(db: &dyn Db, project: Project, keys: &[Value]) -> Outputs {
     let mut out = Outputs::default();
-    for &(node, key) in key_files(db, project, file) {
-        let resolution = group_resolution(db, project, group_of(db, project, key));
-        out.extend(&(datalog::FILE.select_derived)(
-            resolution,
-            &[Value::Node(node)],
-        ));
+    for key in keys {
+        let Value::Node(node) = *key else { continue };
+        let Some(file) = file_of(db, project, node) else {
+            continue;
+        };
+        let resolution = group_resolution(db, project, group_of(db, project, file));
+        out.extend(&(datalog::FILE.select_derived)(resolution, &[*key]));
     }
     out.normalize();
     out
