@@ -615,11 +615,9 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
         writeln!(out, "    into\n}}\n").unwrap();
         writeln!(
             out,
-            "/// The `{name}` stage of the rules.\npub const {}: StageProgram = StageProgram {{\n    reads_facts: {},\n    reads_derived: &{:?},\n    derives: &{:?},\n    reads_fact: {name}_reads_fact,\n    take_derived: {name}_take_derived,\n    select_derived: {name}_select_derived,\n    run: run_{name},\n}};\n",
+            "/// The `{name}` stage of the rules.\npub const {}: StageProgram = StageProgram {{\n    reads_facts: {},\n    reads_fact: {name}_reads_fact,\n    take_derived: {name}_take_derived,\n    select_derived: {name}_select_derived,\n    run: run_{name},\n}};\n",
             name.to_uppercase(),
-            !base.is_empty(),
-            earlier.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
-            derived
+            !base.is_empty()
         )
         .unwrap();
     }

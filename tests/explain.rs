@@ -45,17 +45,17 @@ Calls(client.py, 10:11, api/impl/core.py, handler)
   CallRef(client.py, 10:11, api/__init__.py, handler)
     [base client.py:10:11] return handler(req)
   Resolves(api/__init__.py, handler, api/impl/core.py, handler)
-    [rule rules/resolution.dl:49] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
+    [rule rules/resolution.dl:43] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
     Candidate(api/__init__.py, handler, api/impl/core.py, handler)
-      [rule rules/resolution.dl:38] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+      [rule rules/resolution.dl:32] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
       BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
         [base api/__init__.py:1] from .impl import handler, Resource
       Candidate(api/impl/__init__.py, handler, api/impl/core.py, handler)
-        [rule rules/resolution.dl:38] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+        [rule rules/resolution.dl:32] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
         BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
           [base api/impl/__init__.py:1] from .core import handler
         Candidate(api/impl/core.py, handler, api/impl/core.py, handler)
-          [rule rules/resolution.dl:37] Candidate(m, n, m, n) <- Defines(m, n);
+          [rule rules/resolution.dl:31] Candidate(m, n, m, n) <- Defines(m, n);
           Defines(api/impl/core.py, handler)
             [base api/impl/core.py:1] def handler(request):
     !Ambiguous(api/__init__.py, handler)
@@ -108,16 +108,16 @@ fn a_name_that_resolves_elsewhere_is_a_near_miss() {
     holds: ImportName(client.py, 1:5, api/__init__.py, handler)
     fails: Resolves(api/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
       near: Resolves(api/__init__.py, handler, api/impl/core.py, handler)
-      [rule rules/resolution.dl:49] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
+      [rule rules/resolution.dl:43] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
         with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler
         fails: Candidate(api/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
           near: Candidate(api/__init__.py, handler, api/impl/core.py, handler)
-          [rule rules/resolution.dl:38] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+          [rule rules/resolution.dl:32] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
             with m = api/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/__init__.py, tn = handler
             holds: BindsImported(api/__init__.py, handler, api/impl/__init__.py, handler)
             fails: Candidate(api/impl/__init__.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
               near: Candidate(api/impl/__init__.py, handler, api/impl/core.py, handler)
-              [rule rules/resolution.dl:38] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
+              [rule rules/resolution.dl:32] Candidate(m, n, df, dn) <- BindsImported(m, n, t, tn), Candidate(t, tn, df, dn);
                 with m = api/impl/__init__.py, n = handler, df = api/__init__.py, dn = handler, t = api/impl/core.py, tn = handler
                 holds: BindsImported(api/impl/__init__.py, handler, api/impl/core.py, handler)
                 fails: Candidate(api/impl/core.py, handler, api/__init__.py, handler): no such tuple; these differ in one argument
@@ -136,16 +136,16 @@ fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
     holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
     fails: Resolves(consumer.py, not_exported, _, not_exported): no such tuple; these differ in one argument
       near: Resolves(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
-      [rule rules/resolution.dl:49] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
+      [rule rules/resolution.dl:43] Resolves(m, n, df, dn) <- Candidate(m, n, df, dn), !Ambiguous(m, n);
         with m = consumer.py, n = not_exported, dn = not_exported
         fails: Candidate(consumer.py, not_exported, _, not_exported): no such tuple; these differ in one argument
           near: Candidate(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
-          [rule rules/resolution.dl:40] Candidate(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Candidate(t, n, df, dn), !Binds(m, n);
+          [rule rules/resolution.dl:34] Candidate(m, n, df, dn) <- StarImport(m, _, t), Exported(t, n), Candidate(t, n, df, dn), !Binds(m, n);
             with m = consumer.py, n = not_exported, dn = not_exported, t = lib/helpers.py
             holds: StarImport(consumer.py, 1:5, lib/helpers.py)
             fails: Exported(lib/helpers.py, not_exported): no such tuple; these differ in one argument
               near: Exported(lib/helpers.py, public_helper)
-              [rule rules/resolution.dl:44] Exported(m, n) <- Candidate(m, n, _, _), StarImported(m), !HasAll(m), (!n.is_private());
+              [rule rules/resolution.dl:38] Exported(m, n) <- Candidate(m, n, _, _), StarImported(m), !HasAll(m), (!n.is_private());
                 with m = lib/helpers.py, n = not_exported
                 holds: Candidate(lib/helpers.py, not_exported, lib/helpers.py, not_exported)
                 holds: StarImported(lib/helpers.py)

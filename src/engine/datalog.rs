@@ -202,10 +202,6 @@ pub struct StageProgram {
     /// Whether it reads any base relation: a stage that reads none need
     /// not scan the files' facts.
     pub reads_facts: bool,
-    /// The relations of earlier stages it reads.
-    pub reads_derived: &'static [&'static str],
-    /// The relations it derives (helpers included).
-    pub derives: &'static [&'static str],
     pub reads_fact: fn(&InputFact) -> bool,
     /// Appends the tuples of earlier stages' relations it reads.
     pub take_derived: fn(&mut Outputs, &Outputs),
@@ -213,15 +209,6 @@ pub struct StageProgram {
     pub select_derived: fn(&Outputs, &[Value]) -> Outputs,
     /// Evaluates the stage over base facts and earlier stages' tuples.
     pub run: fn(&[InputFact], &Outputs) -> Outputs,
-}
-
-impl StageProgram {
-    /// Whether this stage reads anything `earlier` derives.
-    pub fn reads_from(&self, earlier: &StageProgram) -> bool {
-        self.reads_derived
-            .iter()
-            .any(|r| earlier.derives.contains(r))
-    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));

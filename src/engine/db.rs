@@ -26,7 +26,6 @@ use super::datalog::{self, CycleGroup, InputFact, Node, Outputs, StageProgram, T
 use super::intern::Interner;
 use super::layers::{Layer, LayerMatcher};
 use super::modules::{self, SearchPath};
-use super::reexports;
 use super::resolve::{DbLayout, Directories, Resolver};
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
@@ -141,7 +140,7 @@ impl ExecutionLog {
         }
     }
 
-    pub(crate) fn executed(&self, query: &str, file: Option<&str>) {
+    fn executed(&self, query: &str, file: Option<&str>) {
         self.record(|r| {
             r.executed.push(match file {
                 Some(file) => format!("{query}({file})"),
@@ -399,19 +398,18 @@ fn gathered(
     inputs
 }
 
-/// The project's files with their nodes, ordered by node: concatenated in
-/// this order, most relations (keyed by their file) come out already
-/// sorted; and a node's file is found by binary search.
+/// The project's files ordered by their node ids: concatenated in this
+/// order, most relations (keyed by their file) come out already sorted.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn files_by_node(db: &dyn Db, project: Project) -> Vec<(Node, SourceFile)> {
+pub(crate) fn files_by_node(db: &dyn Db, project: Project) -> Vec<SourceFile> {
     db.log().executed("files_by_node", None);
-    let mut files: Vec<(Node, SourceFile)> = project
+    let mut files: Vec<(super::datalog::Node, SourceFile)> = project
         .files(db)
         .iter()
         .map(|&file| (db.interner().node(file.path(db)), file))
         .collect();
     files.sort_unstable_by_key(|(node, _)| *node);
-    files
+    files.into_iter().map(|(_, file)| file).collect()
 }
 
 /// What one stage program runs on.
@@ -423,7 +421,7 @@ pub struct StageInputs {
 }
 
 /// Runs `stage` and records how long it took under `query`.
-pub(crate) fn run_stage(
+fn run_stage(
     db: &dyn Db,
     query: &str,
     stage: &StageProgram,
@@ -439,14 +437,37 @@ pub(crate) fn run_stage(
     outputs
 }
 
-/// The whole `resolve` stage: every group's resolution
-/// (`reexports::group_resolution`), dependencies first. Only explanations,
-/// queries, the union `program` and stages that read resolution tuples ask
-/// for it; the file rules read their groups directly.
+/// Base facts of the `resolve` stage. A separate query so that an edit
+/// that changes none of them (a call, a plain import) stops here: equal
+/// inputs, and salsa reuses `resolve_stage`.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("resolve_inputs", None);
+    gathered(db, project, &datalog::RESOLVE, resolve_share).facts
+}
+
+/// The `resolve` stage (name resolution across modules) over all files.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolve_stage", None);
-    reexports::all_groups(db, project)
+    let facts = resolve_inputs(db, project);
+    run_stage(
+        db,
+        "resolve_stage",
+        &datalog::RESOLVE,
+        facts,
+        &Outputs::default(),
+    )
+}
+
+/// The `resolve` tuples the `file` stage reads: a query of its own so that
+/// a change to the others (say, what a module exports) re-runs no file.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
+    db.log().executed("resolved_for_files", None);
+    let mut derived = Outputs::default();
+    (datalog::FILE.take_derived)(&mut derived, resolve_stage(db, project));
+    derived
 }
 
 /// Every value in a file's base facts, sorted: what ties other tuples to it.
@@ -497,7 +518,10 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_resolved", Some(file.path(db)));
-    reexports::resolved_for(db, project, file_keys(db, project, file))
+    (datalog::FILE.select_derived)(
+        resolved_for_files(db, project),
+        file_keys(db, project, file),
+    )
 }
 
 /// What the `file` stage sees for one file: its own base facts; the
@@ -609,9 +633,7 @@ fn whole_project_inputs(
     earlier: &[&Outputs],
 ) -> StageInputs {
     let mut inputs = gathered(db, project, stage, share);
-    if stage.reads_from(&datalog::RESOLVE) {
-        (stage.take_derived)(&mut inputs.derived, resolve_stage(db, project));
-    }
+    (stage.take_derived)(&mut inputs.derived, resolve_stage(db, project));
     for outputs in earlier {
         (stage.take_derived)(&mut inputs.derived, outputs);
     }
@@ -672,7 +694,7 @@ pub struct Program<'a> {
 pub(crate) fn program(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("program", None);
     let mut outputs = resolve_stage(db, project).clone();
-    for &(_, file) in files_by_node(db, project) {
+    for &file in files_by_node(db, project) {
         outputs.extend(file_stage(db, project, file));
     }
     outputs.extend(project_stage(db, project));

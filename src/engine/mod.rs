@@ -9,7 +9,6 @@ pub(crate) mod explain;
 mod intern;
 mod layers;
 mod modules;
-mod reexports;
 mod resolve;
 mod semantic;
 mod test_modules;
