@@ -333,9 +333,7 @@ impl Engine {
 
     /// Every import, call and base of the project that resolves for certain.
     pub fn references(&self) -> Vec<Reference> {
-        let interner = self.interner();
-        let files = self.files.keys().filter_map(|p| interner.find_node(p));
-        semantic::references(self.outputs(), files)
+        self.paths().flat_map(|p| self.references_from(p)).collect()
     }
 
     /// The references whose source is `path`, read from its own rules'
@@ -374,38 +372,44 @@ impl Engine {
         let Some(&file) = self.files.get(path) else {
             return Vec::new();
         };
-        let interner = self.interner();
-        db::file_stage(&self.db, self.project, file)
-            .depends_on
-            .iter()
-            .map(|t| interner.node_text(t.1).to_string())
-            .collect()
+        self.texts(
+            db::file_stage(&self.db, self.project, file)
+                .depends_on
+                .iter()
+                .map(|t| t.1),
+        )
     }
 
     /// The project files that depend on `path` (`DependentOf`).
     pub fn dependent_files(&self, path: &str) -> Vec<String> {
-        let interner = self.interner();
-        match interner.find_node(path) {
-            Some(node) => self
-                .dependent_nodes(node)
-                .map(|n| interner.node_text(n).to_string())
-                .collect(),
+        match self.interner().find_node(path) {
+            Some(node) => self.texts(self.dependent_nodes(node)),
             None => Vec::new(),
         }
+    }
+
+    /// Paths (or markers) of `nodes`.
+    fn texts(&self, nodes: impl IntoIterator<Item = datalog::Node>) -> Vec<String> {
+        let interner = self.interner();
+        nodes
+            .into_iter()
+            .map(|n| interner.node_text(n).to_string())
+            .collect()
     }
 
     /// The shortest import cycle through `path` (paths, from it back to
     /// it), if it lies on one.
     pub fn cycle_through(&self, path: &str) -> Option<Vec<String>> {
+        let node = self.interner().find_node(path)?;
+        Some(self.texts(semantic::cycle_through(&self.db, self.project, node)?))
+    }
+
+    /// The shortest import cycle that starts with the import edge `path` →
+    /// `next`, if that edge lies on one.
+    pub fn cycle_via(&self, path: &str, next: &str) -> Option<Vec<String>> {
         let interner = self.interner();
-        let node = interner.find_node(path)?;
-        let cycle = semantic::cycle_through(&self.db, self.project, node)?;
-        Some(
-            cycle
-                .iter()
-                .map(|&n| interner.node_text(n).to_string())
-                .collect(),
-        )
+        let (file, next) = (interner.find_node(path)?, interner.find_node(next)?);
+        Some(self.texts(semantic::cycle_via(&self.db, self.project, file, next)?))
     }
 
     /// The `limit` files with the most dependents, most first (ties by path).
@@ -437,15 +441,9 @@ impl Engine {
     /// One shortest import cycle per group of files importing each other in
     /// a circle, as root-relative paths from the group's first file back to it.
     pub fn cycles(&self) -> Vec<Vec<String>> {
-        let interner = self.interner();
         semantic::cycles(&self.db, self.project)
             .iter()
-            .map(|cycle| {
-                cycle
-                    .iter()
-                    .map(|&n| interner.node_text(n).to_string())
-                    .collect()
-            })
+            .map(|cycle| self.texts(cycle.iter().copied()))
             .collect()
     }
 

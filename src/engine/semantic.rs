@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::datalog::{Node, Outputs, Site, Sym};
+use super::datalog::{InputFact, Node, Outputs, Site, Sym};
 use super::db::{self, Db, Project};
 
 /// What a reference is.
@@ -58,7 +58,7 @@ pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
         .iter()
         .map(|t| {
             // One tuple per site at most: `Resolves` is unique per name.
-            let defined = keyed_site(defined_in, t.1);
+            let defined = defined_in.iter().find(|d| d.1 == t.1);
             Reference {
                 source: t.0,
                 site: t.1,
@@ -89,18 +89,6 @@ pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
     );
     out.sort_unstable();
     out
-}
-
-fn keyed_site(
-    tuples: &[super::datalog::ImportDefinedIn],
-    site: Site,
-) -> Option<&super::datalog::ImportDefinedIn> {
-    tuples.iter().find(|t| t.1 == site)
-}
-
-/// Every reference of the project.
-pub(crate) fn references(outputs: &Outputs, files: impl Iterator<Item = Node>) -> Vec<Reference> {
-    files.flat_map(|f| references_from(outputs, f)).collect()
 }
 
 /// `(file, dependent)` for every `DependentOf` tuple, sorted: who depends
@@ -151,98 +139,85 @@ pub(crate) fn usage_counts(db: &dyn Db, project: Project) -> Vec<((Node, Sym), u
     counts
 }
 
+/// `CycleEdge` as adjacency, sorted by node: each file's successors on a
+/// cycle, ordered by path, so that the cycles found (shortest first, ties
+/// by path) are the same whatever the interning order.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn cycle_adjacency(db: &dyn Db, project: Project) -> Vec<(Node, Vec<Node>)> {
+    db::project_stage(db, project)
+        .cycle_edge
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|edges| {
+            let mut next: Vec<Node> = edges.iter().map(|t| t.1).collect();
+            next.sort_by_cached_key(|&n| db.interner().node_text(n));
+            (edges[0].0, next)
+        })
+        .collect()
+}
+
 /// One shortest cycle per group of files that import each other in a
-/// circle, starting and ending at the group's first file by path (paths,
-/// not interning order, so the answer is the same on every run).
-/// `CycleEdge` tuples (rules/cycles.dl) decide which edges lie on a cycle;
-/// this only picks a readable path through each group.
+/// circle (the `CycleGroup` facts), from the group's first file by path
+/// back to it; groups in path order.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn cycles(db: &dyn Db, project: Project) -> Vec<Vec<Node>> {
-    let adjacency = cycle_adjacency(db, db::program(db, project));
-    // Every cycle edge joins two files of the same strongly connected
-    // group, so the groups are the connected components of these edges.
-    let mut seen: BTreeSet<Named> = BTreeSet::new();
-    let mut found = Vec::new();
-    for start in adjacency.keys() {
-        if seen.contains(start) {
-            continue;
-        }
-        let group = component(&adjacency, start);
-        let first = group
-            .iter()
-            .next()
-            .cloned()
-            .unwrap_or_else(|| start.clone());
-        seen.extend(group);
-        if let Some(cycle) = shortest_cycle(&adjacency, &first) {
-            found.push(cycle.into_iter().map(|(_, node)| node).collect());
-        }
-    }
-    found
+    let mut groups: Vec<Node> = db::cycle_groups(db, project)
+        .iter()
+        .filter_map(|fact| match fact {
+            InputFact::CycleGroup(t) => Some(t.1),
+            _ => None,
+        })
+        .collect();
+    groups.sort_by_cached_key(|&n| db.interner().node_text(n));
+    groups.dedup();
+    let adjacency = cycle_adjacency(db, project);
+    groups
+        .into_iter()
+        .filter_map(|group| shortest_path(adjacency, group, group))
+        .collect()
 }
 
 /// The shortest import cycle through `file`, from it back to it, if it is
 /// on one.
 pub(crate) fn cycle_through(db: &dyn Db, project: Project, file: Node) -> Option<Vec<Node>> {
-    let adjacency = cycle_adjacency(db, db::program(db, project));
-    let start = (db.interner().node_text(file), file);
-    let cycle = shortest_cycle(&adjacency, &start)?;
-    Some(cycle.into_iter().map(|(_, node)| node).collect())
+    shortest_path(cycle_adjacency(db, project), file, file)
 }
 
-/// `CycleEdge` as adjacency sets, ordered by path.
-fn cycle_adjacency(db: &dyn Db, outputs: &Outputs) -> Adjacency {
-    let named = |node: Node| (db.interner().node_text(node), node);
-    let mut adjacency: Adjacency = BTreeMap::new();
-    for edge in &outputs.cycle_edge {
+/// The shortest import cycle that starts with the edge `file` → `next`,
+/// from `file` back to it.
+pub(crate) fn cycle_via(
+    db: &dyn Db,
+    project: Project,
+    file: Node,
+    next: Node,
+) -> Option<Vec<Node>> {
+    let mut cycle = vec![file];
+    cycle.extend(shortest_path(cycle_adjacency(db, project), next, file)?);
+    Some(cycle)
+}
+
+/// The shortest path of one or more cycle edges from `from` to `to`
+/// (breadth first, successors in path order), both ends included.
+fn shortest_path(adjacency: &[(Node, Vec<Node>)], from: Node, to: Node) -> Option<Vec<Node>> {
+    let successors = |node: Node| -> &[Node] {
         adjacency
-            .entry(named(edge.0))
-            .or_default()
-            .insert(named(edge.1));
-    }
-    adjacency
-}
-
-/// A file by path, then node: ordered by path.
-type Named = (std::sync::Arc<str>, Node);
-type Adjacency = BTreeMap<Named, BTreeSet<Named>>;
-
-fn component(adjacency: &Adjacency, start: &Named) -> BTreeSet<Named> {
-    let mut undirected: BTreeMap<&Named, Vec<&Named>> = BTreeMap::new();
-    for (from, tos) in adjacency {
-        for to in tos {
-            undirected.entry(from).or_default().push(to);
-            undirected.entry(to).or_default().push(from);
-        }
-    }
-    let mut group = BTreeSet::new();
-    let mut stack = vec![start];
-    while let Some(node) = stack.pop() {
-        if group.insert(node.clone()) {
-            stack.extend(undirected.get(node).into_iter().flatten().copied());
-        }
-    }
-    group
-}
-
-fn shortest_cycle(adjacency: &Adjacency, start: &Named) -> Option<Vec<Named>> {
-    let mut previous: BTreeMap<&Named, &Named> = BTreeMap::new();
-    let mut queue = VecDeque::from([start]);
+            .binary_search_by_key(&node, |(n, _)| *n)
+            .map_or(&[], |at| adjacency[at].1.as_slice())
+    };
+    let mut previous: BTreeMap<Node, Node> = BTreeMap::new();
+    let mut queue = VecDeque::from([from]);
     while let Some(node) = queue.pop_front() {
-        for next in adjacency.get(node).into_iter().flatten() {
-            if next == start {
-                let mut back = Vec::new();
+        for &next in successors(node) {
+            if next == to {
+                let mut path = vec![to, node];
                 let mut at = node;
-                while at != start {
-                    back.push(at.clone());
-                    at = previous.get(at)?;
+                while at != from {
+                    at = *previous.get(&at)?;
+                    path.push(at);
                 }
-                let mut cycle = vec![start.clone()];
-                cycle.extend(back.into_iter().rev());
-                cycle.push(start.clone());
-                return Some(cycle);
+                path.reverse();
+                return Some(path);
             }
-            if !previous.contains_key(next) {
+            if next != from && !previous.contains_key(&next) {
                 previous.insert(next, node);
                 queue.push_back(next);
             }

@@ -8,7 +8,7 @@
 //! changing, and keeping it out of the program means editing the
 //! configuration never re-runs the Datalog program.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -207,10 +207,7 @@ pub struct Warnings {
 impl Warnings {
     pub fn compute(engine: &Engine, suppression: &Suppression) -> Warnings {
         let outputs = engine.outputs();
-        let renderer = Renderer {
-            engine,
-            cycle_edges: cycle_adjacency(engine),
-        };
+        let renderer = Renderer { engine };
         let mut warnings = Warnings::default();
         let mut current: Option<(Node, FileLookup)> = None;
         for tuple in &outputs.warning {
@@ -296,7 +293,6 @@ impl<'a> FileLookup<'a> {
 
 struct Renderer<'a> {
     engine: &'a Engine,
-    cycle_edges: BTreeMap<Node, Vec<Node>>,
 }
 
 impl Renderer<'_> {
@@ -382,47 +378,10 @@ impl Renderer<'_> {
         let imports = &self.engine.outputs().imports;
         let start = imports.partition_point(|t| (t.0, t.1) < (file, site));
         let target = imports.get(start).filter(|t| (t.0, t.1) == (file, site))?.2;
-        let mut previous: FxHashMap<Node, Node> = FxHashMap::default();
-        let mut queue = VecDeque::from([target]);
-        let mut reached = false;
-        while let Some(node) = queue.pop_front() {
-            if node == file {
-                reached = true;
-                break;
-            }
-            for &next in self.cycle_edges.get(&node).into_iter().flatten() {
-                if next != target && !previous.contains_key(&next) {
-                    previous.insert(next, node);
-                    queue.push_back(next);
-                }
-            }
-        }
-        if !reached {
-            return None;
-        }
-        let mut back = vec![file];
-        let mut at = file;
-        while at != target {
-            at = *previous.get(&at)?;
-            back.push(at);
-        }
-        back.push(file);
-        back.reverse();
         let interner = self.engine.interner();
-        Some(
-            back.into_iter()
-                .map(|n| interner.node_text(n).to_string())
-                .collect(),
-        )
+        self.engine
+            .cycle_via(&interner.node_text(file), &interner.node_text(target))
     }
-}
-
-fn cycle_adjacency(engine: &Engine) -> BTreeMap<Node, Vec<Node>> {
-    let mut adjacency: BTreeMap<Node, Vec<Node>> = BTreeMap::new();
-    for edge in &engine.outputs().cycle_edge {
-        adjacency.entry(edge.0).or_default().push(edge.1);
-    }
-    adjacency
 }
 
 /// Severity, explanation and guidance of each warning type (TDD §3.9.1,
