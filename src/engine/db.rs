@@ -568,38 +568,21 @@ pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Out
 #[salsa::tracked(returns(ref))]
 pub(crate) fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("project_inputs", None);
-    let mut inputs = whole_project_inputs(db, project, &datalog::PROJECT, project_share, &[]);
-    inputs
-        .facts
-        .extend(cycle_groups(db, project).iter().copied());
-    inputs
-}
-
-/// Every file's `RuntimeDependsOn` tuples, sorted: the runtime import
-/// graph. A query of its own so that an edit that leaves the graph as it
-/// was stops here and the cycles are not searched again.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn runtime_edges(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
-    db.log().executed("runtime_edges", None);
-    let mut edges: Vec<(Node, Node)> = project
-        .files(db)
-        .iter()
-        .flat_map(|&file| file_stage(db, project, file).runtime_depends_on.iter())
-        .map(|t| (t.0, t.1))
-        .collect();
-    edges.sort_unstable();
-    edges
+    whole_project_inputs(db, project, &datalog::PROJECT, project_share, &[])
 }
 
 /// `CycleGroup` facts: the strongly connected components of the runtime
 /// import graph with two or more files (Tarjan's algorithm, linear in the
 /// edges), each named by its first file by path so that the facts do not
-/// depend on interning order.
+/// depend on interning order. The graph is the `RuntimeDependsOn` tuples
+/// the `project` stage already gathered (its rules join them with these
+/// facts), so an edit that leaves them as they were stops before this.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn cycle_groups(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("cycle_groups", None);
+    let edges = &project_inputs(db, project).derived.runtime_depends_on;
     let graph: petgraph::graphmap::DiGraphMap<Node, ()> =
-        petgraph::graphmap::DiGraphMap::from_edges(runtime_edges(db, project));
+        petgraph::graphmap::DiGraphMap::from_edges(edges.iter().map(|t| (t.0, t.1)));
     let mut facts = Vec::new();
     for component in petgraph::algo::tarjan_scc(&graph) {
         if component.len() < 2 {
@@ -646,11 +629,17 @@ fn whole_project_inputs(
 pub(crate) fn project_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("project_stage", None);
     let inputs = project_inputs(db, project);
+    let facts: Vec<InputFact> = inputs
+        .facts
+        .iter()
+        .chain(cycle_groups(db, project))
+        .copied()
+        .collect();
     run_stage(
         db,
         "project_stage",
         &datalog::PROJECT,
-        &inputs.facts,
+        &facts,
         &inputs.derived,
     )
 }
