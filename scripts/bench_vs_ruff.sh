@@ -3,12 +3,16 @@
 # interleaved so that both see the same machine load. Prints each tool's
 # median and minimum wall time and median peak RSS over N runs (default 15).
 # Usage: scripts/bench_vs_ruff.sh [TREE] [N]
+# XFILE=path/to/xfile times that binary instead of a fresh release build
+# (say, the previous commit's, for a before/after comparison).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=${1:-$(scripts/fetch_django.sh)}
 runs=${2:-15}
-cargo build --release --quiet
-xfile=$PWD/target/release/xfile
+if [[ -z ${XFILE:-} ]]; then
+  cargo build --release --quiet
+fi
+xfile=${XFILE:-$PWD/target/release/xfile}
 cd "$tree"
 python3 - "$xfile" "$runs" <<'PY'
 import re, statistics, subprocess, sys, time

@@ -154,6 +154,9 @@ fn a_name_outside_dunder_all_is_explained_down_to_the_negated_premise() {
     with f = consumer.py, m = consumer.py, n = not_exported
     holds: CallRef(consumer.py, 6:0, consumer.py, not_exported)
     fails: (m.is_external()): the condition is false for these bindings
+  [rule rules/relationships.dl:32] Calls(f, s, df, q) <- MethodCall(f, s), MemberRef(f, s, df, q), (f != df);
+    with f = consumer.py, q = not_exported
+    fails: MethodCall(consumer.py, 6:0): no such tuple
 "#
     );
 }
@@ -284,6 +287,8 @@ fn dump_writes_text_and_json_per_file() {
             "DependsOn(b.py, c.py)",
             "DependentOf(b.py, a.py)",
             "RuntimeDependsOn(b.py, c.py)",
+            "Invokes(b.py, 5:13, c.py, finish)",
+            "CallsSymbol(b.py, step, c.py, finish)",
             "Imports(b.py, 1:7, c.py)",
             "Calls(b.py, 5:13, c.py, finish)",
             "Resolves(b.py, step, b.py, step)",

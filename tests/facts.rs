@@ -124,6 +124,15 @@ fn definitions_carry_signature_docstring_decorators_and_lines() {
                 37,
                 38
             ),
+            (
+                s("Circle.radius"),
+                DefinitionKind::Variable,
+                s("self.radius = radius"),
+                None,
+                vec![],
+                38,
+                38
+            ),
         ]
     );
 }

@@ -103,7 +103,13 @@ fn read_with_context_injects_used_signatures_fr8() {
     assert!(!text.contains("def put"));
     assert!(text.contains("[File Content]\nimport requests\n"));
 
-    // A second read serves the four snippets from the working memory cache.
+    // A method called on a constructed instance is injected too.
+    assert!(
+        text.contains("From app/models.py:20\ndef save(self, storage: \"Storage\")"),
+        "{text}"
+    );
+
+    // A second read serves the five snippets from the working memory cache.
     let (_, again) = client.call("read_with_context", json!({"file_path": "app/bot.py"}));
     assert_eq!(again, text);
     let (is_error, stats) = client.call("get_cache_statistics", json!({}));
@@ -111,7 +117,7 @@ fn read_with_context_injects_used_signatures_fr8() {
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(
         (stats["misses"].as_u64(), stats["hits"].as_u64()),
-        (Some(4), Some(4)),
+        (Some(5), Some(5)),
         "{stats}"
     );
     assert_eq!(stats["size_limit_bytes"], 50 * 1024);

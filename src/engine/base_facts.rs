@@ -10,17 +10,19 @@
 use rustc_hash::FxHashSet;
 
 use super::datalog::{
-    BaseRef, Binds, BindsImported, CallRef, Defines, DynamicSite, External, HasAll, ImportName,
-    ImportStmt, InputFact, Node, Pattern, ProjectFile, RuntimeImport, Site, StarExport, StarImport,
-    Sym,
+    Annotated, AssignedCall, BaseOf, BaseRef, Binds, BindsImported, CallIn, CallRef, ClassDef,
+    Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance, ExprName, ExprSelf, ExprSuper,
+    External, HasAll, HasMember, ImportName, ImportStmt, InputFact, MethodCall, Node, OpaqueBase,
+    PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, RuntimeImport, Site, StarExport,
+    StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
 use super::resolve::Resolver;
 use crate::python::names;
 use crate::python::{
-    Binding, BindingKind, Condition, DunderAll, DynamicPattern, Import, ImportTarget, Lookup,
-    Reference, Scope, Semantic,
+    Binding, BindingKind, Condition, DunderAll, DynamicPattern, ExprId, ExprKind, Import,
+    ImportTarget, Lookup, Reference, Scope, Semantic, TypeSource,
 };
 
 pub fn build(
@@ -47,6 +49,8 @@ pub fn build(
     builder.bindings();
     builder.references();
     builder.dynamic();
+    builder.classes();
+    builder.calls();
     builder.facts
 }
 
@@ -332,8 +336,17 @@ impl Builder<'_> {
                             let import = self.semantic.imports.get(index as usize)?;
                             self.import_binding(import)
                         }
-                        // Same-file definitions are not cross-file relationships.
-                        _ => return None,
+                        // A name this file defines, when the binding seen
+                        // here is the final one the rules know as `Defines`.
+                        _ => {
+                            let last = select(&self.semantic.bindings, head, usize::MAX);
+                            let is_final =
+                                matches!(last, Selected::One(last) if std::ptr::eq(last, binding));
+                            if !is_final || !rest.is_empty() {
+                                return None;
+                            }
+                            return Some((site, self.me, self.interner.sym(head)));
+                        }
                     },
                 }
             }
@@ -470,6 +483,237 @@ impl Builder<'_> {
                 ..
             })
         )
+    }
+}
+
+/// What the engine knows of an expression before the rules run.
+#[derive(Clone, Copy)]
+enum Value {
+    /// Name `.1` of module `.0`: an `ExprName` fact once something uses it.
+    Name(Site, Node, Sym),
+    /// Only the rules can tell (an attribute, call or instance of a name,
+    /// `self`, `cls`, `super()`): its facts are out.
+    Dynamic(Site),
+    /// A module, or nothing static analysis can name.
+    Unknown,
+}
+
+impl Builder<'_> {
+    /// Classes, their members and bases, declared types and patched
+    /// attributes.
+    fn classes(&mut self) {
+        let semantic = self.semantic;
+        for class in &semantic.classes {
+            let name = self.interner.sym(&class.qualname);
+            self.facts
+                .push(InputFact::ClassDef(ClassDef(self.me, name)));
+            for member in &class.members {
+                let attribute = self.interner.sym(member);
+                let qualified = self.interner.sym(&format!("{}.{member}", class.qualname));
+                self.facts.push(InputFact::HasMember(HasMember(
+                    self.me, name, attribute, qualified,
+                )));
+            }
+            for base in &class.bases {
+                self.facts.push(match base {
+                    Some(site) => InputFact::BaseOf(BaseOf(self.me, Site(*site), name)),
+                    None => InputFact::OpaqueBase(OpaqueBase(self.me, name)),
+                });
+            }
+        }
+        for typed in &semantic.types {
+            let Some((_, module, name)) = self.first_hop(&typed.reference) else {
+                continue;
+            };
+            let qualname = self.interner.sym(&typed.qualname);
+            self.facts.push(match typed.source {
+                TypeSource::Annotation => {
+                    InputFact::Annotated(Annotated(self.me, qualname, module, name))
+                }
+                TypeSource::Call => {
+                    InputFact::AssignedCall(AssignedCall(self.me, qualname, module, name))
+                }
+                TypeSource::Returns => {
+                    InputFact::ReturnsAnnotated(ReturnsAnnotated(self.me, qualname, module, name))
+                }
+            });
+        }
+        for dynamic in &semantic.dynamic {
+            let DynamicPattern::AttributeAssignment { target } = &dynamic.pattern else {
+                continue;
+            };
+            let [_, attribute] = &target.path[..] else {
+                continue;
+            };
+            let head = Reference {
+                path: target.path[..1].to_vec(),
+                ..target.clone()
+            };
+            if let Some((_, module, name)) = self.first_hop(&head) {
+                let attribute = self.interner.sym(attribute);
+                self.facts.push(InputFact::PatchesAttr(PatchesAttr(
+                    self.me,
+                    Site(dynamic.site),
+                    module,
+                    name,
+                    attribute,
+                )));
+            }
+        }
+    }
+
+    /// Who makes each call, and the facts of member-level callees.
+    fn calls(&mut self) {
+        let semantic = self.semantic;
+        let mut values: Vec<Option<Value>> = vec![None; semantic.expressions.len()];
+        let mut named = FxHashSet::default();
+        for call in &semantic.call_sites {
+            let Some(caller) = semantic.scopes.get(call.caller as usize) else {
+                continue;
+            };
+            let caller = self.interner.sym(caller);
+            self.facts
+                .push(InputFact::CallIn(CallIn(self.me, Site(call.site), caller)));
+            let Some(callee) = call.callee else { continue };
+            if let Value::Dynamic(site) = self.value(callee, &mut values, &mut named) {
+                self.facts
+                    .push(InputFact::MethodCall(MethodCall(self.me, site)));
+            }
+        }
+    }
+
+    /// The value of expression `id`, emitting its facts (and those of the
+    /// expressions it is built from) the first time.
+    fn value(
+        &mut self,
+        id: ExprId,
+        values: &mut [Option<Value>],
+        named: &mut FxHashSet<ExprId>,
+    ) -> Value {
+        if let Some(value) = values.get(id as usize).copied().flatten() {
+            return value;
+        }
+        let value =
+            stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.evaluate(id, values, named));
+        if let Some(slot) = values.get_mut(id as usize) {
+            *slot = Some(value);
+        }
+        value
+    }
+
+    fn evaluate(
+        &mut self,
+        id: ExprId,
+        values: &mut [Option<Value>],
+        named: &mut FxHashSet<ExprId>,
+    ) -> Value {
+        let semantic = self.semantic;
+        let Some(expression) = semantic.expressions.get(id as usize) else {
+            return Value::Unknown;
+        };
+        let site = Site(expression.site);
+        let class_of = |class: u32| semantic.classes.get(class as usize).map(|c| &c.qualname);
+        match &expression.kind {
+            ExprKind::Global { .. } | ExprKind::Attribute { .. } => {
+                if let Some(reference) = chain(semantic, id)
+                    && let Some((_, module, name)) = self.first_hop(&reference)
+                {
+                    return Value::Name(site, module, name);
+                }
+                let ExprKind::Attribute { base, name } = &expression.kind else {
+                    return Value::Unknown;
+                };
+                // Only expressions earlier in the list can be bases.
+                if *base >= id {
+                    return Value::Unknown;
+                }
+                let Some(base) = self.operand(*base, values, named) else {
+                    return Value::Unknown;
+                };
+                let name = self.interner.sym(name);
+                self.facts
+                    .push(InputFact::ExprAttr(ExprAttr(self.me, site, base, name)));
+                Value::Dynamic(site)
+            }
+            ExprKind::SelfOf { class }
+            | ExprKind::ClassOf { class }
+            | ExprKind::SuperOf { class } => {
+                let Some(qualname) = class_of(*class) else {
+                    return Value::Unknown;
+                };
+                let class_sym = self.interner.sym(qualname);
+                let fact = match expression.kind {
+                    ExprKind::SelfOf { .. } => {
+                        InputFact::ExprSelf(ExprSelf(self.me, site, self.me, class_sym))
+                    }
+                    ExprKind::ClassOf { .. } => {
+                        InputFact::ExprCls(ExprCls(self.me, site, self.me, class_sym))
+                    }
+                    _ => InputFact::ExprSuper(ExprSuper(self.me, site, self.me, class_sym)),
+                };
+                self.facts.push(fact);
+                Value::Dynamic(site)
+            }
+            ExprKind::Call { callee } | ExprKind::Instance { annotation: callee } => {
+                if *callee >= id {
+                    return Value::Unknown;
+                }
+                let Some(operand) = self.operand(*callee, values, named) else {
+                    return Value::Unknown;
+                };
+                self.facts.push(match expression.kind {
+                    ExprKind::Call { .. } => InputFact::ExprCall(ExprCall(self.me, site, operand)),
+                    _ => InputFact::ExprInstance(ExprInstance(self.me, site, operand)),
+                });
+                Value::Dynamic(site)
+            }
+        }
+    }
+
+    /// The site of expression `id` as an operand of another, with its
+    /// `ExprName` fact out if it is a name; `None` if nothing can be known.
+    fn operand(
+        &mut self,
+        id: ExprId,
+        values: &mut [Option<Value>],
+        named: &mut FxHashSet<ExprId>,
+    ) -> Option<Site> {
+        match self.value(id, values, named) {
+            Value::Name(site, module, name) => {
+                if named.insert(id) {
+                    self.facts
+                        .push(InputFact::ExprName(ExprName(self.me, site, module, name)));
+                }
+                Some(site)
+            }
+            Value::Dynamic(site) => Some(site),
+            Value::Unknown => None,
+        }
+    }
+}
+
+/// Expression `id` as a name chain headed by a global, if it is one.
+fn chain(semantic: &Semantic, mut id: ExprId) -> Option<Reference> {
+    let mut path = Vec::new();
+    let site = semantic.expressions.get(id as usize)?.site;
+    loop {
+        let expression = semantic.expressions.get(id as usize)?;
+        match &expression.kind {
+            ExprKind::Attribute { base, name } if *base < id => {
+                path.push(name.clone());
+                id = *base;
+            }
+            ExprKind::Global { name, lookup } => {
+                path.push(name.clone());
+                path.reverse();
+                return Some(Reference {
+                    site,
+                    path,
+                    lookup: *lookup,
+                });
+            }
+            _ => return None,
+        }
     }
 }
 

@@ -22,7 +22,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::base_facts;
-use super::datalog::{self, CycleGroup, InputFact, Node, Outputs, StageProgram, TestModule, Value};
+use super::classes::{self, ClassTable};
+use super::datalog::{
+    self, BaseRef, CycleGroup, InputFact, Node, Outputs, Site, StageProgram, TestModule, Value,
+};
 use super::intern::Interner;
 use super::layers::{Layer, LayerMatcher};
 use super::modules::{self, SearchPath};
@@ -323,10 +326,89 @@ pub(crate) fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
         .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
         .chain(project_facts(db, project).iter().copied())
         .chain(cycle_groups(db, project).iter().copied())
+        .chain(mro_facts(db, project).iter().copied())
         .collect();
     facts.sort_unstable();
     facts.dedup();
     facts
+}
+
+/// What the class table reads of one file: its classes, their members
+/// and bases, and which bases add no members (`object`, `typing.Generic`,
+/// `typing.Protocol`). A query of its own so that an edit that changes no
+/// class stops here.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ClassFacts {
+    facts: Vec<InputFact>,
+    transparent: Vec<(Node, Site)>,
+}
+
+#[salsa::tracked(returns(ref))]
+pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> ClassFacts {
+    let interner = db.interner();
+    let mut class_facts = ClassFacts::default();
+    for fact in file_base_facts(db, project, file) {
+        match fact {
+            InputFact::ClassDef(_)
+            | InputFact::HasMember(_)
+            | InputFact::BaseOf(_)
+            | InputFact::OpaqueBase(_) => class_facts.facts.push(*fact),
+            InputFact::BaseRef(BaseRef(file, site, module, name)) => {
+                let transparent = matches!(
+                    (&*interner.node_text(*module), &*interner.sym_text(*name)),
+                    ("<builtin:object>", "object")
+                        | (
+                            "<stdlib:typing>"
+                                | "<stdlib:typing_extensions>"
+                                | "<third-party:typing_extensions>",
+                            "Generic" | "Protocol",
+                        )
+                );
+                if transparent {
+                    class_facts.transparent.push((*file, *site));
+                }
+            }
+            _ => {}
+        }
+    }
+    class_facts
+}
+
+/// Every class's method resolution order, members and declared member
+/// types, after name resolution.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn class_table(db: &dyn Db, project: Project) -> ClassTable {
+    db.log().executed("class_table", None);
+    let mut facts = Vec::new();
+    let mut transparent = rustc_hash::FxHashSet::default();
+    for &file in project.files(db) {
+        let class_facts = class_facts(db, project, file);
+        facts.extend_from_slice(&class_facts.facts);
+        transparent.extend(class_facts.transparent.iter().copied());
+    }
+    ClassTable::build(&facts, &transparent, resolve_stage(db, project))
+}
+
+/// `MroStart`/`MroNext` facts of every class, for queries, explanations
+/// and the reference program.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn mro_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    class_table(db, project).mro_facts()
+}
+
+/// The classes one file's member lookups can reach (`ClassTable::context`).
+#[salsa::tracked(returns(ref))]
+pub(crate) fn class_context(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
+    db.log().executed("class_context", Some(file.path(db)));
+    let facts = file_base_facts(db, project, file);
+    let names = classes::attribute_names(facts);
+    if names.is_empty() {
+        return StageInputs::default();
+    }
+    let resolved = file_resolved(db, project, file);
+    let (facts, derived) =
+        class_table(db, project).context(classes::seeds(facts, resolved), &names);
+    StageInputs { facts, derived }
 }
 
 /// One file's share of what a whole-project stage reads: its base facts
@@ -533,7 +615,10 @@ pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
     db.log().executed("file_inputs", Some(file.path(db)));
-    let derived = file_resolved(db, project, file).clone();
+    let mut derived = file_resolved(db, project, file).clone();
+    let members = class_context(db, project, file);
+    derived.extend(&members.derived);
+    derived.normalize();
     let mut keys: Vec<Value> = derived
         .tuples_values()
         .chain(file_keys(db, project, file).iter().copied())
@@ -544,6 +629,7 @@ pub(crate) fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> St
         .iter()
         .copied()
         .chain(project_context(project_facts(db, project), &keys))
+        .chain(members.facts.iter().copied())
         .filter(datalog::FILE.reads_fact)
         .collect();
     StageInputs { facts, derived }

@@ -3,6 +3,7 @@
 //! one entry point; it knows nothing of the file system or of adapters.
 
 mod base_facts;
+mod classes;
 pub mod datalog;
 mod db;
 pub(crate) mod explain;

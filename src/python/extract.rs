@@ -13,10 +13,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::dynamic;
 use super::facts::{
-    Binding, BindingKind, Condition, Definition, DefinitionKind, DunderAll, Dynamic,
-    DynamicPattern, Import, ImportTarget, Lookup, ModuleFacts, Reference, Scope, Semantic, Site,
-    SiteId,
+    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
+    Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
+    ModuleFacts, Reference, Scope, Semantic, Site, SiteId, TypeSource,
 };
+use super::members::{self, Declarations, MethodKind};
 
 /// Stack head-room the recursive walkers keep; below it they continue on a
 /// freshly allocated segment, so a deeply nested file cannot overflow the stack.
@@ -34,6 +35,11 @@ pub(super) struct Extractor<'src> {
     scopes: Vec<Frame>,
     conditions: Vec<Condition>,
     class_names: Vec<String>,
+    /// Index of each scope's qualified name in `Semantic::scopes`.
+    scope_ids: FxHashMap<String, u32>,
+    /// What module variables and class attributes are bound to, decided
+    /// when the module is done.
+    declarations: Declarations,
     depth: usize,
     pub(super) max_depth: usize,
 }
@@ -45,6 +51,24 @@ struct Frame {
     locals: FxHashMap<String, Local>,
     globals: FxHashSet<String>,
     nonlocals: FxHashSet<String>,
+    /// How many statements (or parameters) bind each local.
+    counts: FxHashMap<String, u32>,
+    /// What a local bound exactly once holds, as an expression.
+    values: FxHashMap<String, ExprId>,
+    /// `f`, `C.m`, `outer.<locals>.inner` for functions and classes;
+    /// `None` for lambdas and comprehensions, which calls are not
+    /// attributed to.
+    qualname: Option<String>,
+    /// A class body: the class's index in `Semantic::classes`. A method
+    /// body: the class it is a method of (for `super()`).
+    class: Option<u32>,
+}
+
+/// Where a name used in an expression comes from.
+enum NameValue {
+    Global(Lookup),
+    /// A local variable, with its value when that is known.
+    Local(Option<ExprId>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -74,12 +98,20 @@ impl<'src> Extractor<'src> {
             scopes: Vec::new(),
             conditions: Vec::new(),
             class_names: Vec::new(),
+            scope_ids: FxHashMap::default(),
+            declarations: Declarations::default(),
             depth: 0,
             max_depth: 0,
         }
     }
 
-    pub(super) fn finish(self) -> ModuleFacts {
+    pub(super) fn finish(mut self) -> ModuleFacts {
+        let declarations = std::mem::take(&mut self.declarations);
+        self.semantic.types = declarations.finish(&self.semantic.bindings);
+        for class in &mut self.semantic.classes {
+            let mut seen = FxHashSet::default();
+            class.members.retain(|m| seen.insert(m.clone()));
+        }
         ModuleFacts {
             semantic: std::sync::Arc::new(self.semantic),
             ..self.facts
@@ -143,6 +175,15 @@ impl<'src> Extractor<'src> {
     /// How the head of a name chain is looked up from the current position,
     /// or `None` when it is a local variable that no import binds.
     fn lookup(&self, name: &str) -> Option<Lookup> {
+        match self.name_value(name) {
+            NameValue::Global(lookup) => Some(lookup),
+            NameValue::Local(_) => None,
+        }
+    }
+
+    /// Where `name` comes from at the current position, by Python's scoping
+    /// rules (class bodies are invisible to the functions inside them).
+    fn name_value(&self, name: &str) -> NameValue {
         let mut deferred = false;
         let innermost = self.scopes.len();
         for (index, frame) in self.scopes.iter().enumerate().rev() {
@@ -159,17 +200,226 @@ impl<'src> Extractor<'src> {
                 continue;
             }
             match frame.locals.get(name) {
-                Some(Local::Import(Some(index))) => return Some(Lookup::LocalImport(*index)),
-                Some(_) => return None,
+                Some(Local::Import(Some(index))) => {
+                    return NameValue::Global(Lookup::LocalImport(*index));
+                }
+                Some(_) => return NameValue::Local(frame.values.get(name).copied()),
                 None => {}
             }
         }
         if deferred {
-            Some(Lookup::Globals)
+            NameValue::Global(Lookup::Globals)
         } else {
             let visible = self.semantic.bindings.len() as u32;
-            Some(Lookup::GlobalsAt { visible })
+            NameValue::Global(Lookup::GlobalsAt { visible })
         }
+    }
+
+    fn push_expression(&mut self, site: SiteId, kind: ExprKind) -> ExprId {
+        self.semantic.expressions.push(Expression { site, kind });
+        (self.semantic.expressions.len() - 1) as ExprId
+    }
+
+    /// `expr` as an expression a member lookup can start from: a name
+    /// chain, `self`, `cls`, `super()`, a call of one of those, or a local
+    /// bound once to one of those. `site` replaces the outermost node's own
+    /// site (a callee shares its call's site).
+    fn value_expr(&mut self, expr: &Expr, site: Option<SiteId>) -> Option<ExprId> {
+        match expr {
+            Expr::Name(name) => match self.name_value(name.id.as_str()) {
+                NameValue::Local(value) => value,
+                NameValue::Global(lookup) => {
+                    let site = site.unwrap_or_else(|| self.add_site(name.range.start()));
+                    let kind = ExprKind::Global {
+                        name: name.id.to_string(),
+                        lookup,
+                    };
+                    Some(self.push_expression(site, kind))
+                }
+            },
+            Expr::Attribute(attribute) => {
+                let base = self.value_expr(&attribute.value, None)?;
+                let site = site.unwrap_or_else(|| self.add_site(attribute.attr.range.start()));
+                let kind = ExprKind::Attribute {
+                    base,
+                    name: attribute.attr.to_string(),
+                };
+                Some(self.push_expression(site, kind))
+            }
+            Expr::Call(call) => {
+                let kind = match self.super_call(call) {
+                    Some(class) => ExprKind::SuperOf { class },
+                    None => ExprKind::Call {
+                        callee: self.value_expr(&call.func, None)?,
+                    },
+                };
+                let site = site.unwrap_or_else(|| self.add_site(call.range().start()));
+                Some(self.push_expression(site, kind))
+            }
+            _ => None,
+        }
+    }
+
+    /// `super()` (or `super(C, self)` naming the class) directly in a
+    /// method: the class whose MRO it walks.
+    fn super_call(&self, call: &ast::ExprCall) -> Option<u32> {
+        if !is_name(&call.func, "super") || !matches!(self.lookup("super"), Some(Lookup::Globals)) {
+            return None;
+        }
+        let frame = self.scopes.last()?;
+        let class = frame.class.filter(|_| frame.kind == FrameKind::Deferred)?;
+        match &call.arguments.args[..] {
+            [] => Some(class),
+            [Expr::Name(named), _] if self.class_names.last() == Some(&named.id.to_string()) => {
+                Some(class)
+            }
+            _ => None,
+        }
+    }
+
+    /// An instance of what `annotation` names, as an expression.
+    fn annotated_value(&mut self, annotation: &Expr) -> Option<ExprId> {
+        let chain = members::annotation_chain(annotation)?;
+        let class = self.value_expr(chain, None)?;
+        let site = self.add_site(annotation.range().start());
+        Some(self.push_expression(site, ExprKind::Instance { annotation: class }))
+    }
+
+    /// The qualified name of a function or class named `name` defined here.
+    fn qualname_of(&self, name: &str) -> String {
+        let parent = self.scopes.iter().rev().find_map(|f| {
+            f.qualname
+                .as_deref()
+                .map(|q| (q, f.kind == FrameKind::Class))
+        });
+        match parent {
+            None => name.to_string(),
+            Some((parent, true)) => format!("{parent}.{name}"),
+            Some((parent, false)) => format!("{parent}.<locals>.{name}"),
+        }
+    }
+
+    /// The index in `Semantic::scopes` of the code running here.
+    fn caller(&mut self) -> u32 {
+        let name = self
+            .scopes
+            .iter()
+            .rev()
+            .find_map(|f| f.qualname.clone())
+            .unwrap_or_else(|| "<module>".to_string());
+        if let Some(&id) = self.scope_ids.get(&name) {
+            return id;
+        }
+        let id = self.semantic.scopes.len() as u32;
+        self.semantic.scopes.push(name.clone());
+        self.scope_ids.insert(name, id);
+        id
+    }
+
+    /// The class whose body is being run, if the innermost scope is one.
+    fn class_body(&self) -> Option<u32> {
+        self.scopes
+            .last()
+            .filter(|f| f.kind == FrameKind::Class)
+            .and_then(|f| f.class)
+    }
+
+    /// `self.name = value` in a method: an instance attribute of the class.
+    fn self_attribute(
+        &mut self,
+        stmt: &Stmt,
+        target: &Expr,
+        value: Option<&Expr>,
+        annotation: Option<&Expr>,
+    ) {
+        let Expr::Attribute(attribute) = target else {
+            return;
+        };
+        let Expr::Name(head) = attribute.value.as_ref() else {
+            return;
+        };
+        let NameValue::Local(Some(id)) = self.name_value(head.id.as_str()) else {
+            return;
+        };
+        let ExprKind::SelfOf { class } = self.semantic.expressions[id as usize].kind else {
+            return;
+        };
+        let name = attribute.attr.to_string();
+        let Some(qualname) = self
+            .semantic
+            .classes
+            .get(class as usize)
+            .map(|c| format!("{}.{name}", c.qualname))
+        else {
+            return;
+        };
+        let declared = self.declared(value, annotation);
+        if let Some(class) = self.semantic.classes.get_mut(class as usize) {
+            class.members.push(name);
+        }
+        self.declarations.bind(qualname.clone(), declared);
+        self.record_attribute(qualname, stmt);
+    }
+
+    /// What a binding to `value` (or declared as `annotation`) holds, as a
+    /// type declaration, or `None` when it is not statically known.
+    fn declared(
+        &mut self,
+        value: Option<&Expr>,
+        annotation: Option<&Expr>,
+    ) -> Option<(TypeSource, Reference)> {
+        if let Some(annotation) = annotation.and_then(members::annotation_chain) {
+            return self
+                .reference(annotation)
+                .map(|r| (TypeSource::Annotation, r));
+        }
+        match value? {
+            Expr::Call(call) => self.reference(&call.func).map(|r| (TypeSource::Call, r)),
+            _ => None,
+        }
+    }
+
+    /// A local bound once to `value` (or declared as `annotation`) holds it.
+    fn local_value(&mut self, target: &Expr, value: Option<&Expr>, annotation: Option<&Expr>) {
+        let Expr::Name(name) = target else { return };
+        let Some(frame) = self.scopes.last() else {
+            return;
+        };
+        if frame.counts.get(name.id.as_str()) != Some(&1) {
+            return;
+        }
+        let id = match annotation {
+            Some(annotation) => self.annotated_value(annotation),
+            None => value.and_then(|v| self.value_expr(v, None)),
+        };
+        if let (Some(id), Some(frame)) = (id, self.scopes.last_mut()) {
+            frame.values.insert(name.id.to_string(), id);
+        }
+    }
+
+    /// A module variable or class attribute bound by an assignment.
+    fn declare(&mut self, target: &Expr, value: Option<&Expr>, annotation: Option<&Expr>) {
+        let Expr::Name(name) = target else { return };
+        let qualname = if self.at_module_scope() {
+            name.id.to_string()
+        } else if let Some(class) = self.class_body() {
+            match self.semantic.classes.get(class as usize) {
+                Some(c) => format!("{}.{}", c.qualname, name.id),
+                None => return,
+            }
+        } else {
+            return;
+        };
+        let bound_once = self
+            .scopes
+            .last()
+            .is_none_or(|f| f.counts.get(name.id.as_str()) == Some(&1));
+        let declared = if bound_once {
+            self.declared(value, annotation)
+        } else {
+            None
+        };
+        self.declarations.bind(qualname, declared);
     }
 
     fn reference(&mut self, expr: &Expr) -> Option<Reference> {
@@ -224,15 +474,66 @@ impl<'src> Extractor<'src> {
         if let Some(returns) = &def.returns {
             self.visit_expr(returns);
         }
-        self.record_function(def);
+        let qualname = self.qualname_of(def.name.as_str());
+        self.record_function(def, &qualname);
         self.bind_module(def.name.as_str(), BindingKind::Definition);
+        if let Some(class) = self.class_body()
+            && let Some(c) = self.semantic.classes.get_mut(class as usize)
+        {
+            c.members.push(def.name.to_string());
+        }
+        if let Some(returns) = def.returns.as_deref().and_then(members::annotation_chain)
+            && let Some(reference) = self.reference(returns)
+        {
+            self.declarations
+                .returns(qualname.clone(), (TypeSource::Returns, reference));
+        }
+
+        // Parameter annotations are evaluated here, in the enclosing scope.
+        let mut annotated = Vec::new();
+        for parameter in def.parameters.iter() {
+            if let Some(annotation) = parameter.annotation()
+                && let Some(id) = self.annotated_value(annotation)
+            {
+                annotated.push((parameter.name().to_string(), id));
+            }
+        }
+        let method = self
+            .class_body()
+            .map(|class| (class, members::method_kind(def)));
 
         let mut locals = FxHashMap::default();
         for parameter in def.parameters.iter() {
             locals.insert(parameter.name().to_string(), Local::Other);
         }
         let mut frame = Frame::new(FrameKind::Deferred, locals);
+        for parameter in def.parameters.iter() {
+            frame.count(parameter.name().as_str());
+        }
         collect_locals(&def.body, &mut frame);
+        frame.qualname = Some(qualname);
+        frame.class = method.map(|(class, _)| class);
+        let receiver = match method {
+            Some((class, MethodKind::Instance)) => Some(ExprKind::SelfOf { class }),
+            Some((class, MethodKind::Class)) => Some(ExprKind::ClassOf { class }),
+            Some((_, MethodKind::Static)) | None => None,
+        };
+        let first = def
+            .parameters
+            .posonlyargs
+            .first()
+            .or(def.parameters.args.first());
+        if let (Some(kind), Some(first)) = (receiver, first) {
+            let site = self.add_site(first.parameter.name.range.start());
+            let id = self.push_expression(site, kind);
+            frame.values.insert(first.parameter.name.to_string(), id);
+        }
+        for (name, id) in annotated {
+            frame.values.entry(name).or_insert(id);
+        }
+        frame
+            .values
+            .retain(|name, _| frame.counts.get(name) == Some(&1));
         self.scopes.push(frame);
         self.suite(&def.body);
         self.scopes.pop();
@@ -251,10 +552,16 @@ impl<'src> Extractor<'src> {
 
     fn class_def(&mut self, class: &StmtClassDef) {
         self.decorators(&class.decorator_list);
+        let qualname = self.qualname_of(class.name.as_str());
+        let mut bases = Vec::new();
         if let Some(arguments) = &class.arguments {
             for base in arguments.args.iter() {
-                if let Some(reference) = self.reference(base) {
-                    self.sem().bases.push(reference);
+                match self.reference(members::base_chain(base)) {
+                    Some(reference) => {
+                        bases.push(Some(reference.site));
+                        self.sem().bases.push(reference);
+                    }
+                    None => bases.push(None),
                 }
                 self.visit_expr(base);
             }
@@ -269,11 +576,31 @@ impl<'src> Extractor<'src> {
                 self.visit_expr(&keyword.value);
             }
         }
-        self.record_class(class);
+        self.record_class(class, &qualname);
         self.bind_module(class.name.as_str(), BindingKind::Definition);
+        if let Some(outer) = self.class_body()
+            && let Some(c) = self.semantic.classes.get_mut(outer as usize)
+        {
+            c.members.push(class.name.to_string());
+        }
 
         let mut frame = Frame::new(FrameKind::Class, FxHashMap::default());
         collect_locals(&class.body, &mut frame);
+        // Every name the body binds is a class attribute.
+        let mut members: Vec<String> = frame
+            .locals
+            .keys()
+            .filter(|name| !frame.globals.contains(*name) && !frame.nonlocals.contains(*name))
+            .cloned()
+            .collect();
+        members.sort_unstable();
+        frame.class = Some(self.semantic.classes.len() as u32);
+        frame.qualname = Some(qualname.clone());
+        self.semantic.classes.push(Class {
+            qualname,
+            bases,
+            members,
+        });
         self.scopes.push(frame);
         self.class_names.push(class.name.to_string());
         self.suite(&class.body);
@@ -281,12 +608,18 @@ impl<'src> Extractor<'src> {
         self.scopes.pop();
     }
 
-    fn record_function(&mut self, def: &StmtFunctionDef) {
+    /// Whether definitions here are recorded: at module level and in
+    /// classes nested only in classes.
+    fn records_definitions(&self) -> bool {
+        self.scopes.iter().all(|f| f.kind == FrameKind::Class)
+    }
+
+    fn record_function(&mut self, def: &StmtFunctionDef, qualname: &str) {
         let in_class = self
             .scopes
             .last()
             .is_some_and(|f| f.kind == FrameKind::Class);
-        if !(self.at_module_scope() || in_class && self.class_names.len() == self.scopes.len()) {
+        if !self.records_definitions() {
             return;
         }
         let kind = match (in_class, def.is_async) {
@@ -305,7 +638,7 @@ impl<'src> Extractor<'src> {
             signature.push_str(self.text(returns.as_ref()));
         }
         self.push_definition(
-            self.qualify(def.name.as_str()),
+            qualname.to_string(),
             kind,
             signature,
             &def.body,
@@ -314,8 +647,8 @@ impl<'src> Extractor<'src> {
         );
     }
 
-    fn record_class(&mut self, class: &StmtClassDef) {
-        if !self.at_module_scope() {
+    fn record_class(&mut self, class: &StmtClassDef, qualname: &str) {
+        if !self.records_definitions() {
             return;
         }
         let mut signature = format!("class {}", class.name.as_str());
@@ -323,20 +656,13 @@ impl<'src> Extractor<'src> {
             signature.push_str(self.text(arguments.as_ref()));
         }
         self.push_definition(
-            class.name.to_string(),
+            qualname.to_string(),
             DefinitionKind::Class,
             signature,
             &class.body,
             &class.decorator_list,
             TextRange::new(class.name.range.start(), class.range.end()),
         );
-    }
-
-    fn qualify(&self, name: &str) -> String {
-        match self.class_names.last() {
-            Some(class) if !self.at_module_scope() => format!("{class}.{name}"),
-            _ => name.to_string(),
-        }
     }
 
     fn push_definition(
@@ -365,14 +691,34 @@ impl<'src> Extractor<'src> {
     }
 
     fn record_variable(&mut self, target: &Expr, stmt: &Stmt) {
-        if !self.at_module_scope() {
-            return;
-        }
         let Expr::Name(name) = target else { return };
+        let qualname = if self.at_module_scope() {
+            name.id.to_string()
+        } else if self.records_definitions() {
+            self.qualname_of(name.id.as_str())
+        } else {
+            return;
+        };
+        self.push_variable(qualname, stmt);
+    }
+
+    /// An instance attribute's first assignment, as its definition.
+    fn record_attribute(&mut self, qualname: String, stmt: &Stmt) {
+        let known = self
+            .facts
+            .definitions
+            .iter()
+            .any(|d| d.qualname == qualname);
+        if !known && self.scopes.iter().all(|f| f.kind != FrameKind::Immediate) {
+            self.push_variable(qualname, stmt);
+        }
+    }
+
+    fn push_variable(&mut self, qualname: String, stmt: &impl Ranged) {
         let first_line = self.text(stmt).lines().next().unwrap_or_default();
         let signature: String = first_line.chars().take(120).collect();
         self.facts.definitions.push(Definition {
-            qualname: name.id.to_string(),
+            qualname,
             kind: DefinitionKind::Variable,
             signature,
             docstring: None,
@@ -498,24 +844,37 @@ impl<'src> Extractor<'src> {
                 for target in &assign.targets {
                     self.attribute_assignments(target);
                     self.visit_expr(target);
+                    self.declare(target, Some(&assign.value), None);
+                    self.local_value(target, Some(&assign.value), None);
+                    self.self_attribute(stmt, target, Some(&assign.value), None);
                     self.bind_targets(target, BindingKind::Assignment);
                     self.record_variable(target, stmt);
                 }
             }
             Stmt::AnnAssign(assign) => {
                 self.visit_expr(&assign.annotation);
-                if let Some(value) = &assign.value {
+                let annotation = Some(assign.annotation.as_ref());
+                let value = assign.value.as_deref();
+                if let Some(value) = value {
                     self.visit_expr(value);
                     self.dunder_all(stmt);
                     self.bind_targets(&assign.target, BindingKind::Assignment);
                     self.record_variable(&assign.target, stmt);
+                } else if self.class_body().is_some() {
+                    // A field declaration (`name: T` in a dataclass).
+                    self.record_variable(&assign.target, stmt);
                 }
+                self.declare(&assign.target, value, annotation);
+                self.local_value(&assign.target, value, annotation);
+                self.self_attribute(stmt, &assign.target, value, annotation);
                 self.visit_expr(&assign.target);
             }
             Stmt::AugAssign(assign) => {
                 self.visit_expr(&assign.value);
                 self.dunder_all(stmt);
                 self.visit_expr(&assign.target);
+                self.declare(&assign.target, None, None);
+                self.self_attribute(stmt, &assign.target, None, None);
                 self.bind_targets(&assign.target, BindingKind::Assignment);
             }
             Stmt::For(stmt) => {
@@ -566,8 +925,25 @@ impl<'src> Extractor<'src> {
     fn expr(&mut self, expr: &Expr) {
         match expr {
             Expr::Call(call) => {
-                if let Some(reference) = self.reference(&call.func) {
+                let reference = self.reference(&call.func);
+                let shared = reference.as_ref().map(|r| r.site);
+                if let Some(reference) = reference {
                     self.sem().calls.push(reference);
+                }
+                let callee = match call.func.as_ref() {
+                    Expr::Attribute(_) => self.value_expr(&call.func, shared),
+                    _ => None,
+                };
+                let site = callee
+                    .map(|id| self.semantic.expressions[id as usize].site)
+                    .or(shared);
+                if let Some(site) = site {
+                    let caller = self.caller();
+                    self.sem().call_sites.push(CallSite {
+                        site,
+                        callee,
+                        caller,
+                    });
                 }
                 self.dynamic_call(call);
                 visitor::walk_expr(self, expr);
@@ -805,10 +1181,19 @@ impl Frame {
             locals,
             globals: FxHashSet::default(),
             nonlocals: FxHashSet::default(),
+            counts: FxHashMap::default(),
+            values: FxHashMap::default(),
+            qualname: None,
+            class: None,
         }
     }
 
+    fn count(&mut self, name: &str) {
+        *self.counts.entry(name.to_string()).or_default() += 1;
+    }
+
     fn bind(&mut self, name: &str, local: Local) {
+        self.count(name);
         let entry = self.locals.entry(name.to_string()).or_insert(local);
         if local == Local::Other {
             *entry = Local::Other;
@@ -973,7 +1358,7 @@ fn target_names<'a>(target: &'a Expr, out: &mut Vec<&'a str>) {
 }
 
 /// Fills `path` with the names of `a.b.c` and returns where the last one starts.
-fn name_chain(expr: &Expr, path: &mut Vec<String>) -> Option<TextSize> {
+pub(super) fn name_chain(expr: &Expr, path: &mut Vec<String>) -> Option<TextSize> {
     match expr {
         Expr::Name(name) => {
             path.push(name.id.to_string());

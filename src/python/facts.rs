@@ -53,6 +53,92 @@ pub struct Semantic {
     /// Code whose effect static analysis cannot follow (FR-30..37), in
     /// source order.
     pub dynamic: Vec<Dynamic>,
+    /// Classes, module level and nested, in source order.
+    pub classes: Vec<Class>,
+    /// The receivers of member calls, flattened: `Attribute::base` and the
+    /// like index this list, and each expression has a site of its own.
+    pub expressions: Vec<Expression>,
+    /// Every call the engine may resolve, with the function it sits in.
+    pub call_sites: Vec<CallSite>,
+    /// Qualified names of the code calls sit in (`f`, `C.m`,
+    /// `outer.<locals>.inner`, `<module>`); `CallSite::caller` indexes it.
+    pub scopes: Vec<String>,
+    /// Statically declared types: what a variable or attribute holds, or
+    /// what a function returns.
+    pub types: Vec<Typed>,
+}
+
+/// A class statement.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Class {
+    /// `C`, `Outer.Inner`, `f.<locals>.C`.
+    pub qualname: String,
+    /// Its bases in order: the site of a base that is a name chain (also
+    /// listed in [`Semantic::bases`]), `None` for any other expression.
+    pub bases: Vec<Option<SiteId>>,
+    /// Names the class body binds, and attributes its methods assign on
+    /// `self`, each once.
+    pub members: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Expression {
+    /// The expression's own site, which the Datalog facts use as its id.
+    pub site: SiteId,
+    pub kind: ExprKind,
+}
+
+/// Index into [`Semantic::expressions`].
+pub type ExprId = u32;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExprKind {
+    /// A name looked up in the module globals (or a local import).
+    Global { name: String, lookup: Lookup },
+    /// The instance a method of `Semantic::classes[class]` runs on (`self`).
+    SelfOf { class: u32 },
+    /// The class a classmethod of `Semantic::classes[class]` runs on (`cls`).
+    ClassOf { class: u32 },
+    /// `super()` in a method of `Semantic::classes[class]`.
+    SuperOf { class: u32 },
+    /// `base.name`.
+    Attribute { base: ExprId, name: String },
+    /// `callee(...)`.
+    Call { callee: ExprId },
+    /// A value declared an instance of what `annotation` names (a
+    /// parameter or variable annotation).
+    Instance { annotation: ExprId },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CallSite {
+    /// The site of the callee's last name (shared with the call's
+    /// [`Reference`] when it has one).
+    pub site: SiteId,
+    /// The callee when it is an attribute of an expression: resolved at
+    /// member level.
+    pub callee: Option<ExprId>,
+    /// Index into [`Semantic::scopes`].
+    pub caller: u32,
+}
+
+/// A declaration of what `qualname` holds or returns, as a name chain.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Typed {
+    /// `x`, `C.x` (a class or instance attribute), `f`, `C.m`.
+    pub qualname: String,
+    pub source: TypeSource,
+    pub reference: Reference,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TypeSource {
+    /// `x: T`: an instance of class T.
+    Annotation,
+    /// `x = T(...)`, every binding of x: what calling T gives.
+    Call,
+    /// `def f(...) -> T`: calling f gives an instance of class T.
+    Returns,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 mod dynamic;
 mod extract;
 pub mod facts;
+mod members;
 pub mod names;
 
 pub use facts::*;

@@ -64,11 +64,12 @@ struct Renderer<'a> {
     owners: std::cell::RefCell<FxHashMap<Node, std::rc::Rc<SiteOwners>>>,
 }
 
-/// For each site of a file, the index of the import, call or base there.
+/// For each site of a file, the index of the import or base there, or the
+/// scope the call there is made in.
 #[derive(Default)]
 struct SiteOwners {
     imports: FxHashMap<u32, usize>,
-    calls: FxHashMap<u32, usize>,
+    callers: FxHashMap<u32, u32>,
     bases: FxHashMap<u32, usize>,
 }
 
@@ -86,11 +87,10 @@ impl Renderer<'_> {
                         .enumerate()
                         .map(|(i, x)| (x.site, i))
                         .collect(),
-                    calls: semantic
-                        .calls
+                    callers: semantic
+                        .call_sites
                         .iter()
-                        .enumerate()
-                        .map(|(i, x)| (x.site, i))
+                        .map(|c| (c.site, c.caller))
                         .collect(),
                     bases: semantic
                         .bases
@@ -211,14 +211,19 @@ impl Renderer<'_> {
         let facts = self.engine.facts(&source_file)?;
         let position = *facts.sites.get(site.0 as usize)?;
         let owners = self.owners(file, facts);
-        let (references, index) = match kind {
-            RelationshipType::Inheritance => (&facts.semantic.bases, &owners.bases),
-            _ => (&facts.semantic.calls, &owners.calls),
+        // A call names its caller; a base, the name as written.
+        let source_symbol = match kind {
+            RelationshipType::Inheritance => owners
+                .bases
+                .get(&site.0)
+                .and_then(|&i| facts.semantic.bases.get(i))
+                .map(|r| r.path.join(".")),
+            _ => owners
+                .callers
+                .get(&site.0)
+                .and_then(|&i| facts.semantic.scopes.get(i as usize))
+                .cloned(),
         };
-        let written = index
-            .get(&site.0)
-            .and_then(|&i| references.get(i))
-            .map(|r| r.path.join("."));
         let name = self.engine.interner().sym_text(name).to_string();
         Some(Relationship {
             source_file,
@@ -226,7 +231,7 @@ impl Renderer<'_> {
             relationship_type: kind,
             line_number: position.line,
             column: position.column,
-            source_symbol: written,
+            source_symbol,
             target_line: self.definition_line(target, &name),
             target_symbol: Some(name),
             metadata: Metadata::default(),

@@ -1,0 +1,335 @@
+//! The project's classes after name resolution: each class's method
+//! resolution order (C3 linearization over its resolved bases), its
+//! members, and the declared types of members. The rules read them as
+//! `MroStart`/`MroNext`/`HasMember` facts and `InstanceType`/`ReturnType`/
+//! `PatchedMember` tuples; `ClassTable::context` picks, for one file, the
+//! ones its member lookups can reach, so the file rules see every class
+//! they need and nothing else.
+//!
+//! Fail-safe: the order stops before the first base that is outside the
+//! project or cannot be named (a dynamic expression, an unresolved or
+//! ambiguous name, a cycle, an order C3 rejects). A lookup that gets there
+//! finds nothing, because the member may be defined there.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::datalog::{
+    BaseOf, ClassDef, HasMember, InputFact, InstanceType, MroNext, MroStart, Node, OpaqueBase,
+    Outputs, PatchedMember, ReturnType, Site, Sym,
+};
+
+/// A class: its file and qualified name.
+type Class = (Node, Sym);
+
+/// One entry of a linearization while it is computed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Entry {
+    Known(Class),
+    /// A base nothing is known about; each one distinct.
+    Opaque(u32),
+}
+
+/// Everything the member lookups of any file may read, indexed.
+#[derive(Default, PartialEq, Eq, Debug)]
+pub(crate) struct ClassTable {
+    /// Each class's order, itself first, cut before the first opaque entry.
+    mro: FxHashMap<Class, Vec<Class>>,
+    /// (class, name) → the member it binds.
+    members: FxHashMap<(Class, Sym), Sym>,
+    /// (file, qualified name) → the classes it holds or returns.
+    instance_types: FxHashMap<(Node, Sym), Vec<InstanceType>>,
+    return_types: FxHashMap<(Node, Sym), Vec<ReturnType>>,
+    patched: FxHashSet<(Class, Sym)>,
+}
+
+impl ClassTable {
+    /// `facts`: every file's `ClassDef`, `HasMember`, `BaseOf` and
+    /// `OpaqueBase` facts, plus the `BaseOf` sites of bases that add no
+    /// members (`object`, `typing.Generic`); `resolved`: the resolve stage.
+    pub(crate) fn build(
+        facts: &[InputFact],
+        transparent: &FxHashSet<(Node, Site)>,
+        resolved: &Outputs,
+    ) -> Self {
+        let mut classes: Vec<Class> = Vec::new();
+        let mut bases: FxHashMap<Class, Vec<Site>> = FxHashMap::default();
+        let mut opaque: FxHashSet<Class> = FxHashSet::default();
+        let mut table = ClassTable::default();
+        for fact in facts {
+            match *fact {
+                InputFact::ClassDef(ClassDef(file, class)) => classes.push((file, class)),
+                InputFact::HasMember(HasMember(file, class, name, member)) => {
+                    table.members.insert(((file, class), name), member);
+                }
+                InputFact::BaseOf(BaseOf(file, site, class))
+                    if !transparent.contains(&(file, site)) =>
+                {
+                    bases.entry((file, class)).or_default().push(site);
+                }
+                InputFact::OpaqueBase(OpaqueBase(file, class)) => {
+                    opaque.insert((file, class));
+                }
+                _ => {}
+            }
+        }
+        let resolved_bases: FxHashMap<(Node, Site), Class> = resolved
+            .base_class
+            .iter()
+            .map(|b| ((b.0, b.2), (b.3, b.4)))
+            .collect();
+        let mut linearizer = Linearizer {
+            bases: &bases,
+            resolved: &resolved_bases,
+            opaque: &opaque,
+            memo: FxHashMap::default(),
+            visiting: FxHashSet::default(),
+            next_opaque: 0,
+        };
+        for &class in &classes {
+            let order: Vec<Class> = linearizer
+                .linearize(class)
+                .iter()
+                .map_while(|entry| match entry {
+                    Entry::Known(class) => Some(*class),
+                    Entry::Opaque(_) => None,
+                })
+                .collect();
+            table.mro.insert(class, order);
+        }
+        for t in &resolved.instance_type {
+            table.instance_types.entry((t.0, t.1)).or_default().push(*t);
+        }
+        for t in &resolved.return_type {
+            table.return_types.entry((t.0, t.1)).or_default().push(*t);
+        }
+        table
+            .patched
+            .extend(resolved.patched_member.iter().map(|p| ((p.0, p.1), p.2)));
+        table
+    }
+
+    /// `MroStart` and `MroNext` facts of every class, sorted.
+    pub(crate) fn mro_facts(&self) -> Vec<InputFact> {
+        let mut facts = Vec::new();
+        for (&class, order) in &self.mro {
+            push_order(&mut facts, class, order);
+        }
+        facts.sort_unstable();
+        facts
+    }
+
+    /// What the member lookups of one file can read: the orders of the
+    /// classes its expressions may be instances of, the members of those
+    /// orders' classes by the attribute names the file uses, and the
+    /// declared types of those members, followed to the classes they name.
+    pub(crate) fn context(
+        &self,
+        seeds: impl IntoIterator<Item = Class>,
+        names: &[Sym],
+    ) -> (Vec<InputFact>, Outputs) {
+        let mut facts = Vec::new();
+        let mut derived = Outputs::default();
+        let mut work: Vec<Class> = seeds.into_iter().collect();
+        let mut seen: FxHashSet<Class> = FxHashSet::default();
+        let mut ancestors_seen: FxHashSet<Class> = FxHashSet::default();
+        while let Some(class) = work.pop() {
+            if !seen.insert(class) {
+                continue;
+            }
+            let Some(order) = self.mro.get(&class) else {
+                continue;
+            };
+            push_order(&mut facts, class, order);
+            for &ancestor in order {
+                if !ancestors_seen.insert(ancestor) {
+                    continue;
+                }
+                for &name in names {
+                    if self.patched.contains(&(ancestor, name)) {
+                        derived
+                            .patched_member
+                            .push(PatchedMember(ancestor.0, ancestor.1, name));
+                    }
+                    let Some(&member) = self.members.get(&(ancestor, name)) else {
+                        continue;
+                    };
+                    facts.push(InputFact::HasMember(HasMember(
+                        ancestor.0, ancestor.1, name, member,
+                    )));
+                    let key = (ancestor.0, member);
+                    for t in self.instance_types.get(&key).into_iter().flatten() {
+                        derived.instance_type.push(*t);
+                        work.push((t.2, t.3));
+                    }
+                    for t in self.return_types.get(&key).into_iter().flatten() {
+                        derived.return_type.push(*t);
+                        work.push((t.2, t.3));
+                    }
+                }
+            }
+        }
+        facts.sort_unstable();
+        facts.dedup();
+        derived.normalize();
+        (facts, derived)
+    }
+}
+
+fn push_order(facts: &mut Vec<InputFact>, class: Class, order: &[Class]) {
+    let Some(&first) = order.first() else { return };
+    facts.push(InputFact::MroStart(MroStart(
+        class.0, class.1, first.0, first.1,
+    )));
+    for pair in order.windows(2) {
+        facts.push(InputFact::MroNext(MroNext(
+            class.0, class.1, pair[0].0, pair[0].1, pair[1].0, pair[1].1,
+        )));
+    }
+}
+
+/// The classes a file's expressions start member lookups from: its own
+/// `self`/`cls`/`super()` classes and the classes and instances its names
+/// resolve to.
+pub(crate) fn seeds<'a>(
+    facts: &'a [InputFact],
+    resolved: &'a Outputs,
+) -> impl Iterator<Item = Class> + 'a {
+    let own = facts.iter().filter_map(|fact| match *fact {
+        InputFact::ExprSelf(f) => Some((f.2, f.3)),
+        InputFact::ExprCls(f) => Some((f.2, f.3)),
+        InputFact::ExprSuper(f) => Some((f.2, f.3)),
+        _ => None,
+    });
+    own.chain(resolved.resolves_class.iter().map(|t| (t.2, t.3)))
+        .chain(resolved.resolves_instance.iter().map(|t| (t.2, t.3)))
+        .chain(resolved.resolves_returning.iter().map(|t| (t.2, t.3)))
+}
+
+/// The attribute names a file's member lookups ask for, sorted.
+pub(crate) fn attribute_names(facts: &[InputFact]) -> Vec<Sym> {
+    let mut names: Vec<Sym> = facts
+        .iter()
+        .filter_map(|fact| match fact {
+            InputFact::ExprAttr(attr) => Some(attr.3),
+            _ => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+struct Linearizer<'a> {
+    bases: &'a FxHashMap<Class, Vec<Site>>,
+    resolved: &'a FxHashMap<(Node, Site), Class>,
+    opaque: &'a FxHashSet<Class>,
+    memo: FxHashMap<Class, Vec<Entry>>,
+    visiting: FxHashSet<Class>,
+    next_opaque: u32,
+}
+
+impl Linearizer<'_> {
+    fn opaque(&mut self) -> Entry {
+        self.next_opaque += 1;
+        Entry::Opaque(self.next_opaque)
+    }
+
+    /// C3: the class, then the merge of its bases' orders and its bases.
+    fn linearize(&mut self, class: Class) -> Vec<Entry> {
+        if let Some(order) = self.memo.get(&class) {
+            return order.clone();
+        }
+        if !self.visiting.insert(class) {
+            // An inheritance cycle: Python rejects it; nothing is known.
+            return vec![Entry::Known(class), self.opaque()];
+        }
+        let order = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.compute(class));
+        self.visiting.remove(&class);
+        self.memo.insert(class, order.clone());
+        order
+    }
+
+    fn compute(&mut self, class: Class) -> Vec<Entry> {
+        if self.opaque.contains(&class) {
+            // Where the unknown base sits among the others is not recorded:
+            // only the class's own members are certain.
+            return vec![Entry::Known(class), self.opaque()];
+        }
+        let sites = self.bases.get(&class).cloned().unwrap_or_default();
+        let mut direct = Vec::with_capacity(sites.len());
+        for site in sites {
+            match self.resolved.get(&(class.0, site)) {
+                Some(&base) => direct.push(Entry::Known(base)),
+                None => direct.push(self.opaque()),
+            }
+        }
+        let mut lists: Vec<Vec<Entry>> = Vec::with_capacity(direct.len() + 1);
+        for base in &direct {
+            lists.push(match *base {
+                Entry::Known(base) => self.linearize(base),
+                opaque @ Entry::Opaque(_) => vec![opaque],
+            });
+        }
+        lists.push(direct);
+        let mut order = vec![Entry::Known(class)];
+        match merge(lists) {
+            Some(merged) => order.extend(merged),
+            None => order.push(self.opaque()),
+        }
+        order
+    }
+}
+
+/// The C3 merge; `None` when no consistent order exists.
+fn merge(mut lists: Vec<Vec<Entry>>) -> Option<Vec<Entry>> {
+    let mut order = Vec::new();
+    lists.iter_mut().for_each(|l| l.reverse());
+    loop {
+        lists.retain(|l| !l.is_empty());
+        if lists.is_empty() {
+            return Some(order);
+        }
+        let head = lists
+            .iter()
+            .filter_map(|l| l.last().copied())
+            .find(|candidate| {
+                !lists
+                    .iter()
+                    .any(|l| l.len() > 1 && l[..l.len() - 1].contains(candidate))
+            })?;
+        order.push(head);
+        for list in &mut lists {
+            if list.last() == Some(&head) {
+                list.pop();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(n: u32) -> Entry {
+        Entry::Known((Node(0), Sym(n)))
+    }
+
+    #[test]
+    fn c3_diamond() {
+        // class D(B, C); B(A); C(A): D B C A.
+        let a = vec![known(1)];
+        let b = vec![known(2), known(1)];
+        let c = vec![known(3), known(1)];
+        let merged = merge(vec![b, c, vec![known(2), known(3)]]).unwrap();
+        assert_eq!(merged, vec![known(2), known(3), known(1)]);
+        assert_eq!(merge(vec![a.clone(), a]).unwrap(), vec![known(1)]);
+    }
+
+    #[test]
+    fn c3_rejects_inconsistent_order() {
+        // class X(A, B) and Y(B, A), then Z(X, Y): no order.
+        let x = vec![known(10), known(1), known(2)];
+        let y = vec![known(11), known(2), known(1)];
+        assert!(merge(vec![x, y, vec![known(10), known(11)]]).is_none());
+    }
+}

@@ -1,0 +1,170 @@
+//! What the front end records for the symbol model: which expression a
+//! base or annotation names, what kind of method a `def` is, and what a
+//! module variable or class attribute is declared to hold.
+
+use std::collections::BTreeMap;
+
+use ruff_python_ast::{self as ast, Expr, Operator, StmtFunctionDef};
+
+use super::facts::{Binding, Reference, TypeSource, Typed};
+
+/// What the first parameter of a method is bound to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum MethodKind {
+    /// `self`: an instance of the class.
+    Instance,
+    /// `cls`: the class (classmethods, `__new__`, `__init_subclass__`).
+    Class,
+    /// No implicit first argument.
+    Static,
+}
+
+pub(super) fn method_kind(def: &StmtFunctionDef) -> MethodKind {
+    let decorated = |wanted: &str| {
+        def.decorator_list.iter().any(|d| {
+            let mut path = Vec::new();
+            super::extract::name_chain(&d.expression, &mut path).is_some()
+                && path.last().is_some_and(|last| last == wanted)
+        })
+    };
+    if decorated("staticmethod") {
+        MethodKind::Static
+    } else if decorated("classmethod")
+        || matches!(
+            def.name.as_str(),
+            "__new__" | "__init_subclass__" | "__class_getitem__"
+        )
+    {
+        MethodKind::Class
+    } else {
+        MethodKind::Instance
+    }
+}
+
+/// The class an annotation names: `T`, `mod.T`, `Optional[T]`, `T | None`.
+/// String annotations and other generics name none.
+pub(super) fn annotation_chain(annotation: &Expr) -> Option<&Expr> {
+    match annotation {
+        Expr::Name(_) | Expr::Attribute(_) => Some(annotation),
+        Expr::Subscript(subscript) => {
+            let mut path = Vec::new();
+            super::extract::name_chain(&subscript.value, &mut path)?;
+            match path.last().map(String::as_str) {
+                Some("Optional") => annotation_chain(&subscript.slice),
+                _ => None,
+            }
+        }
+        Expr::BinOp(binop) if binop.op == Operator::BitOr => {
+            match (binop.left.as_ref(), binop.right.as_ref()) {
+                (Expr::NoneLiteral(_), other) | (other, Expr::NoneLiteral(_)) => {
+                    annotation_chain(other)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The expression a class base names: `B`, `mod.B`, or `B` for `B[T]`.
+pub(super) fn base_chain(base: &Expr) -> &Expr {
+    match base {
+        Expr::Subscript(ast::ExprSubscript { value, .. }) => value,
+        other => other,
+    }
+}
+
+type Declared = Option<(TypeSource, Reference)>;
+
+/// Declarations gathered while walking a module, decided at its end: a
+/// name holds a known type only when every binding agrees (one annotation,
+/// or the same callee for every assignment). A module variable must also be
+/// bound by nothing else (loops, imports, `def`s).
+#[derive(Default)]
+pub(super) struct Declarations {
+    bound: BTreeMap<String, Vec<Declared>>,
+    returns: Vec<Typed>,
+}
+
+impl Declarations {
+    pub(super) fn bind(&mut self, qualname: String, declared: Declared) {
+        self.bound.entry(qualname).or_default().push(declared);
+    }
+
+    pub(super) fn returns(
+        &mut self,
+        qualname: String,
+        (source, reference): (TypeSource, Reference),
+    ) {
+        self.returns.push(Typed {
+            qualname,
+            source,
+            reference,
+        });
+    }
+
+    pub(super) fn finish(self, module_bindings: &[Binding]) -> Vec<Typed> {
+        let mut types = Vec::new();
+        for (qualname, declared) in self.bound {
+            if !qualname.contains('.') {
+                let bindings = module_bindings
+                    .iter()
+                    .filter(|b| b.name == qualname)
+                    .count();
+                if bindings != declared.len()
+                    || module_bindings
+                        .iter()
+                        .any(|b| b.name == qualname && b.conditional)
+                {
+                    continue;
+                }
+            }
+            let annotations: Vec<&Reference> = declared
+                .iter()
+                .flatten()
+                .filter(|(source, _)| *source == TypeSource::Annotation)
+                .map(|(_, r)| r)
+                .collect();
+            let chosen = if let Some(first) = annotations.first() {
+                annotations
+                    .iter()
+                    .all(|r| r.path == first.path)
+                    .then(|| (TypeSource::Annotation, (*first).clone()))
+            } else {
+                match declared.first() {
+                    Some(Some((source, first)))
+                        if declared
+                            .iter()
+                            .all(|d| d.as_ref().is_some_and(|(_, r)| r.path == first.path)) =>
+                    {
+                        Some((*source, first.clone()))
+                    }
+                    _ => None,
+                }
+            };
+            if let Some((source, reference)) = chosen {
+                types.push(Typed {
+                    qualname,
+                    source,
+                    reference,
+                });
+            }
+        }
+        // A function defined twice (a conditional redefinition) has no
+        // certain return type.
+        let mut returns = self.returns;
+        returns.sort_by(|a, b| a.qualname.cmp(&b.qualname));
+        let mut index = 0;
+        while index < returns.len() {
+            let end = returns[index..]
+                .iter()
+                .position(|t| t.qualname != returns[index].qualname)
+                .map_or(returns.len(), |n| index + n);
+            if end - index == 1 {
+                types.push(returns[index].clone());
+            }
+            index = end;
+        }
+        types
+    }
+}
