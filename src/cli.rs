@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::service::Service;
+use crate::service::calls::Direction;
 use crate::service::live::Live;
 use crate::service::model::{Relationship, UpdateReport, WarningReport};
 use crate::watch::{self, Watch};
@@ -44,7 +45,34 @@ enum Command {
     /// Relationships where FILE is the source.
     Deps { file: String },
     /// Relationships where FILE is the target.
-    Dependents { file: String },
+    Dependents {
+        file: String,
+        /// Only those whose target is this definition of FILE (`User`,
+        /// `User.save`); a class takes in its members.
+        #[arg(long)]
+        symbol: Option<String>,
+    },
+    /// Who calls SYMBOL (`path::Qualified.name` or a dotted name such as
+    /// app.models.User.save), breadth first to a depth.
+    Callers {
+        symbol: String,
+        /// How many calls away to follow (1 to 5).
+        #[arg(long, default_value_t = 1)]
+        depth: usize,
+        /// Calls listed at most.
+        #[arg(long, default_value_t = crate::service::calls::DEFAULT_LIMIT)]
+        limit: usize,
+    },
+    /// What SYMBOL calls, breadth first to a depth.
+    Callees {
+        symbol: String,
+        /// How many calls away to follow (1 to 5).
+        #[arg(long, default_value_t = 1)]
+        depth: usize,
+        /// Calls listed at most.
+        #[arg(long, default_value_t = crate::service::calls::DEFAULT_LIMIT)]
+        limit: usize,
+    },
     /// Tuples of a relation, e.g. 'Imports("app.py", _, _)'.
     Query { pattern: String },
     /// Derivation tree of the tuples matching a pattern, e.g. 'DependsOn("app.py", _)':
@@ -96,6 +124,7 @@ macro_rules! failure_from {
 
 failure_from! {
     workspace::PathError => 2,
+    crate::service::calls::SymbolError => 2,
     crate::service::query::QueryError => 2,
     std::io::Error => 1,
     serde_json::Error => 1,
@@ -172,8 +201,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Deps { file } => {
             print_relationships(&mut out, &service.dependencies(&file)?, cli.json)?
         }
-        Command::Dependents { file } => {
-            print_relationships(&mut out, &service.dependents(&file)?, cli.json)?
+        Command::Dependents { file, symbol } => {
+            let dependents = match symbol {
+                Some(symbol) => service.dependents_of_symbol(&file, &symbol)?,
+                None => service.dependents(&file)?,
+            };
+            print_relationships(&mut out, &dependents, cli.json)?
+        }
+        Command::Callers {
+            symbol,
+            depth,
+            limit,
+        } => {
+            let graph = service.call_graph(&symbol, Direction::Callers, depth, limit)?;
+            print_call_graph(&mut out, &graph, cli.json)?
+        }
+        Command::Callees {
+            symbol,
+            depth,
+            limit,
+        } => {
+            let graph = service.call_graph(&symbol, Direction::Callees, depth, limit)?;
+            print_call_graph(&mut out, &graph, cli.json)?
         }
         Command::Read { file } => write!(out, "{}", service.read_with_context(&file)?)?,
         Command::Warnings { file } => {
@@ -417,5 +466,40 @@ fn print_relationships(
         )?;
     }
     writeln!(out, "{} relationships", relationships.len())?;
+    Ok(())
+}
+
+fn print_call_graph(
+    out: &mut impl Write,
+    graph: &crate::service::calls::CallGraph,
+    json: bool,
+) -> Result<(), Failure> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(graph)?)?;
+        return Ok(());
+    }
+    let what = match graph.direction {
+        Direction::Callers => "Callers of",
+        Direction::Callees => "Calls made by",
+    };
+    writeln!(out, "{what} {} (depth {}):", graph.symbol, graph.depth)?;
+    if graph.calls.is_empty() {
+        writeln!(out, "  none found")?;
+    }
+    for call in &graph.calls {
+        writeln!(
+            out,
+            "  {}{}:{}:{}  {} -> {}",
+            "  ".repeat(call.depth - 1),
+            call.file,
+            call.line,
+            call.column,
+            call.caller,
+            call.callee
+        )?;
+    }
+    if let Some(truncated) = &graph.truncated {
+        writeln!(out, "  ({truncated})")?;
+    }
     Ok(())
 }

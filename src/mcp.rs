@@ -32,8 +32,21 @@ pub struct FileArgs {
 pub struct DependentsArgs {
     /// Path of a Python file, relative to the project root or absolute inside it.
     pub file_path: String,
-    /// Only relationships about this symbol (a function or class name).
+    /// Only relationships about this definition of the file: a function or
+    /// class name, or a member such as `User.save` (a class takes in its
+    /// members).
     pub symbol: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CallGraphArgs {
+    /// The function, method or class: `path::Qualified.name`
+    /// (`app/models.py::User.save`) or a dotted name (`app.models.User.save`).
+    pub symbol: String,
+    /// How many calls away to follow, 1 (direct, the default) to 5.
+    pub depth: Option<usize>,
+    /// Calls listed at most (default 100); the answer says how many there are.
+    pub limit: Option<usize>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -106,6 +119,20 @@ struct ToolError {
     code: &'static str,
     message: String,
     suggestion: &'static str,
+}
+
+impl From<crate::service::calls::SymbolError> for ToolError {
+    fn from(error: crate::service::calls::SymbolError) -> Self {
+        use crate::service::calls::SymbolError;
+        match error {
+            SymbolError::Path(error) => error.into(),
+            other => ToolError {
+                code: other.code(),
+                message: other.to_string(),
+                suggestion: "Name a definition as path::Qualified.name; get_dependencies lists a file's targets with their symbols.",
+            },
+        }
+    }
 }
 
 impl From<PathError> for ToolError {
@@ -181,6 +208,26 @@ impl XfileServer {
     ) -> CallToolResult {
         self.with_live(move |live| live.read_fresh(&involved, &f))
             .await
+    }
+
+    /// A call-graph walk over fresh files (any file may hold a caller).
+    async fn call_graph(
+        &self,
+        args: CallGraphArgs,
+        direction: crate::service::calls::Direction,
+    ) -> CallToolResult {
+        self.fresh(Involved::All, move |s| {
+            let graph = s.call_graph(
+                &args.symbol,
+                direction,
+                args.depth.unwrap_or(1),
+                args.limit
+                    .unwrap_or(crate::service::calls::DEFAULT_LIMIT)
+                    .min(crate::service::calls::MAX_LIMIT),
+            )?;
+            Ok(ok_json(&graph))
+        })
+        .await
     }
 
     /// Runs `f` on the live service, waiting for the first index if needed.
@@ -289,13 +336,29 @@ impl XfileServer {
     async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
         let involved = Involved::Dependents(args.file_path.clone());
         self.fresh(involved, move |s| {
-            let mut dependents = s.dependents(&args.file_path)?;
-            if let Some(symbol) = &args.symbol {
-                dependents.retain(|r| r.target_symbol.as_deref() == Some(symbol.as_str()));
-            }
+            let dependents = match &args.symbol {
+                Some(symbol) => s.dependents_of_symbol(&args.file_path, symbol)?,
+                None => s.dependents(&args.file_path)?,
+            };
             Ok(ok_json(&dependents))
         })
         .await
+    }
+
+    #[tool(
+        description = "List who calls a function, method or class, breadth first to a depth (1-5), with the line of each call: what breaks if its signature changes. Calls through self, cls, super() and objects of known class are included. Bounded by limit."
+    )]
+    async fn get_callers(&self, Parameters(args): Parameters<CallGraphArgs>) -> CallToolResult {
+        self.call_graph(args, crate::service::calls::Direction::Callers)
+            .await
+    }
+
+    #[tool(
+        description = "List what a function, method or class body calls, breadth first to a depth (1-5), with the line of each call. Bounded by limit."
+    )]
+    async fn get_callees(&self, Parameters(args): Parameters<CallGraphArgs>) -> CallToolResult {
+        self.call_graph(args, crate::service::calls::Direction::Callees)
+            .await
     }
 
     #[tool(

@@ -288,7 +288,7 @@ fn dump_writes_text_and_json_per_file() {
             "DependentOf(b.py, a.py)",
             "RuntimeDependsOn(b.py, c.py)",
             "Invokes(b.py, 5:13, c.py, finish)",
-            "CallsSymbol(b.py, step, c.py, finish)",
+            "CallsSymbol(b.py, 5:13, step, c.py, finish)",
             "Imports(b.py, 1:7, c.py)",
             "Calls(b.py, 5:13, c.py, finish)",
             "Resolves(b.py, step, b.py, step)",

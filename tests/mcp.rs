@@ -23,6 +23,8 @@ fn lists_the_tools_with_schemas() {
             "explain",
             "explain_recomputation",
             "get_cache_statistics",
+            "get_callees",
+            "get_callers",
             "get_dependencies",
             "get_dependents",
             "get_recent_injections",

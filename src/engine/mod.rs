@@ -27,7 +27,7 @@ pub use self::db::{Program, Recomputation};
 use self::intern::Interner;
 pub use self::intern::is_marker;
 pub use self::layers::Layer;
-pub use self::semantic::{RefKind, Reference};
+pub use self::semantic::{CallEdge, RefKind, Reference};
 pub use self::test_modules::TestPatterns;
 use crate::python::{ModuleFacts, Semantic};
 
@@ -437,6 +437,34 @@ impl Engine {
         counts
             .binary_search_by_key(&(node, sym), |(key, _)| *key)
             .map_or(0, |i| counts[i].1 as usize)
+    }
+
+    /// The calls of definition `symbol` (a qualified name such as
+    /// `Model.save`) of `path`, from every file, by callee then caller.
+    pub fn callers(&self, path: &str, symbol: &str) -> Vec<CallEdge> {
+        let interner = self.interner();
+        match (interner.find_node(path), interner.find_sym(symbol)) {
+            (Some(node), Some(sym)) => {
+                semantic::callers(&self.db, self.project, node, sym).to_vec()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The calls made in `symbol` (a qualified name, or `<module>`) of
+    /// `path`, read from that file's own rules.
+    pub fn callees(&self, path: &str, symbol: &str) -> Vec<CallEdge> {
+        let interner = self.interner();
+        match (
+            interner.find_node(path),
+            interner.find_sym(symbol),
+            self.files.get(path),
+        ) {
+            (Some(node), Some(sym), Some(&file)) => {
+                semantic::callees(db::file_stage(&self.db, self.project, file), node, sym)
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// One shortest import cycle per group of files importing each other in

@@ -225,3 +225,59 @@ fn shortest_path(adjacency: &[(Node, Vec<Node>)], from: Node, to: Node) -> Optio
     }
     None
 }
+
+/// One edge of the function-level call graph: the call at `site` of
+/// `file`, made in `caller`, calls `name` of `target`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallEdge {
+    pub file: Node,
+    pub site: Site,
+    pub caller: Sym,
+    pub target: Node,
+    pub name: Sym,
+}
+
+/// Every call edge, sorted by callee (`target`, `name`), then caller: who
+/// calls a symbol, read from each file's own rules. Built only when a
+/// caller query asks, never on the update path.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn callers_index(db: &dyn Db, project: Project) -> Vec<CallEdge> {
+    let mut edges: Vec<CallEdge> = project
+        .files(db)
+        .iter()
+        .flat_map(|&file| db::file_stage(db, project, file).calls_symbol.iter())
+        .map(|t| CallEdge {
+            file: t.0,
+            site: t.1,
+            caller: t.2,
+            target: t.3,
+            name: t.4,
+        })
+        .collect();
+    edges.sort_unstable_by_key(|e| (e.target, e.name, e.file, e.caller, e.site));
+    edges.dedup();
+    edges
+}
+
+/// The calls made by `caller` of `file`, from that file's own rules.
+pub(crate) fn callees(outputs: &Outputs, file: Node, caller: Sym) -> Vec<CallEdge> {
+    keyed(&outputs.calls_symbol, |t| t.0, file)
+        .iter()
+        .filter(|t| t.2 == caller)
+        .map(|t| CallEdge {
+            file: t.0,
+            site: t.1,
+            caller: t.2,
+            target: t.3,
+            name: t.4,
+        })
+        .collect()
+}
+
+/// The calls of `name` of `target`, from every file.
+pub(crate) fn callers(db: &dyn Db, project: Project, target: Node, name: Sym) -> &[CallEdge] {
+    let index = callers_index(db, project);
+    let start = index.partition_point(|e| (e.target, e.name) < (target, name));
+    let end = index.partition_point(|e| (e.target, e.name) <= (target, name));
+    &index[start..end]
+}

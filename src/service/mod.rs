@@ -3,6 +3,7 @@
 //! CLI and (later) the MCP server are thin adapters over [`Service`].
 
 pub mod cache;
+pub mod calls;
 pub mod context;
 pub mod explain;
 pub mod injections;
@@ -248,6 +249,24 @@ impl Service {
             &self.engine,
             &self.engine.references_to(&file),
         ))
+    }
+
+    /// [`Service::dependents`] of one definition of `file`: relationships
+    /// whose target is `symbol`, or, for a class, one of its members
+    /// (`Model` takes in calls of `Model.save`).
+    pub fn dependents_of_symbol(
+        &self,
+        file: &str,
+        symbol: &str,
+    ) -> Result<Vec<Relationship>, PathError> {
+        let mut dependents = self.dependents(file)?;
+        let member_prefix = format!("{symbol}.");
+        dependents.retain(|r| {
+            r.target_symbol
+                .as_deref()
+                .is_some_and(|t| t == symbol || t.starts_with(&member_prefix))
+        });
+        Ok(dependents)
     }
 
     /// The file's text behind its cross-file context (TDD §3.8.3).

@@ -1,0 +1,239 @@
+//! The function-level call graph as users ask for it: a symbol named as
+//! `path::Qualified.name` or by dotted module path, its callers or callees
+//! to a depth, breadth first, each symbol visited once (so recursion and
+//! cycles end), and bounded: at most `limit` calls, with how many there
+//! were in all.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde::Serialize;
+
+use super::Service;
+use crate::engine::CallEdge;
+use crate::workspace::PathError;
+
+/// Deepest a call-graph walk goes, whatever is asked.
+pub const MAX_DEPTH: usize = 5;
+/// Calls listed by default.
+pub const DEFAULT_LIMIT: usize = 100;
+/// Calls listed at most over MCP, whatever is asked.
+pub const MAX_LIMIT: usize = 1_000;
+/// Calls a walk gathers at most, listed or not: past this, `total` is a
+/// lower bound.
+const WORK_LIMIT: usize = 10_000;
+
+/// A symbol the user named, found in the project.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Symbol {
+    /// Root-relative path of the defining file.
+    pub file: String,
+    /// Qualified name in it: `f`, `Model.save`, `<module>`.
+    pub qualname: String,
+}
+
+impl Symbol {
+    /// `path::Qualified.name`, the form every answer uses.
+    pub fn display(&self) -> String {
+        format!("{}::{}", self.file, self.qualname)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SymbolError {
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error(
+        "{0} names no definition; give path::Qualified.name (app/models.py::User.save) or a dotted name (app.models.User.save) of a function, class, method or variable"
+    )]
+    NotFound(String),
+    #[error("{0} names a module; give one of its definitions, such as {0}::name")]
+    Module(String),
+}
+
+impl SymbolError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            SymbolError::Path(error) => error.code(),
+            SymbolError::NotFound(_) => "symbol_not_found",
+            SymbolError::Module(_) => "invalid_parameter",
+        }
+    }
+}
+
+/// Which way a walk goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Callers,
+    Callees,
+}
+
+/// One call in an answer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Call {
+    /// How many calls away from the symbol asked about (1: direct).
+    pub depth: usize,
+    /// `path::Qualified.name` of the calling code (`<module>` for module level).
+    pub caller: String,
+    /// `path::Qualified.name` of what is called, or a marker for code
+    /// outside the project (`<stdlib:json>::dumps`).
+    pub callee: String,
+    /// Where the call is: the caller's file, 1-based line, 0-based column.
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CallGraph {
+    pub symbol: String,
+    pub direction: Direction,
+    pub depth: usize,
+    /// Calls in breadth-first order, at most `limit`.
+    pub calls: Vec<Call>,
+    /// Calls found within the depth, listed or not.
+    pub total: usize,
+    /// False when the walk stopped early and `total` is a lower bound.
+    pub complete: bool,
+    /// Set when `calls` is cut: what to ask for the rest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+impl Service {
+    /// The definition `symbol` names: `path::Qualified.name`, or a dotted
+    /// name whose longest prefix that is a project module names the file.
+    pub fn find_symbol(&self, symbol: &str) -> Result<Symbol, SymbolError> {
+        let symbol = symbol.trim();
+        let found = match symbol.split_once("::") {
+            Some((path, qualname)) => Symbol {
+                file: self.resolve_file(path)?,
+                qualname: qualname.to_string(),
+            },
+            None => self.dotted_symbol(symbol)?,
+        };
+        let defined = found.qualname == "<module>"
+            || self.engine.facts(&found.file).is_some_and(|facts| {
+                facts
+                    .definitions
+                    .iter()
+                    .any(|d| d.qualname == found.qualname)
+            });
+        if defined {
+            Ok(found)
+        } else {
+            Err(SymbolError::NotFound(symbol.to_string()))
+        }
+    }
+
+    fn dotted_symbol(&self, dotted: &str) -> Result<Symbol, SymbolError> {
+        let mut best: Option<(usize, &str)> = None;
+        for path in self.engine.paths() {
+            let module = self.engine.module_name(path);
+            let longer = best.is_none_or(|(length, _)| module.len() > length);
+            let prefix = dotted
+                .strip_prefix(module.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'));
+            if longer && prefix && !module.is_empty() {
+                best = Some((module.len(), path));
+            }
+        }
+        let Some((length, path)) = best else {
+            return Err(SymbolError::NotFound(dotted.to_string()));
+        };
+        let qualname = dotted[length..].trim_start_matches('.');
+        if qualname.is_empty() {
+            return Err(SymbolError::Module(path.to_string()));
+        }
+        Ok(Symbol {
+            file: path.to_string(),
+            qualname: qualname.to_string(),
+        })
+    }
+
+    /// The callers or callees of `symbol`, breadth first to `depth`
+    /// (1..=`MAX_DEPTH`), at most `limit` calls.
+    pub fn call_graph(
+        &self,
+        symbol: &str,
+        direction: Direction,
+        depth: usize,
+        limit: usize,
+    ) -> Result<CallGraph, SymbolError> {
+        let start = self.find_symbol(symbol)?;
+        let depth = depth.clamp(1, MAX_DEPTH);
+        let interner = self.engine.interner();
+        let mut seen: BTreeSet<Symbol> = BTreeSet::from([start.clone()]);
+        let mut queue = VecDeque::from([(start.clone(), 1)]);
+        let mut calls = Vec::new();
+        let mut complete = true;
+        while let Some((symbol, level)) = queue.pop_front() {
+            if calls.len() >= WORK_LIMIT {
+                complete = queue.is_empty();
+                break;
+            }
+            let edges: Vec<CallEdge> = match direction {
+                Direction::Callers => self.engine.callers(&symbol.file, &symbol.qualname),
+                Direction::Callees => self.engine.callees(&symbol.file, &symbol.qualname),
+            };
+            let mut level_calls = Vec::new();
+            let mut found = Vec::new();
+            for edge in edges {
+                let caller = Symbol {
+                    file: interner.node_text(edge.file).to_string(),
+                    qualname: interner.sym_text(edge.caller).to_string(),
+                };
+                let callee = Symbol {
+                    file: interner.node_text(edge.target).to_string(),
+                    qualname: interner.sym_text(edge.name).to_string(),
+                };
+                let Some(site) = self
+                    .engine
+                    .facts(&caller.file)
+                    .and_then(|f| f.sites.get(edge.site.0 as usize).copied())
+                else {
+                    continue;
+                };
+                level_calls.push(Call {
+                    depth: level,
+                    caller: caller.display(),
+                    callee: callee.display(),
+                    file: caller.file.clone(),
+                    line: site.line,
+                    column: site.column,
+                });
+                let next = match direction {
+                    Direction::Callers => caller,
+                    Direction::Callees => callee,
+                };
+                // Module-level code is called by no one; markers have no code.
+                let walkable = next.qualname != "<module>" && !next.file.starts_with('<');
+                if level < depth && walkable && seen.insert(next.clone()) {
+                    found.push(next);
+                }
+            }
+            level_calls
+                .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+            calls.extend(level_calls);
+            found.sort();
+            queue.extend(found.into_iter().map(|s| (s, level + 1)));
+        }
+        let total = calls.len();
+        let truncated = (total > limit).then(|| {
+            format!(
+                "{} of {total} calls listed; ask again with a larger limit or a smaller depth",
+                limit
+            )
+        });
+        calls.truncate(limit);
+        Ok(CallGraph {
+            symbol: start.display(),
+            direction,
+            depth,
+            calls,
+            total,
+            complete,
+            truncated,
+        })
+    }
+}

@@ -1,0 +1,277 @@
+//! The symbol model (issue 11): class members, member-level calls through
+//! the method resolution order, callers per call site, and the call graph,
+//! on the `member_calls` fixture, each expected relationship asserted.
+
+mod common;
+
+use common::mcp_client::Client;
+use common::{line, open};
+use serde_json::{Value, json};
+
+/// The function_call relationships of `file`, as `common::line` renders them.
+fn calls_from(file: &str) -> Vec<String> {
+    let service = open("member_calls");
+    service
+        .dependencies(file)
+        .expect("file exists")
+        .iter()
+        .filter(|r| r.relationship_type.as_str() == "function_call")
+        .map(line)
+        .collect()
+}
+
+#[test]
+fn self_cls_super_and_class_calls_resolve_through_the_mro() {
+    assert_eq!(
+        calls_from("shop/models.py"),
+        [
+            "shop/models.py:6:23 function_call shop/base.py Manager 13",
+            "shop/models.py:9:23 function_call shop/base.py make_manager 18",
+            // self.validate(): Product's order is Product, Entity.
+            "shop/models.py:12:13 function_call shop/base.py Entity.validate 5",
+            "shop/models.py:13:15 function_call <builtin:super> super -",
+            "shop/models.py:13:23 function_call shop/base.py Entity.save 2",
+            // cls.build() in a classmethod.
+            "shop/models.py:17:19 function_call shop/base.py Entity.build 9",
+            // self.manager holds what make_manager() is annotated to return.
+            "shop/models.py:20:28 function_call shop/base.py Manager.filter 14",
+            // Order(Audited, Cached): C3 gives Order, Audited, Cached, Entity,
+            // so validate is Cached's, not Entity's.
+            "shop/models.py:25:20 function_call shop/mixins.py Cached.validate 16",
+            "shop/models.py:28:13 function_call shop/mixins.py Audited.log 8",
+            "shop/models.py:29:15 function_call <builtin:super> super -",
+            // super() in Order starts after Order: Audited.save.
+            "shop/models.py:29:23 function_call shop/mixins.py Audited.save 5",
+            "shop/models.py:32:11 function_call shop/base.py Manager 13",
+        ]
+    );
+}
+
+#[test]
+fn objects_of_a_known_class_resolve_from_constructors_annotations_and_declarations() {
+    assert_eq!(
+        calls_from("shop/use.py"),
+        [
+            // A parameter annotation.
+            "shop/use.py:6:12 function_call shop/models.py Product.save 11",
+            "shop/use.py:7:12 function_call shop/models.py Order 23",
+            // A local bound once to a constructor call; save is inherited.
+            "shop/use.py:8:10 function_call shop/mixins.py Audited.save 5",
+            "shop/use.py:9:12 function_call shop/models.py Product.create 16",
+            "shop/use.py:10:11 function_call shop/base.py Entity.validate 5",
+            "shop/use.py:11:4 function_call shop/base.py make_manager 18",
+            // A function's return annotation.
+            "shop/use.py:11:19 function_call shop/base.py Manager.filter 14",
+            // An imported module variable bound to a constructor call.
+            "shop/use.py:12:13 function_call shop/base.py Manager.filter 14",
+            "shop/use.py:13:21 function_call shop/models.py Product 5",
+            // A variable annotation.
+            "shop/use.py:14:10 function_call shop/models.py Product.related 19",
+            "shop/use.py:15:11 function_call shop/models.py Order 23",
+            "shop/use.py:15:19 function_call shop/models.py Order.total 24",
+            "shop/use.py:20:21 function_call shop/models.py Order 23",
+            // A chain: self.order is an Order (assigned in __init__).
+            "shop/use.py:23:26 function_call shop/models.py Order.store 27",
+        ]
+    );
+}
+
+#[test]
+fn unknown_receivers_rebindings_patches_and_unknown_bases_relate_nothing() {
+    assert_eq!(
+        calls_from("shop/unknown.py"),
+        [
+            // value = Product(), conditionally rebound: value.save() relates
+            // nothing, the constructor calls do.
+            "shop/unknown.py:33:12 function_call shop/models.py Product 5",
+            "shop/unknown.py:34:14 function_call <stdlib:random> random -",
+            "shop/unknown.py:35:16 function_call shop/base.py Manager 13",
+            // Patched.save is assigned from outside the class: only
+            // validate, not patched, resolves. Dynamic() (a base computed at
+            // run time) and FromDict() (dict's members are not known) relate
+            // nothing beyond their own members; thing.save() (an unknown
+            // parameter) and Order().missing() nothing at all.
+            "shop/unknown.py:45:14 function_call shop/base.py Entity.validate 5",
+            "shop/unknown.py:46:11 function_call shop/models.py Order 23",
+        ]
+    );
+}
+
+#[test]
+fn the_method_resolution_order_is_c3_over_resolved_bases() {
+    let service = open("member_calls");
+    let result = service
+        .query(r#"MroNext("shop/models.py", "Order", _, _, _, _)"#)
+        .expect("query");
+    let rows: Vec<String> = result
+        .tuples
+        .iter()
+        .map(|t| format!("{}.{} -> {}.{}", t[2], t[3], t[4], t[5]))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            r#""shop/mixins.py"."Audited" -> "shop/mixins.py"."Cached""#,
+            r#""shop/mixins.py"."Cached" -> "shop/base.py"."Entity""#,
+            r#""shop/models.py"."Order" -> "shop/mixins.py"."Audited""#,
+        ]
+    );
+    // A base computed at run time or outside the project ends the order
+    // at the class itself.
+    for class in ["Dynamic", "FromDict"] {
+        let next = service
+            .query(&format!(
+                r#"MroNext("shop/unknown.py", "{class}", _, _, _, _)"#
+            ))
+            .expect("query");
+        assert!(next.tuples.is_empty(), "{class}: {:?}", next.tuples);
+    }
+}
+
+#[test]
+fn explain_follows_a_method_call_through_the_mro() {
+    let service = open("member_calls");
+    let text = service
+        .explain(r#"Calls("shop/models.py", "25:20", _, _)"#)
+        .expect("explains")
+        .to_text();
+    for expected in [
+        "Calls(shop/models.py, 25:20, shop/mixins.py, Cached.validate)",
+        "MemberRef(shop/models.py, 25:20, shop/mixins.py, Cached.validate)",
+        "ExprSelf(shop/models.py,",
+        "MroNext(shop/models.py, Order, shop/models.py, Order, shop/mixins.py, Audited)",
+        "MroNext(shop/models.py, Order, shop/mixins.py, Audited, shop/mixins.py, Cached)",
+        "!Has(shop/mixins.py, Audited, validate)",
+        "HasMember(shop/mixins.py, Cached, validate, Cached.validate)",
+    ] {
+        assert!(text.contains(expected), "missing {expected} in\n{text}");
+    }
+}
+
+#[test]
+fn callers_and_callees_walk_the_call_graph_to_a_depth() {
+    let service = open("member_calls");
+    let graph = service
+        .call_graph(
+            "shop.base.Entity.save",
+            xfile::service::calls::Direction::Callers,
+            2,
+            100,
+        )
+        .expect("symbol found");
+    let calls: Vec<String> = graph
+        .calls
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}:{} {} -> {}",
+                c.depth, c.file, c.line, c.caller, c.callee
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "1 shop/mixins.py:6 shop/mixins.py::Audited.save -> shop/base.py::Entity.save",
+            "1 shop/models.py:13 shop/models.py::Product.save -> shop/base.py::Entity.save",
+            "2 shop/models.py:29 shop/models.py::Order.store -> shop/mixins.py::Audited.save",
+            "2 shop/use.py:8 shop/use.py::checkout -> shop/mixins.py::Audited.save",
+            "2 shop/use.py:6 shop/use.py::checkout -> shop/models.py::Product.save",
+        ]
+    );
+    assert_eq!(
+        (graph.total, graph.complete, graph.truncated),
+        (5, true, None)
+    );
+
+    let bounded = service
+        .call_graph(
+            "shop/use.py::checkout",
+            xfile::service::calls::Direction::Callees,
+            1,
+            3,
+        )
+        .expect("symbol found");
+    assert_eq!(bounded.calls.len(), 3);
+    assert!(bounded.total > 3);
+    assert!(bounded.truncated.is_some());
+
+    for missing in ["shop/base.py::Nope", "shop.base.Entity.nope", "shop.base"] {
+        assert!(
+            service
+                .call_graph(missing, xfile::service::calls::Direction::Callers, 1, 10)
+                .is_err(),
+            "{missing}"
+        );
+    }
+}
+
+#[test]
+fn mcp_answers_callers_callees_and_member_level_dependents() {
+    let fixture = common::copy_fixture("member_calls");
+    let mut client = Client::start(fixture.path());
+    let (is_error, text) = client.call(
+        "get_callers",
+        json!({"symbol": "shop/models.py::Order.store"}),
+    );
+    assert!(!is_error, "{text}");
+    let graph: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(graph["symbol"], "shop/models.py::Order.store");
+    assert_eq!(graph["calls"][0]["caller"], "shop/use.py::Checkout.run");
+    assert_eq!(graph["calls"][0]["line"], 23);
+    assert_eq!(graph["total"], 1);
+
+    let (is_error, text) = client.call(
+        "get_callees",
+        json!({"symbol": "shop.models.Order.store", "depth": 2}),
+    );
+    assert!(!is_error, "{text}");
+    let graph: Value = serde_json::from_str(&text).expect("json");
+    let callees: Vec<&str> = graph["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| c["callee"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        callees,
+        [
+            "shop/mixins.py::Audited.log",
+            "<builtin:super>::super",
+            "shop/mixins.py::Audited.save",
+            "<builtin:super>::super",
+            "shop/base.py::Entity.save",
+        ]
+    );
+
+    let (is_error, text) = client.call(
+        "get_dependents",
+        json!({"file_path": "shop/mixins.py", "symbol": "Audited.save"}),
+    );
+    assert!(!is_error, "{text}");
+    let dependents: Value = serde_json::from_str(&text).expect("json");
+    let sites: Vec<String> = dependents
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{} {}",
+                r["source_file"], r["line_number"], r["source_symbol"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        sites,
+        [
+            r#""shop/models.py":29 "Order.store""#,
+            r#""shop/use.py":8 "checkout""#,
+        ]
+    );
+
+    let (is_error, text) = client.call("get_callers", json!({"symbol": "shop/base.py::Nope"}));
+    assert!(is_error);
+    assert!(text.contains("symbol_not_found"), "{text}");
+}
