@@ -41,6 +41,7 @@ pub fn build(
             .iter()
             .any(|i| matches!(i.target, ImportTarget::Star { .. })),
         facts: Vec::new(),
+        bindings: std::cell::RefCell::new(vec![None; semantic.imports.len()]),
     };
     builder
         .facts
@@ -80,6 +81,9 @@ struct Builder<'a> {
     me: Node,
     has_star: bool,
     facts: Vec<InputFact>,
+    /// What each import binds, once worked out (by index in
+    /// `Semantic::imports`): every call through a name asks again.
+    bindings: std::cell::RefCell<Vec<Option<Option<ModuleOrName>>>>,
 }
 
 impl Builder<'_> {
@@ -275,6 +279,19 @@ impl Builder<'_> {
         }
     }
 
+    /// What the name import `index` binds refers to, memoized.
+    fn imported(&self, index: u32) -> Option<ModuleOrName> {
+        if let Some(Some(known)) = self.bindings.borrow().get(index as usize) {
+            return known.clone();
+        }
+        let import = self.semantic.imports.get(index as usize)?;
+        let bound = self.import_binding(import);
+        if let Some(slot) = self.bindings.borrow_mut().get_mut(index as usize) {
+            *slot = Some(bound.clone());
+        }
+        bound
+    }
+
     /// What the name an import binds refers to.
     fn import_binding(&self, import: &Import) -> Option<ModuleOrName> {
         match &import.target {
@@ -318,11 +335,7 @@ impl Builder<'_> {
         let site = Site(reference.site);
         let (head, rest) = reference.path.split_first()?;
         let bound = match reference.lookup {
-            Lookup::LocalImport(index) => self
-                .semantic
-                .imports
-                .get(index as usize)
-                .and_then(|import| self.import_binding(import)),
+            Lookup::LocalImport(index) => self.imported(index),
             Lookup::Globals | Lookup::GlobalsAt { .. } => {
                 let visible = match reference.lookup {
                     Lookup::GlobalsAt { visible } => visible as usize,
@@ -332,10 +345,7 @@ impl Builder<'_> {
                     Selected::Ambiguous => return None,
                     Selected::Unbound => return self.unbound(site, head, rest),
                     Selected::One(binding) => match binding.kind {
-                        BindingKind::Import(index) => {
-                            let import = self.semantic.imports.get(index as usize)?;
-                            self.import_binding(import)
-                        }
+                        BindingKind::Import(index) => self.imported(index),
                         // A name this file defines, when the binding seen
                         // here is the final one the rules know as `Defines`.
                         _ => {
@@ -567,17 +577,35 @@ impl Builder<'_> {
         let semantic = self.semantic;
         let mut values: Vec<Option<Value>> = vec![None; semantic.expressions.len()];
         let mut named = FxHashSet::default();
+        // A call nothing can resolve needs no caller: only sites with a
+        // `CallRef` or a `MethodCall` get a `CallIn`.
+        let resolvable: FxHashSet<Site> = self
+            .facts
+            .iter()
+            .filter_map(|fact| match fact {
+                InputFact::CallRef(call) => Some(call.1),
+                _ => None,
+            })
+            .collect();
+        let mut callers: Vec<Option<Sym>> = vec![None; semantic.scopes.len()];
         for call in &semantic.call_sites {
-            let Some(caller) = semantic.scopes.get(call.caller as usize) else {
+            let mut site = Site(call.site);
+            let mut resolves = resolvable.contains(&site);
+            if let Some(callee) = call.callee
+                && let Value::Dynamic(at) = self.value(callee, &mut values, &mut named)
+            {
+                self.facts
+                    .push(InputFact::MethodCall(MethodCall(self.me, at)));
+                (site, resolves) = (at, true);
+            }
+            let Some(slot) = callers.get_mut(call.caller as usize) else {
                 continue;
             };
-            let caller = self.interner.sym(caller);
-            self.facts
-                .push(InputFact::CallIn(CallIn(self.me, Site(call.site), caller)));
-            let Some(callee) = call.callee else { continue };
-            if let Value::Dynamic(site) = self.value(callee, &mut values, &mut named) {
+            let caller = *slot
+                .get_or_insert_with(|| self.interner.sym(&semantic.scopes[call.caller as usize]));
+            if resolves {
                 self.facts
-                    .push(InputFact::MethodCall(MethodCall(self.me, site)));
+                    .push(InputFact::CallIn(CallIn(self.me, site, caller)));
             }
         }
     }
@@ -717,6 +745,7 @@ fn chain(semantic: &Semantic, mut id: ExprId) -> Option<Reference> {
     }
 }
 
+#[derive(Clone)]
 enum ModuleOrName {
     /// The name is bound to a module object.
     Module(Module),

@@ -188,21 +188,45 @@ fn push_order(facts: &mut Vec<InputFact>, class: Class, order: &[Class]) {
 }
 
 /// The classes a file's expressions start member lookups from: its own
-/// `self`/`cls`/`super()` classes and the classes and instances its names
-/// resolve to.
-pub(crate) fn seeds<'a>(
-    facts: &'a [InputFact],
-    resolved: &'a Outputs,
-) -> impl Iterator<Item = Class> + 'a {
-    let own = facts.iter().filter_map(|fact| match *fact {
-        InputFact::ExprSelf(f) => Some((f.2, f.3)),
-        InputFact::ExprCls(f) => Some((f.2, f.3)),
-        InputFact::ExprSuper(f) => Some((f.2, f.3)),
-        _ => None,
-    });
-    own.chain(resolved.resolves_class.iter().map(|t| (t.2, t.3)))
-        .chain(resolved.resolves_instance.iter().map(|t| (t.2, t.3)))
-        .chain(resolved.resolves_returning.iter().map(|t| (t.2, t.3)))
+/// `self`/`cls`/`super()` classes, and the classes and instances of the
+/// names its expressions use (not every name of the modules it imports).
+pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> Vec<Class> {
+    let mut names: Vec<(Node, Sym)> = Vec::new();
+    let mut seeds: Vec<Class> = Vec::new();
+    for fact in facts {
+        match *fact {
+            InputFact::ExprSelf(f) => seeds.push((f.2, f.3)),
+            InputFact::ExprCls(f) => seeds.push((f.2, f.3)),
+            InputFact::ExprSuper(f) => seeds.push((f.2, f.3)),
+            InputFact::ExprName(f) => names.push((f.2, f.3)),
+            _ => {}
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    let used = |m: Node, n: Sym| names.binary_search(&(m, n)).is_ok();
+    seeds.extend(
+        resolved
+            .resolves_class
+            .iter()
+            .filter(|t| used(t.0, t.1))
+            .map(|t| (t.2, t.3)),
+    );
+    seeds.extend(
+        resolved
+            .resolves_instance
+            .iter()
+            .filter(|t| used(t.0, t.1))
+            .map(|t| (t.2, t.3)),
+    );
+    seeds.extend(
+        resolved
+            .resolves_returning
+            .iter()
+            .filter(|t| used(t.0, t.1))
+            .map(|t| (t.2, t.3)),
+    );
+    seeds
 }
 
 /// The attribute names a file's member lookups ask for, sorted.

@@ -552,13 +552,17 @@ pub(crate) fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
     derived
 }
 
-/// Every value in a file's base facts, sorted: what ties other tuples to it.
+/// Every node (file or marker) in a file's base facts, sorted: what ties
+/// other tuples to it. Every `resolve` relation and project-level fact the
+/// file rules select by its first argument has a node there, so names and
+/// sites need not be keys.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Value> {
     db.log().executed("file_keys", Some(file.path(db)));
     let mut keys: Vec<Value> = file_base_facts(db, project, file)
         .iter()
         .flat_map(InputFact::values)
+        .filter(|v| matches!(v, Value::Node(_)))
         .collect();
     keys.sort_unstable();
     keys.dedup();
