@@ -124,12 +124,28 @@ impl ClassTable {
     /// declared types of those members, followed to the classes they name.
     pub(crate) fn context(
         &self,
-        seeds: impl IntoIterator<Item = Class>,
+        (own, definitions): (Vec<Class>, Vec<Class>),
         names: &[Sym],
     ) -> (Vec<InputFact>, Outputs) {
         let mut facts = Vec::new();
         let mut derived = Outputs::default();
-        let mut work: Vec<Class> = seeds.into_iter().collect();
+        let mut work: Vec<Class> = own;
+        // What the definitions the file's names resolve to are: classes,
+        // or declared to hold or return instances of one.
+        for definition in definitions {
+            if self.mro.contains_key(&definition) {
+                facts.push(InputFact::ClassDef(ClassDef(definition.0, definition.1)));
+                work.push(definition);
+            }
+            for t in self.instance_types.get(&definition).into_iter().flatten() {
+                derived.instance_type.push(*t);
+                work.push((t.2, t.3));
+            }
+            for t in self.return_types.get(&definition).into_iter().flatten() {
+                derived.return_type.push(*t);
+                work.push((t.2, t.3));
+            }
+        }
         let mut seen: FxHashSet<Class> = FxHashSet::default();
         let mut ancestors_seen: FxHashSet<Class> = FxHashSet::default();
         while let Some(class) = work.pop() {
@@ -187,46 +203,30 @@ fn push_order(facts: &mut Vec<InputFact>, class: Class, order: &[Class]) {
     }
 }
 
-/// The classes a file's expressions start member lookups from: its own
-/// `self`/`cls`/`super()` classes, and the classes and instances of the
-/// names its expressions use (not every name of the modules it imports).
-pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> Vec<Class> {
+/// The classes a file's expressions start member lookups from (its own
+/// `self`/`cls`/`super()` classes), and the definitions its names resolve
+/// to (not every name of the modules it imports).
+pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> (Vec<Class>, Vec<Class>) {
     let mut names: Vec<(Node, Sym)> = Vec::new();
-    let mut seeds: Vec<Class> = Vec::new();
+    let mut own: Vec<Class> = Vec::new();
     for fact in facts {
         match *fact {
-            InputFact::ExprSelf(f) => seeds.push((f.2, f.3)),
-            InputFact::ExprCls(f) => seeds.push((f.2, f.3)),
-            InputFact::ExprSuper(f) => seeds.push((f.2, f.3)),
+            InputFact::ExprSelf(f) => own.push((f.2, f.3)),
+            InputFact::ExprCls(f) => own.push((f.2, f.3)),
+            InputFact::ExprSuper(f) => own.push((f.2, f.3)),
             InputFact::ExprName(f) => names.push((f.2, f.3)),
             _ => {}
         }
     }
     names.sort_unstable();
     names.dedup();
-    let used = |m: Node, n: Sym| names.binary_search(&(m, n)).is_ok();
-    seeds.extend(
-        resolved
-            .resolves_class
-            .iter()
-            .filter(|t| used(t.0, t.1))
-            .map(|t| (t.2, t.3)),
-    );
-    seeds.extend(
-        resolved
-            .resolves_instance
-            .iter()
-            .filter(|t| used(t.0, t.1))
-            .map(|t| (t.2, t.3)),
-    );
-    seeds.extend(
-        resolved
-            .resolves_returning
-            .iter()
-            .filter(|t| used(t.0, t.1))
-            .map(|t| (t.2, t.3)),
-    );
-    seeds
+    let definitions = resolved
+        .resolves
+        .iter()
+        .filter(|t| names.binary_search(&(t.0, t.1)).is_ok())
+        .map(|t| (t.2, t.3))
+        .collect();
+    (own, definitions)
 }
 
 /// The attribute names a file's member lookups ask for, sorted.

@@ -386,7 +386,23 @@ pub(crate) fn class_table(db: &dyn Db, project: Project) -> ClassTable {
         facts.extend_from_slice(&class_facts.facts);
         transparent.extend(class_facts.transparent.iter().copied());
     }
-    ClassTable::build(&facts, &transparent, resolve_stage(db, project))
+    ClassTable::build(&facts, &transparent, class_resolved(db, project))
+}
+
+/// The `resolve` tuples the class table reads (resolved bases, declared
+/// types, patched members): a query of its own so that a change to the
+/// rest of resolution (an import edit) stops here and the table, and every
+/// file's slice of it, is reused.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn class_resolved(db: &dyn Db, project: Project) -> Outputs {
+    let resolved = resolve_stage(db, project);
+    Outputs {
+        base_class: resolved.base_class.clone(),
+        instance_type: resolved.instance_type.clone(),
+        return_type: resolved.return_type.clone(),
+        patched_member: resolved.patched_member.clone(),
+        ..Outputs::default()
+    }
 }
 
 /// `MroStart`/`MroNext` facts of every class, for queries, explanations
