@@ -137,14 +137,7 @@ impl ClassTable {
                 facts.push(InputFact::ClassDef(ClassDef(definition.0, definition.1)));
                 work.push(definition);
             }
-            for t in self.instance_types.get(&definition).into_iter().flatten() {
-                derived.instance_type.push(*t);
-                work.push((t.2, t.3));
-            }
-            for t in self.return_types.get(&definition).into_iter().flatten() {
-                derived.return_type.push(*t);
-                work.push((t.2, t.3));
-            }
+            self.declared_types(definition, &mut derived, &mut work);
         }
         let mut seen: FxHashSet<Class> = FxHashSet::default();
         let mut ancestors_seen: FxHashSet<Class> = FxHashSet::default();
@@ -172,15 +165,7 @@ impl ClassTable {
                     facts.push(InputFact::HasMember(HasMember(
                         ancestor.0, ancestor.1, name, member,
                     )));
-                    let key = (ancestor.0, member);
-                    for t in self.instance_types.get(&key).into_iter().flatten() {
-                        derived.instance_type.push(*t);
-                        work.push((t.2, t.3));
-                    }
-                    for t in self.return_types.get(&key).into_iter().flatten() {
-                        derived.return_type.push(*t);
-                        work.push((t.2, t.3));
-                    }
+                    self.declared_types((ancestor.0, member), &mut derived, &mut work);
                 }
             }
         }
@@ -188,6 +173,21 @@ impl ClassTable {
         facts.dedup();
         derived.normalize();
         (facts, derived)
+    }
+}
+
+impl ClassTable {
+    /// The declared instance and return types of definition `key`, into
+    /// `derived`, and the classes they name, onto `work`.
+    fn declared_types(&self, key: (Node, Sym), derived: &mut Outputs, work: &mut Vec<Class>) {
+        for t in self.instance_types.get(&key).into_iter().flatten() {
+            derived.instance_type.push(*t);
+            work.push((t.2, t.3));
+        }
+        for t in self.return_types.get(&key).into_iter().flatten() {
+            derived.return_type.push(*t);
+            work.push((t.2, t.3));
+        }
     }
 }
 

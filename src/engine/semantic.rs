@@ -237,6 +237,18 @@ pub struct CallEdge {
     pub name: Sym,
 }
 
+impl From<&super::datalog::CallsSymbol> for CallEdge {
+    fn from(t: &super::datalog::CallsSymbol) -> Self {
+        CallEdge {
+            file: t.0,
+            site: t.1,
+            caller: t.2,
+            target: t.3,
+            name: t.4,
+        }
+    }
+}
+
 /// Every call edge, sorted by callee (`target`, `name`), then caller: who
 /// calls a symbol, read from each file's own rules. Built only when a
 /// caller query asks, never on the update path.
@@ -246,13 +258,7 @@ pub(crate) fn callers_index(db: &dyn Db, project: Project) -> Vec<CallEdge> {
         .files(db)
         .iter()
         .flat_map(|&file| db::file_stage(db, project, file).calls_symbol.iter())
-        .map(|t| CallEdge {
-            file: t.0,
-            site: t.1,
-            caller: t.2,
-            target: t.3,
-            name: t.4,
-        })
+        .map(CallEdge::from)
         .collect();
     edges.sort_unstable_by_key(|e| (e.target, e.name, e.file, e.caller, e.site));
     edges.dedup();
@@ -264,13 +270,7 @@ pub(crate) fn callees(outputs: &Outputs, file: Node, caller: Sym) -> Vec<CallEdg
     keyed(&outputs.calls_symbol, |t| t.0, file)
         .iter()
         .filter(|t| t.2 == caller)
-        .map(|t| CallEdge {
-            file: t.0,
-            site: t.1,
-            caller: t.2,
-            target: t.3,
-            name: t.4,
-        })
+        .map(CallEdge::from)
         .collect()
 }
 
