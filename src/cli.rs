@@ -8,10 +8,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::service::Service;
 use crate::service::calls::Direction;
 use crate::service::live::Live;
 use crate::service::model::{Relationship, UpdateReport, WarningReport};
+use crate::service::{ReadOptions, Service};
 use crate::watch::{self, Watch};
 use crate::workspace;
 
@@ -88,7 +88,21 @@ enum Command {
         dump: Option<PathBuf>,
     },
     /// FILE with its cross-file context, as the MCP tool read_with_context returns it.
-    Read { file: String },
+    Read {
+        file: String,
+        /// First line to read (1-based); only what the range uses is injected.
+        #[arg(long)]
+        start_line: Option<u32>,
+        /// Last line to read (inclusive).
+        #[arg(long)]
+        end_line: Option<u32>,
+        /// 2 also shows the classes the injected signatures mention.
+        #[arg(long)]
+        import_depth: Option<u32>,
+        /// Also list the public names of the sibling modules.
+        #[arg(long)]
+        show_available: bool,
+    },
     /// Warnings about code static analysis cannot follow, all or for FILE.
     Warnings { file: Option<String> },
     /// Serve MCP on stdio for the root.
@@ -125,6 +139,7 @@ macro_rules! failure_from {
 failure_from! {
     workspace::PathError => 2,
     crate::service::calls::SymbolError => 2,
+    crate::service::ReadError => 2,
     crate::service::query::QueryError => 2,
     std::io::Error => 1,
     serde_json::Error => 1,
@@ -224,7 +239,21 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let graph = service.call_graph(&symbol, Direction::Callees, depth, limit)?;
             print_call_graph(&mut out, &graph, cli.json)?
         }
-        Command::Read { file } => write!(out, "{}", service.read_with_context(&file)?)?,
+        Command::Read {
+            file,
+            start_line,
+            end_line,
+            import_depth,
+            show_available,
+        } => {
+            let options = ReadOptions {
+                start_line,
+                end_line,
+                import_depth,
+                show_available,
+            };
+            write!(out, "{}", service.read_with_options(&file, &options)?)?
+        }
         Command::Warnings { file } => {
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }

@@ -17,8 +17,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
-use crate::service::Service;
 use crate::service::live::{Involved, Live};
+use crate::service::{ReadError, ReadOptions, Service};
 use crate::watch::{self, Watch};
 use crate::workspace::PathError;
 
@@ -26,6 +26,21 @@ use crate::workspace::PathError;
 pub struct FileArgs {
     /// Path of a Python file, relative to the project root or absolute inside it.
     pub file_path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ReadArgs {
+    /// Path of a Python file, relative to the project root or absolute inside it.
+    pub file_path: String,
+    /// First line to read (1-based); with end_line, only what those lines use is injected.
+    pub start_line: Option<u32>,
+    /// Last line to read (inclusive).
+    pub end_line: Option<u32>,
+    /// 2 also shows the classes that the injected signatures mention; default 1 (configurable).
+    pub import_depth: Option<u32>,
+    /// Also list the public names of the sibling modules in the file's package.
+    #[serde(default)]
+    pub show_available: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -130,6 +145,19 @@ impl From<crate::service::calls::SymbolError> for ToolError {
                 code: other.code(),
                 message: other.to_string(),
                 suggestion: "Name a definition as path::Qualified.name; get_dependencies lists a file's targets with their symbols.",
+            },
+        }
+    }
+}
+
+impl From<ReadError> for ToolError {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::Path(error) => error.into(),
+            range @ ReadError::Range(_) => ToolError {
+                code: range.code(),
+                message: range.to_string(),
+                suggestion: "Omit start_line and end_line to read the whole file.",
             },
         }
     }
@@ -308,12 +336,18 @@ fn log_warnings(live: &Live) {
 #[tool_router(router = tool_router)]
 impl XfileServer {
     #[tool(
-        description = "Read a Python file together with the signatures, docstrings and locations of the project functions and classes it imports or uses from other files. Use this instead of a plain read when you need to know what imported names mean."
+        description = "Read a Python file (or a line range of it) together with the signatures, class skeletons and locations of the project definitions those lines use from other files, within a token budget. Use this instead of a plain read when you need to know what imported names mean."
     )]
-    async fn read_with_context(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
+    async fn read_with_context(&self, Parameters(args): Parameters<ReadArgs>) -> CallToolResult {
         let involved = Involved::Dependencies(args.file_path.clone());
         self.fresh(involved, move |s| {
-            let text = s.read_with_context(&args.file_path)?;
+            let options = ReadOptions {
+                start_line: args.start_line,
+                end_line: args.end_line,
+                import_depth: args.import_depth,
+                show_available: args.show_available,
+            };
+            let text = s.read_with_options(&args.file_path, &options)?;
             Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
         })
         .await

@@ -1,40 +1,245 @@
-//! read_with_context: token budget and the off switch (TDD §3.8.4, FR-10, FR-12).
+//! read_with_context: class skeletons, preview tiers, import expansion, line
+//! ranges and the hard token budget (TDD §3.8, FR-10, FR-12, FR-19, the
+//! import-context-expansion design's phases 1-3).
 
 mod common;
 
 use xfile::service::context::count_tokens;
+use xfile::service::{ReadOptions, Service};
+
+/// A copy of `fixture` (reads log injections) with `config` as its
+/// configuration file.
+fn open(fixture: &str, config: &str) -> (tempfile::TempDir, Service) {
+    let dir = common::copy_fixture(fixture);
+    std::fs::write(dir.path().join(".cross_file_context_links.yml"), config).unwrap();
+    let service = Service::open(dir.path()).unwrap();
+    (dir, service)
+}
+
+/// The context section of a read (everything before the file content).
+fn section(service: &Service, file: &str, options: &ReadOptions) -> String {
+    let text = service.read_with_options(file, options).unwrap();
+    let end = text.find("[File Content").unwrap();
+    text[..end].to_string()
+}
+
+fn depth(depth: u32) -> ReadOptions {
+    ReadOptions {
+        import_depth: Some(depth),
+        ..ReadOptions::default()
+    }
+}
 
 #[test]
-fn budget_keeps_every_import_line_and_names_what_it_left_out_fr10() {
-    let dir = common::copy_fixture("token_budget");
-    let service = xfile::service::Service::open(dir.path()).unwrap();
+fn a_used_class_is_a_skeleton_with_the_members_the_file_uses_first() {
+    let (_dir, service) = open("context_skeletons", "");
+    // Admin overrides save (reached through User's order in Model) and
+    // make calls User.create; both lead User's skeleton, labelled with the
+    // class that defines them, before User's own members.
+    assert_eq!(
+        section(&service, "app.py", &ReadOptions::default()),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class User(Model)  # shop/user.py:4-10
+    """A person who can sign in."""
+    def save(self, force: bool = False) -> None  # Model shop/base.py:9
+    @classmethod def create(cls, **fields) -> "Model"  # Model shop/base.py:16
+    address: "Address"  # shop/user.py:7
+    def greet(self, other: "User") -> str  # shop/user.py:9
+def slugify(text: str) -> str  # shop/helpers.py:4-6
+    """Make a URL slug."""
+
+---
+
+"#
+    );
+}
+
+#[test]
+fn depth_two_adds_the_types_signatures_mention_once_through_a_cycle() {
+    let (_dir, service) = open("context_skeletons", "");
+    let two = section(&service, "app.py", &depth(2));
+    assert!(
+        two.ends_with(
+            r#"Types those signatures mention:
+class Model  # shop/base.py:1
+    def __init__(self, **fields)  # shop/base.py:6
+    table: str = ""  # shop/base.py:4
+    self.fields = fields  # shop/base.py:7
+    def save(self, force: bool = False) -> None  # shop/base.py:9
+    def delete(self)  # shop/base.py:12
+    @classmethod def create(cls, **fields) -> "Model"  # shop/base.py:16
+    @property def pk(self) -> int  # shop/base.py:20
+class Address  # shop/address.py:4
+    owner: "User"  # shop/address.py:5
+    def format(self) -> str  # shop/address.py:7
+
+---
+
+"#
+        ),
+        "{two}"
+    );
+    // Address names User again: the cycle ends, so one more hop adds
+    // nothing, and the configuration key gives the same as the parameter.
+    assert_eq!(section(&service, "app.py", &depth(3)), two);
+    let (_dir, configured) = open("context_skeletons", "import_depth: 2\n");
+    assert_eq!(section(&configured, "app.py", &ReadOptions::default()), two);
+}
+
+#[test]
+fn a_star_import_expands_to_the_names_the_file_uses() {
+    let (_dir, service) = open("context_skeletons", "");
+    assert_eq!(
+        section(&service, "star_reader.py", &ReadOptions::default()),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+def slugify(text: str) -> str  # shop/helpers.py:4-6
+    """Make a URL slug."""
+RATE = 3  # shop/helpers.py:1
+
+---
+
+"#
+    );
+}
+
+#[test]
+fn show_available_lists_the_sibling_modules_public_names() {
+    let (_dir, service) = open("context_skeletons", "");
+    let options = ReadOptions {
+        show_available: true,
+        ..ReadOptions::default()
+    };
+    let text = section(&service, "shop/user.py", &options);
+    assert!(
+        text.contains(
+            "Available in this package:\naddress.py: Address\nbase.py: Model\nhelpers.py: slugify(), unused()\n"
+        ),
+        "{text}"
+    );
+    // Off by default.
+    let plain = section(&service, "shop/user.py", &ReadOptions::default());
+    assert!(!plain.contains("Available"), "{plain}");
+}
+
+#[test]
+fn a_line_range_reads_those_lines_and_injects_what_they_use() {
+    let (_dir, service) = open("context_skeletons", "");
+    let options = ReadOptions {
+        start_line: Some(11),
+        end_line: Some(14),
+        ..ReadOptions::default()
+    };
+    let text = service.read_with_options("app.py", &options).unwrap();
+    // `make` names User (imported above the range) and calls User.create;
+    // slugify, used only above, is not injected.
+    assert_eq!(
+        text,
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class User(Model)  # shop/user.py:4-10
+    """A person who can sign in."""
+    @classmethod def create(cls, **fields) -> "Model"  # Model shop/base.py:16
+    address: "Address"  # shop/user.py:7
+    def greet(self, other: "User") -> str  # shop/user.py:9
+
+---
+
+[File Content: lines 11-14 of 14]
+def make() -> User:
+    user = User.create(name="x")
+    user.delete()
+    return user
+"#
+    );
+    for (start, end) in [(0, 3), (15, 20), (9, 4)] {
+        let options = ReadOptions {
+            start_line: Some(start),
+            end_line: Some(end),
+            ..ReadOptions::default()
+        };
+        let error = service.read_with_options("app.py", &options).unwrap_err();
+        assert_eq!(error.code(), "invalid_parameter", "{start}-{end}");
+        assert!(error.to_string().contains("14 lines"), "{error}");
+    }
+}
+
+#[test]
+fn small_budgets_fall_back_to_lower_tiers_and_name_the_rest() {
+    // Only the minimal tier of the first definition fits; the other is named.
+    let (_dir, service) = open("context_skeletons", "context_token_limit: 45\n");
+    assert_eq!(
+        section(&service, "app.py", &ReadOptions::default()),
+        "[Cross-File Context]
+Also used (name, kind, location):
+User class shop/user.py:4
+Not shown for the 45-token budget: 1 definition; get_dependencies app.py lists them.
+
+---
+
+"
+    );
+    // A little more: everything at the minimal tier, then the cheapest
+    // upgrade that fits.
+    let (_dir, service) = open("context_skeletons", "context_token_limit: 80\n");
+    assert_eq!(
+        section(&service, "app.py", &ReadOptions::default()),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+def slugify(text: str) -> str  # shop/helpers.py:4-6
+    """Make a URL slug."""
+Also used (name, kind, location):
+User class shop/user.py:4
+
+---
+
+"#
+    );
+}
+
+#[test]
+fn no_section_ever_exceeds_the_budget() {
+    for limit in (5..=240).step_by(7) {
+        let (_dir, service) = open(
+            "context_skeletons",
+            &format!("context_token_limit: {limit}\nenable_injection_logging: false\n"),
+        );
+        for file in [
+            "app.py",
+            "star_reader.py",
+            "shop/user.py",
+            "shop/address.py",
+        ] {
+            for options in [depth(1), depth(3)] {
+                let text = section(&service, file, &options);
+                let tokens = count_tokens(&text);
+                assert!(tokens <= limit, "{file} at {limit}: {tokens}\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_budget_keeps_the_first_used_definitions_and_names_the_rest_fr10() {
+    let (dir, service) = open("token_budget", "context_token_limit: 60\n");
     let text = service.read_with_context("main.py").unwrap();
-    let (context, content) = text.split_once("\n---\n\n[File Content]\n").unwrap();
+    let (context, content) = text.split_once("[File Content]\n").unwrap();
     assert_eq!(
         content,
-        std::fs::read_to_string(common::fixture("token_budget/main.py")).unwrap()
+        std::fs::read_to_string(dir.path().join("main.py")).unwrap()
     );
-    // The summary line for the direct import is always there.
-    assert!(
-        context.contains("- helpers.py: first_helper, second_helper, third_helper"),
-        "{context}"
-    );
-    // The first-used definition fits; the rest is named, with where to get it.
-    assert!(context.contains("def first_helper(a, b)"), "{context}");
-    assert!(!context.contains("def second_helper"), "{context}");
-    assert!(
-        context.contains(
-            "Left out for the 60-token context budget: 2 definitions (second_helper, third_helper)"
-        ),
-        "{context}"
-    );
-    assert!(context.contains("get_dependencies"));
-    // Everything but the left-out notice itself fits the budget.
-    let notice_start = context.find("\nLeft out").unwrap();
-    assert!(
-        count_tokens(&context[..notice_start]) <= 60,
-        "{}",
-        count_tokens(&context[..notice_start])
+    assert_eq!(
+        context,
+        "[Cross-File Context]
+Also used (name, kind, location):
+first_helper function helpers.py:1
+second_helper function helpers.py:6
+Not shown for the 60-token budget: 1 definition (third_helper); get_dependencies main.py lists them.
+
+---
+
+"
     );
 }
 
@@ -46,14 +251,13 @@ fn disabled_injection_returns_the_plain_file_fr12() {
 }
 
 #[test]
-fn each_injected_snippet_is_logged_as_one_jsonl_line_fr26() {
-    let dir = common::copy_fixture("token_budget");
-    let service = xfile::service::Service::open(dir.path()).unwrap();
+fn each_injected_definition_is_logged_as_one_jsonl_line_fr26() {
+    let (dir, service) = open("token_budget", "context_token_limit: 60\n");
     service.read_with_context("main.py").unwrap();
     service.read_with_context("main.py").unwrap();
     let log = std::fs::read_to_string(dir.path().join(".cross_file_context_logs/injections.jsonl"))
         .unwrap();
-    assert_eq!(log.lines().count(), 2, "{log}");
+    assert_eq!(log.lines().count(), 4, "{log}");
     let events = service.recent_injections(Some("main.py"), 10).unwrap();
     let summary: Vec<(&str, &str, &str, bool)> = events
         .iter()
@@ -70,10 +274,13 @@ fn each_injected_snippet_is_logged_as_one_jsonl_line_fr26() {
     assert_eq!(
         summary,
         [
+            ("helpers.py", "second_helper", "6-8", true),
             ("helpers.py", "first_helper", "1-3", true),
-            ("helpers.py", "first_helper", "1-3", false)
+            ("helpers.py", "second_helper", "6-8", false),
+            ("helpers.py", "first_helper", "1-3", false),
         ]
     );
+    assert_eq!(events[1].snippet, "first_helper function helpers.py:1");
     assert!(events[0].token_count > 0);
     assert_eq!(
         service.recent_injections(Some("main.py"), 1).unwrap().len(),
@@ -89,13 +296,7 @@ fn each_injected_snippet_is_logged_as_one_jsonl_line_fr26() {
 
 #[test]
 fn injection_logging_can_be_switched_off() {
-    let dir = common::copy_fixture("token_budget");
-    std::fs::write(
-        dir.path().join(".cross_file_context_links.yml"),
-        "enable_injection_logging: false\n",
-    )
-    .unwrap();
-    let service = xfile::service::Service::open(dir.path()).unwrap();
+    let (dir, service) = open("token_budget", "enable_injection_logging: false\n");
     service.read_with_context("main.py").unwrap();
     assert!(!dir.path().join(".cross_file_context_logs").exists());
 }
@@ -104,7 +305,7 @@ fn injection_logging_can_be_switched_off() {
 fn notes_for_missing_dependencies_ec14_and_broken_ones() {
     let dir = common::copy_fixture("relative_imports");
     std::fs::write(dir.path().join("app/core/models.py"), "class Model(:\n").unwrap();
-    let service = xfile::service::Service::open(dir.path()).unwrap();
+    let service = Service::open(dir.path()).unwrap();
     let text = service.read_with_context("app/core/deep/leaf.py").unwrap();
     assert!(
         text.contains("Note: line 5 imports .missing, which is not in the project (deleted, moved or not created yet)."),
@@ -117,7 +318,7 @@ fn notes_for_missing_dependencies_ec14_and_broken_ones() {
 }
 
 #[test]
-fn widely_used_definitions_get_a_usage_note_fr19() {
+fn widely_used_definitions_say_how_many_files_use_them_fr19() {
     let dir = common::copy_sample();
     for name in ["a", "b"] {
         std::fs::write(
@@ -126,14 +327,14 @@ fn widely_used_definitions_get_a_usage_note_fr19() {
         )
         .unwrap();
     }
-    let service = xfile::service::Service::open(dir.path()).unwrap();
+    let service = Service::open(dir.path()).unwrap();
     assert_eq!(
         service.usage_count("app/utils/retry.py", "retry_with_backoff"),
         4
     );
     let text = service.read_with_context("app/bot.py").unwrap();
     assert!(
-        text.contains("Note: retry_with_backoff is used in 4 files; a signature change affects them all (get_dependents app/utils/retry.py)."),
+        text.contains("# app/utils/retry.py:7-15, used in 4 files\n"),
         "{text}"
     );
     assert!(!text.contains("Storage is used in"), "{text}");

@@ -95,33 +95,35 @@ fn read_with_context_injects_used_signatures_fr8() {
     let (is_error, text) = client.call("read_with_context", json!({"file_path": "app/bot.py"}));
     assert!(!is_error, "{text}");
     assert!(text.starts_with("[Cross-File Context]"));
+    // Each definition at the full tier names its lines; a class is a
+    // skeleton with the members the file uses first (User.save, called on
+    // an instance), then its other public members.
     assert!(text.contains(
-        "From app/utils/retry.py:7\ndef retry_with_backoff(fn, attempts=3, base_delay=0.5)"
+        "def retry_with_backoff(fn, attempts=3, base_delay=0.5)  # app/utils/retry.py:7-15\n"
     ));
-    assert!(text.contains("# Implementation in app/utils/retry.py:7-15"));
-    assert!(text.contains("From app/storage.py:6\nclass Storage"));
-    assert!(text.contains("star-imports app/models.py"));
-    // Only what the file uses: storage's `put` is never injected.
-    assert!(!text.contains("def put"));
-    assert!(text.contains("[File Content]\nimport requests\n"));
-
-    // A method called on a constructed instance is injected too.
     assert!(
-        text.contains("From app/models.py:20\ndef save(self, storage: \"Storage\")"),
+        text.contains(
+            "class User(Base)  # app/models.py:15-21\n    \"\"\"A chat user.\"\"\"\n    def save(self, storage: \"Storage\")  # app/models.py:20\n"
+        ),
         "{text}"
     );
+    assert!(text.contains("class Storage  # app/storage.py:6-16\n"));
+    // The star import (`from app.models import *`) expands to the names
+    // the file uses: Message is one of them.
+    assert!(text.contains("class Message(Base)  # app/models.py:24-27\n"));
+    // The file's own import lines are not repeated.
+    assert!(!text.contains("imports from"), "{text}");
+    assert!(text.contains("[File Content]\nimport requests\n"));
 
-    // A second read serves the five snippets from the working memory cache.
+    // A second read serves every piece from the working memory cache.
     let (_, again) = client.call("read_with_context", json!({"file_path": "app/bot.py"}));
     assert_eq!(again, text);
     let (is_error, stats) = client.call("get_cache_statistics", json!({}));
     assert!(!is_error, "{stats}");
     let stats: Value = serde_json::from_str(&stats).unwrap();
-    assert_eq!(
-        (stats["misses"].as_u64(), stats["hits"].as_u64()),
-        (Some(5), Some(5)),
-        "{stats}"
-    );
+    let misses = stats["misses"].as_u64().unwrap();
+    assert!(misses > 5, "{stats}");
+    assert_eq!(stats["hits"].as_u64(), Some(misses), "{stats}");
     assert_eq!(stats["size_limit_bytes"], 50 * 1024);
 }
 

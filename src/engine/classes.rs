@@ -108,6 +108,12 @@ impl ClassTable {
         table
     }
 
+    /// The method resolution order of `class`, itself first, cut before
+    /// the first base nothing is known about; `None` for an unknown class.
+    pub(crate) fn mro(&self, class: Class) -> Option<&[Class]> {
+        self.mro.get(&class).map(Vec::as_slice)
+    }
+
     /// `MroStart` and `MroNext` facts of every class, sorted.
     pub(crate) fn mro_facts(&self) -> Vec<InputFact> {
         let mut facts = Vec::new();

@@ -31,6 +31,25 @@ pub use self::semantic::{CallEdge, RefKind, Reference};
 pub use self::test_modules::TestPatterns;
 use crate::python::{ModuleFacts, Semantic};
 
+/// An attribute that names a class member for certain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberUse {
+    pub line: u32,
+    /// The file that defines the member.
+    pub file: String,
+    /// Its qualified name, such as `Model.save`.
+    pub member: String,
+}
+
+/// A name of a module that is a definition of another project file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportedName {
+    pub name: String,
+    pub file: String,
+    /// The definition's name in `file`.
+    pub symbol: String,
+}
+
 /// What [`Engine::set_file`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
@@ -465,6 +484,72 @@ impl Engine {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The attributes of `path` that name a class member for certain
+    /// (`self.save`, `Model.objects`, `super().clean`), in site order.
+    pub fn member_uses(&self, path: &str) -> Vec<MemberUse> {
+        let (Some(node), Some(&file), Some(facts)) = (
+            self.interner().find_node(path),
+            self.files.get(path),
+            self.facts(path),
+        ) else {
+            return Vec::new();
+        };
+        let interner = self.interner();
+        let outputs = db::file_stage(&self.db, self.project, file);
+        semantic::keyed(&outputs.member_ref, |t| t.0, node)
+            .iter()
+            .filter_map(|t| {
+                Some(MemberUse {
+                    line: facts.sites.get(t.1.0 as usize)?.line,
+                    file: interner.node_text(t.2).to_string(),
+                    member: interner.sym_text(t.3).to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// The names bound at the top of `path` that are, for certain, a
+    /// definition of another project file (imported, directly or through
+    /// `import *` and re-exports), by name.
+    pub fn imported_names(&self, path: &str) -> Vec<ImportedName> {
+        let (Some(node), Some(&file)) = (self.interner().find_node(path), self.files.get(path))
+        else {
+            return Vec::new();
+        };
+        let interner = self.interner();
+        let resolved = db::file_resolved(&self.db, self.project, file);
+        semantic::keyed(&resolved.resolves, |t| t.0, node)
+            .iter()
+            .filter(|t| t.2 != node && !t.2.is_external())
+            .map(|t| ImportedName {
+                name: interner.sym_text(t.1).to_string(),
+                file: interner.node_text(t.2).to_string(),
+                symbol: interner.sym_text(t.3).to_string(),
+            })
+            .collect()
+    }
+
+    /// The method resolution order of class `class` (a qualified name) of
+    /// `path` as (file, class) pairs, itself first, cut before the first
+    /// base outside the project or unknown; empty for an unknown class.
+    pub fn mro(&self, path: &str, class: &str) -> Vec<(String, String)> {
+        let interner = self.interner();
+        let (Some(node), Some(sym)) = (interner.find_node(path), interner.find_sym(class)) else {
+            return Vec::new();
+        };
+        db::class_table(&self.db, self.project)
+            .mro((node, sym))
+            .unwrap_or_default()
+            .iter()
+            .map(|&(file, class)| {
+                (
+                    interner.node_text(file).to_string(),
+                    interner.sym_text(class).to_string(),
+                )
+            })
+            .collect()
     }
 
     /// One shortest import cycle per group of files importing each other in

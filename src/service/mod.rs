@@ -22,6 +22,7 @@ use std::time::{Instant, SystemTime};
 
 use rustc_hash::FxHashMap;
 
+pub use self::context::{ReadError, ReadOptions};
 use self::model::{
     ConnectedFile, Export, ExportMetadata, FileEntry, GraphMetadata, IndexSummary, ParseErrorEntry,
     QueryResult, Relationship, Warning, WarningReport,
@@ -270,8 +271,18 @@ impl Service {
     }
 
     /// The file's text behind its cross-file context (TDD §3.8.3).
-    pub fn read_with_context(&self, file: &str) -> Result<String, PathError> {
-        context::read_with_context(self, file)
+    pub fn read_with_context(&self, file: &str) -> Result<String, ReadError> {
+        context::read_with_context(self, file, &ReadOptions::default())
+    }
+
+    /// [`Service::read_with_context`] of a line range, or with another
+    /// import depth or the sibling modules' names.
+    pub fn read_with_options(
+        &self,
+        file: &str,
+        options: &ReadOptions,
+    ) -> Result<String, ReadError> {
+        context::read_with_context(self, file, options)
     }
 
     /// The newest injection log events, optionally for one read file.

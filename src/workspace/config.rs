@@ -15,6 +15,9 @@ pub struct Config {
     pub cache_expiry_minutes: u64,
     pub cache_size_limit_kb: u64,
     pub context_token_limit: u64,
+    /// How many hops of types `read_with_context` follows from the used
+    /// definitions' signatures (1: only what the file uses).
+    pub import_depth: u64,
     pub enable_context_injection: bool,
     pub warn_on_wildcards: bool,
     /// Files (root-relative paths) and globs whose warnings are suppressed.
@@ -52,7 +55,8 @@ impl Default for Config {
         Self {
             cache_expiry_minutes: 10,
             cache_size_limit_kb: 50,
-            context_token_limit: 500,
+            context_token_limit: 600,
+            import_depth: 1,
             enable_context_injection: true,
             warn_on_wildcards: false,
             suppress_warnings: Vec::new(),
@@ -129,6 +133,7 @@ impl Config {
                 }
                 "cache_size_limit_kb" => check.positive(&mut config.cache_size_limit_kb, u64::MAX),
                 "context_token_limit" => check.positive(&mut config.context_token_limit, 9_999),
+                "import_depth" => check.positive(&mut config.import_depth, 3),
                 "function_usage_warning_threshold" => {
                     check.positive(&mut config.function_usage_warning_threshold, u64::MAX)
                 }
@@ -290,7 +295,7 @@ mod tests {
         let (config, notices) = Config::parse(
             "context_token_limit: -3\nwarn_on_wildcards: yes-please\nbogus: 1\nextra_search_paths: [lib]\n",
         );
-        assert_eq!(config.context_token_limit, 500);
+        assert_eq!(config.context_token_limit, 600);
         assert!(!config.warn_on_wildcards);
         assert_eq!(config.extra_search_paths, vec!["lib".to_string()]);
         assert_eq!(notices.len(), 3, "{notices:?}");

@@ -1,0 +1,915 @@
+//! `read_with_context` (TDD §3.8): a file's content (or a line range of it)
+//! behind a `[Cross-File Context]` section with the definitions of other
+//! project files that those lines use.
+//!
+//! The whole section, headings, notes and the closing "not shown" line
+//! included, stays within `context_token_limit` tokens (cl100k_base). The
+//! budget is spent in passes, each over the definitions in priority order
+//! (`select`): base classes at the signature tier (a third of the budget at
+//! most), then every definition at the minimal tier, then the signature
+//! tier, then the types depth-1 signatures mention (`import_depth` ≥ 2),
+//! then the sibling modules' names when asked for, then the full tier and a
+//! class's other members. What fits nowhere is named on one closing line.
+//! The rendered section is counted once more at the end, and the last
+//! upgrades are undone while it is over the limit, so the limit holds
+//! exactly.
+
+mod available;
+mod render;
+mod select;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use super::Service;
+use super::cache::{Entry, Lookup};
+use super::injections::{self, InjectionEvent};
+use super::model::{Relationship, RelationshipType};
+use crate::python::{Definition, DefinitionKind};
+use crate::workspace::PathError;
+use select::{Lines, Member, Used};
+
+/// Tokens of `text` in the cl100k_base encoding (built once, on first use).
+pub fn count_tokens(text: &str) -> usize {
+    tiktoken_rs::cl100k_base_singleton()
+        .encode_with_special_tokens(text)
+        .len()
+}
+
+/// How to read: all of a file or a line range, and how far to expand.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ReadOptions {
+    /// First line to read (1-based); the file's start when absent.
+    pub start_line: Option<u32>,
+    /// Last line to read (inclusive); the file's end when absent.
+    pub end_line: Option<u32>,
+    /// How many hops of types to follow from the used definitions' own
+    /// signatures; `import_depth` from the configuration when absent.
+    pub import_depth: Option<u32>,
+    /// Add the public names of the sibling modules.
+    pub show_available: bool,
+}
+
+/// Why a read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("{0}")]
+    Range(String),
+}
+
+impl ReadError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReadError::Path(error) => error.code(),
+            ReadError::Range(_) => "invalid_parameter",
+        }
+    }
+}
+
+/// The deepest `import_depth` served: each hop adds types of types.
+const MAX_DEPTH: u64 = 3;
+/// Share of the budget base classes may take before anything else.
+const BASE_SHARE: usize = 3;
+/// Names spelled out on the closing "not shown" line.
+const NAMED_LEFT_OUT: usize = 6;
+/// Warnings inside shown definitions spelled out.
+const INJECTED_WARNINGS: usize = 3;
+/// Notes (deleted modules, files with syntax errors) spelled out.
+const NOTES: usize = 3;
+
+const HEADER: &str = "[Cross-File Context]\n";
+const DEFINITIONS: &str = "Definitions these lines use, most relevant first:\n";
+const ALSO_USED: &str = "Also used (name, kind, location):\n";
+const MENTIONED: &str = "Types those signatures mention:\n";
+const AVAILABLE: &str = "Available in this package:\n";
+const SEPARATOR: &str = "\n---\n\n";
+
+/// The heading a definition at `tier` goes under.
+fn heading(depth: u32, tier: Tier) -> &'static str {
+    match (depth, tier) {
+        (1, Tier::Minimal) => ALSO_USED,
+        (1, _) => DEFINITIONS,
+        _ => MENTIONED,
+    }
+}
+
+pub fn read_with_context(
+    service: &Service,
+    input: &str,
+    options: &ReadOptions,
+) -> Result<String, ReadError> {
+    let path = service.resolve_file(input)?;
+    let engine = service.engine();
+    let content = engine.text(&path).unwrap_or_default();
+    let (lines, shown) = line_range(&path, content, options)?;
+    if !service.config().enable_context_injection {
+        return Ok(slice_lines(content, lines));
+    }
+    let limit = usize::try_from(service.config().context_token_limit).unwrap_or(usize::MAX);
+    let depth = options
+        .import_depth
+        .map_or(service.config().import_depth, u64::from)
+        .clamp(1, MAX_DEPTH);
+    let depth = u32::try_from(depth).unwrap_or(1);
+    let mut context = Context::new(service, &path, lines, limit);
+    context.allocate(depth, options.show_available);
+    let (mut out, events) = context.render();
+    if service.config().enable_injection_logging
+        && let Err(error) = injections::append(service.root(), &events)
+    {
+        // Logging is best effort: the agent still gets its context.
+        tracing::warn!("cannot write the injection log: {error}");
+    }
+    match shown {
+        None => out.push_str("[File Content]\n"),
+        Some(total) => {
+            let _ = writeln!(
+                out,
+                "[File Content: lines {}-{} of {total}]",
+                lines.start, lines.end
+            );
+        }
+    }
+    out.push_str(&slice_lines(content, lines));
+    Ok(out)
+}
+
+/// The lines to read and, for a partial read, the file's line count.
+fn line_range(
+    path: &str,
+    content: &str,
+    options: &ReadOptions,
+) -> Result<(Lines, Option<usize>), ReadError> {
+    let total = content.lines().count().max(1);
+    let last = u32::try_from(total).unwrap_or(u32::MAX);
+    if options.start_line.is_none() && options.end_line.is_none() {
+        return Ok((
+            Lines {
+                start: 1,
+                end: last,
+            },
+            None,
+        ));
+    }
+    let start = options.start_line.unwrap_or(1);
+    let end = options.end_line.unwrap_or(last).min(last);
+    if start == 0 || start > last || start > end {
+        return Err(ReadError::Range(format!(
+            "lines {start}-{} are not in {path}, which has {total} lines; give 1 <= start_line <= end_line <= {total}",
+            options
+                .end_line
+                .map_or("end".to_string(), |e| e.to_string())
+        )));
+    }
+    Ok((Lines { start, end }, Some(total)))
+}
+
+fn slice_lines(content: &str, lines: Lines) -> String {
+    if lines.start == 1 && lines.end as usize >= content.lines().count() {
+        return content.to_string();
+    }
+    content
+        .split_inclusive('\n')
+        .skip(lines.start as usize - 1)
+        .take((lines.end - lines.start + 1) as usize)
+        .collect()
+}
+
+/// Text and its token count.
+#[derive(Clone, Debug)]
+struct Piece {
+    text: String,
+    tokens: usize,
+}
+
+impl Piece {
+    fn new(text: String) -> Self {
+        let tokens = count_tokens(&text);
+        Piece { text, tokens }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tier {
+    Omitted,
+    Minimal,
+    Signature,
+    Full,
+}
+
+/// One definition on its way into the section, rendered at every tier.
+struct Candidate<'s> {
+    file: String,
+    definition: &'s Definition,
+    /// 1 for what the lines use, 2 and up for types signatures mention.
+    depth: u32,
+    base: bool,
+    tier: Tier,
+    minimal: Piece,
+    /// The header and the used members' lines.
+    signature: Vec<Piece>,
+    /// The full tier's header (with the line range) and docstring.
+    full_header: Piece,
+    doc: Option<Piece>,
+    /// A class's other members, shown at the full tier as budget allows.
+    others: Vec<Piece>,
+    others_shown: usize,
+    /// Members neither used nor shown: the `... N more` line.
+    more: Option<Piece>,
+    cache_hit: bool,
+    age_seconds: f64,
+}
+
+impl Candidate<'_> {
+    fn cost(&self, tier: Tier) -> usize {
+        let sum = |pieces: &[Piece]| pieces.iter().map(|p| p.tokens).sum::<usize>();
+        let more = |shown: usize| {
+            self.more_count(shown)
+                .map_or(0, |_| self.more.as_ref().map_or(0, |p| p.tokens))
+        };
+        match tier {
+            Tier::Omitted => 0,
+            Tier::Minimal => self.minimal.tokens,
+            Tier::Signature => {
+                sum(&self.signature)
+                    + sum(&self.others[..self.others_shown])
+                    + more(self.others_shown)
+            }
+            Tier::Full => {
+                self.full_header.tokens
+                    + sum(self.signature.get(1..).unwrap_or_default())
+                    + self.doc.as_ref().map_or(0, |p| p.tokens)
+                    + sum(&self.others[..self.others_shown])
+                    + more(self.others_shown)
+            }
+        }
+    }
+
+    /// How many members are not shown with `shown` of the others, if any.
+    fn more_count(&self, shown: usize) -> Option<usize> {
+        let hidden = self.others.len() - shown;
+        (hidden > 0).then_some(hidden)
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::new();
+        match self.tier {
+            Tier::Omitted => {}
+            Tier::Minimal => text.push_str(&self.minimal.text),
+            Tier::Signature => {
+                for piece in &self.signature {
+                    text.push_str(&piece.text);
+                }
+                for piece in &self.others[..self.others_shown] {
+                    text.push_str(&piece.text);
+                }
+                if let Some(hidden) = self.more_count(self.others_shown) {
+                    text.push_str(&render::more_members(hidden));
+                }
+            }
+            Tier::Full => {
+                text.push_str(&self.full_header.text);
+                if let Some(doc) = &self.doc {
+                    text.push_str(&doc.text);
+                }
+                for piece in self.signature.iter().skip(1) {
+                    text.push_str(&piece.text);
+                }
+                for piece in &self.others[..self.others_shown] {
+                    text.push_str(&piece.text);
+                }
+                if let Some(hidden) = self.more_count(self.others_shown) {
+                    text.push_str(&render::more_members(hidden));
+                }
+            }
+        }
+        text
+    }
+}
+
+/// An allocation step, so that the last ones can be undone.
+enum Step {
+    Tier(usize, Tier),
+    Other(usize),
+    Available,
+}
+
+struct Context<'s> {
+    service: &'s Service,
+    path: &'s str,
+    lines: Lines,
+    limit: usize,
+    spent: usize,
+    candidates: Vec<Candidate<'s>>,
+    relationships: Vec<Relationship>,
+    fixed: Vec<String>,
+    available: Vec<Piece>,
+    available_shown: usize,
+    steps: Vec<Step>,
+    headings: HashSet<&'static str>,
+}
+
+impl<'s> Context<'s> {
+    fn new(service: &'s Service, path: &'s str, lines: Lines, limit: usize) -> Self {
+        let (used, relationships) = select::used_definitions(service, path, lines);
+        let mut context = Context {
+            service,
+            path,
+            lines,
+            limit,
+            spent: 0,
+            candidates: Vec::new(),
+            relationships,
+            fixed: Vec::new(),
+            available: Vec::new(),
+            available_shown: 0,
+            steps: Vec::new(),
+            headings: HashSet::new(),
+        };
+        for u in &used {
+            if let Some(candidate) = context.candidate(u, 1) {
+                context.candidates.push(candidate);
+            }
+        }
+        context.fixed = context.notes();
+        context
+    }
+
+    /// The definition `used` names, rendered at every tier.
+    fn candidate(&self, used: &Used, depth: u32) -> Option<Candidate<'s>> {
+        let engine = self.service.engine();
+        let facts = engine.facts(&used.file)?;
+        let definition = last_definition(facts, &used.symbol)?;
+        let file = used.file.as_str();
+        // A member on its own says which class it belongs to.
+        let owner = used.symbol.rsplit_once('.').map(|(owner, _)| owner);
+        let (header, cache_hit, age_seconds) =
+            self.piece(file, &format!("{}#signature", used.symbol), || {
+                render::header(file, definition, "", owner, false)
+            });
+        let mut signature = vec![header];
+        let mut listed: HashSet<&str> = HashSet::new();
+        for member in &used.members {
+            if let Some(piece) = self.member_piece(&used.symbol, member) {
+                listed.insert(member.qualname.as_str());
+                signature.push(piece);
+            }
+        }
+        let others = if definition.kind == DefinitionKind::Class {
+            self.other_members(file, &used.symbol, &listed)
+        } else {
+            Vec::new()
+        };
+        let threshold =
+            usize::try_from(self.service.config().function_usage_warning_threshold).unwrap_or(0);
+        let users = self.service.usage_count(file, &used.symbol);
+        Some(Candidate {
+            file: used.file.clone(),
+            definition,
+            depth,
+            base: used.base,
+            tier: Tier::Omitted,
+            minimal: self
+                .piece(file, &format!("{}#minimal", used.symbol), || {
+                    render::minimal(file, definition)
+                })
+                .0,
+            full_header: self
+                .piece(file, &format!("{}#full", used.symbol), || {
+                    let mut header = render::header(file, definition, "", owner, true);
+                    if users >= threshold {
+                        // FR-19: say how far a signature change reaches.
+                        header.pop();
+                        let _ = writeln!(header, ", used in {users} files");
+                    }
+                    header
+                })
+                .0,
+            doc: render::doc(definition, "").map(Piece::new),
+            more: Some(Piece::new(render::more_members(others.len()))),
+            others,
+            others_shown: 0,
+            signature,
+            cache_hit,
+            age_seconds,
+        })
+    }
+
+    /// The line of a used member under its class (labelled with the class
+    /// that defines it when that is a base).
+    fn member_piece(&self, class: &str, member: &Member) -> Option<Piece> {
+        let facts = self.service.engine().facts(&member.file)?;
+        let definition = last_definition(facts, &member.qualname)?;
+        let owner = member
+            .qualname
+            .rsplit_once('.')
+            .map(|(owner, _)| owner)
+            .filter(|owner| *owner != class);
+        let key = format!("{}#member:{}", member.qualname, owner.unwrap_or(""));
+        Some(
+            self.piece(&member.file, &key, || {
+                render::header(&member.file, definition, "    ", owner, false)
+            })
+            .0,
+        )
+    }
+
+    /// A class's own public members (and `__init__`) not already listed,
+    /// in source order, `__init__` first.
+    fn other_members(&self, file: &str, class: &str, listed: &HashSet<&str>) -> Vec<Piece> {
+        let Some(facts) = self.service.engine().facts(file) else {
+            return Vec::new();
+        };
+        let prefix = format!("{class}.");
+        let mut members: Vec<&Definition> = Vec::new();
+        for definition in &facts.definitions {
+            let Some(name) = definition.qualname.strip_prefix(&prefix) else {
+                continue;
+            };
+            let public = !name.starts_with('_') || name == "__init__";
+            if public
+                && !name.contains('.')
+                && !listed.contains(definition.qualname.as_str())
+                && !members.iter().any(|m| m.qualname == definition.qualname)
+            {
+                members.push(definition);
+            }
+        }
+        members.sort_by_key(|d| !d.qualname.ends_with(".__init__"));
+        members
+            .into_iter()
+            .map(|definition| {
+                let key = format!("{}#member:", definition.qualname);
+                self.piece(file, &key, || {
+                    render::header(file, definition, "    ", None, false)
+                })
+                .0
+            })
+            .collect()
+    }
+
+    /// A rendered piece from the working memory cache when current for
+    /// the file's revision, rendered (and cached) otherwise; with whether
+    /// it was a hit and the entry's age.
+    fn piece(&self, file: &str, key: &str, render: impl FnOnce() -> String) -> (Piece, bool, f64) {
+        let Some(revision) = self.service.engine().revision(file) else {
+            return (Piece::new(render()), false, 0.0);
+        };
+        let mut cache = self.service.snippet_cache();
+        match cache.get(file, key, revision) {
+            Lookup::Hit(entry) => (
+                Piece {
+                    text: entry.text,
+                    tokens: entry.tokens,
+                },
+                true,
+                entry.created.elapsed().as_secs_f64(),
+            ),
+            Lookup::Miss => {
+                let piece = Piece::new(render());
+                let entry = Entry {
+                    text: piece.text.clone(),
+                    tokens: piece.tokens,
+                    revision,
+                    created: Instant::now(),
+                };
+                cache.insert(file, key, entry);
+                (piece, false, 0.0)
+            }
+        }
+    }
+
+    /// Notes on what the lines import that is gone or broken (EC-14), and
+    /// the warnings of the lines and of the shown definitions, by type.
+    fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = Vec::new();
+        for r in &self.relationships {
+            let note = if let Some(module) = r
+                .target_file
+                .strip_prefix("<unresolved:")
+                .and_then(|m| m.strip_suffix('>'))
+                .filter(|_| r.relationship_type == RelationshipType::Import)
+            {
+                Some(match self.service.deleted_module(module) {
+                    Some((path, when)) => format!(
+                        "Note: line {} imports {module} from {path}, which was deleted at {}.\n",
+                        r.line_number,
+                        humantime::format_rfc3339_seconds(when)
+                    ),
+                    None => format!(
+                        "Note: line {} imports {module}, which is not in the project (deleted, moved or not created yet).\n",
+                        r.line_number
+                    ),
+                })
+            } else {
+                self.service
+                    .engine()
+                    .facts(&r.target_file)
+                    .and_then(|facts| facts.parse_error.as_ref())
+                    .map(|error| {
+                        format!(
+                            "Note: {} has a syntax error at line {}; its definitions are not available.\n",
+                            r.target_file, error.line
+                        )
+                    })
+            };
+            if let Some(note) = note
+                && !notes.contains(&note)
+            {
+                notes.push(note);
+            }
+        }
+        if notes.len() > NOTES {
+            let more = notes.len() - NOTES;
+            notes.truncate(NOTES);
+            notes.push(format!(
+                "Note: {more} more such notes; get_dependencies {} shows every import.\n",
+                self.path
+            ));
+        }
+        notes
+    }
+
+    fn fits(&self, extra: usize) -> bool {
+        self.spent + extra <= self.limit
+    }
+
+    fn set_tier(&mut self, index: usize, tier: Tier) -> bool {
+        let candidate = &self.candidates[index];
+        let heading = heading(candidate.depth, tier);
+        let mut delta = candidate
+            .cost(tier)
+            .saturating_sub(candidate.cost(candidate.tier));
+        if !self.headings.contains(heading) {
+            delta += count_tokens(heading);
+        }
+        if candidate.tier >= tier || !self.fits(delta) {
+            return false;
+        }
+        self.steps.push(Step::Tier(index, candidate.tier));
+        self.spent += delta;
+        self.headings.insert(heading);
+        self.candidates[index].tier = tier;
+        true
+    }
+
+    fn allocate(&mut self, depth: u32, show_available: bool) {
+        // The section's frame: header, notes, warnings and the closing
+        // line without names (names go in as the rest of the budget allows).
+        let frame = count_tokens(HEADER)
+            + count_tokens(SEPARATOR)
+            + self.fixed.iter().map(|n| count_tokens(n)).sum::<usize>()
+            + count_tokens(&self.warnings_line())
+            + count_tokens(&self.left_out_line(0));
+        self.spent = frame;
+        if !self.fits(0) {
+            return;
+        }
+        let first = self.candidates.len();
+        let base_budget = self.limit / BASE_SHARE;
+        for i in 0..first {
+            if self.candidates[i].base
+                && self.spent + self.candidates[i].cost(Tier::Signature) <= base_budget
+            {
+                self.set_tier(i, Tier::Signature);
+            }
+        }
+        for i in 0..first {
+            self.set_tier(i, Tier::Minimal);
+        }
+        for i in 0..first {
+            self.set_tier(i, Tier::Signature);
+        }
+        self.expand(depth);
+        for i in first..self.candidates.len() {
+            self.set_tier(i, Tier::Signature);
+        }
+        if show_available {
+            self.available = available::sibling_lines(self.service, self.path)
+                .into_iter()
+                .map(Piece::new)
+                .collect();
+            let heading = count_tokens(AVAILABLE);
+            for i in 0..self.available.len() {
+                let cost = self.available[i].tokens + if i == 0 { heading } else { 0 };
+                if !self.fits(cost) {
+                    break;
+                }
+                self.spent += cost;
+                self.available_shown += 1;
+                self.steps.push(Step::Available);
+            }
+        }
+        for i in 0..first {
+            if self.candidates[i].tier == Tier::Signature {
+                self.set_tier(i, Tier::Full);
+            }
+        }
+        // A class's other members: the full tier's, then the deeper
+        // types' skeletons.
+        for i in 0..self.candidates.len() {
+            while (self.candidates[i].tier == Tier::Full
+                || (self.candidates[i].depth > 1 && self.candidates[i].tier == Tier::Signature))
+                && self.candidates[i].others_shown < self.candidates[i].others.len()
+            {
+                let tier = self.candidates[i].tier;
+                let before = self.candidates[i].cost(tier);
+                self.candidates[i].others_shown += 1;
+                let delta = self.candidates[i].cost(tier).saturating_sub(before);
+                if !self.fits(delta) {
+                    self.candidates[i].others_shown -= 1;
+                    break;
+                }
+                self.spent += delta;
+                self.steps.push(Step::Other(i));
+            }
+        }
+    }
+
+    /// Adds, up to `depth` hops, the classes the shown signatures mention
+    /// (`address: Address`), each once: a type already in the section is
+    /// not added again, so cycles end.
+    fn expand(&mut self, depth: u32) {
+        let mut seen: HashSet<(String, String)> = self
+            .candidates
+            .iter()
+            .map(|c| (c.file.clone(), c.definition.qualname.clone()))
+            .collect();
+        let mut frontier: Vec<usize> = (0..self.candidates.len())
+            .filter(|&i| self.candidates[i].tier >= Tier::Signature)
+            .collect();
+        for hop in 2..=depth {
+            let mut next = Vec::new();
+            for index in frontier {
+                let candidate = &self.candidates[index];
+                let texts: Vec<String> = candidate
+                    .signature
+                    .iter()
+                    .chain(&candidate.others)
+                    .map(|p| p.text.clone())
+                    .collect();
+                let file = candidate.file.clone();
+                for (type_file, class) in mentioned_classes(self.service, &file, &texts) {
+                    if !seen.insert((type_file.clone(), class.clone())) {
+                        continue;
+                    }
+                    let used = Used {
+                        file: type_file,
+                        symbol: class,
+                        first_line: 0,
+                        uses: 0,
+                        base: false,
+                        kind: RelationshipType::Import,
+                        members: Vec::new(),
+                    };
+                    if let Some(candidate) = self.candidate(&used, hop) {
+                        next.push(self.candidates.len());
+                        self.candidates.push(candidate);
+                    }
+                }
+            }
+            frontier = next;
+        }
+    }
+
+    fn warnings_line(&self) -> String {
+        let in_lines = |w: &super::model::Warning| self.lines.contains(w.line);
+        let mut own: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for w in self
+            .service
+            .warnings_of(self.path)
+            .iter()
+            .filter(|w| in_lines(w))
+        {
+            *own.entry(w.warning_type.as_str()).or_default() += 1;
+        }
+        // Warnings inside the shown definitions (decorators included), by
+        // where they are: those files are not the one read.
+        let mut injected: Vec<String> = Vec::new();
+        for c in self.candidates.iter().filter(|c| c.tier > Tier::Omitted) {
+            let d = c.definition;
+            let first = d
+                .start_line
+                .saturating_sub(u32::try_from(d.decorators.len()).unwrap_or(0));
+            for w in self.service.warnings_of(&c.file) {
+                if (first..=d.end_line).contains(&w.line) {
+                    injected.push(format!(
+                        "{} at {}:{}",
+                        w.warning_type.as_str(),
+                        w.file,
+                        w.line
+                    ));
+                }
+            }
+        }
+        injected.dedup();
+        let mut parts = Vec::new();
+        if !own.is_empty() {
+            let list: Vec<String> = own.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+            parts.push(format!(
+                "{} in these lines (get_warnings {})",
+                list.join(", "),
+                self.path
+            ));
+        }
+        if !injected.is_empty() {
+            let more = injected.len().saturating_sub(INJECTED_WARNINGS);
+            injected.truncate(INJECTED_WARNINGS);
+            if more > 0 {
+                injected.push(format!("+{more} more"));
+            }
+            parts.push(format!("{} in the definitions shown", injected.join(", ")));
+        }
+        if parts.is_empty() {
+            return String::new();
+        }
+        format!("Warnings: {}.\n", parts.join("; "))
+    }
+
+    /// The closing line naming what did not fit, with as many names as
+    /// `budget` tokens allow (at most a few).
+    fn left_out_line(&self, mut budget: usize) -> String {
+        let left: Vec<&Candidate> = self
+            .candidates
+            .iter()
+            .filter(|c| c.depth == 1 && c.tier == Tier::Omitted)
+            .collect();
+        if left.is_empty() {
+            return String::new();
+        }
+        let mut names = Vec::new();
+        for c in left.iter().take(NAMED_LEFT_OUT) {
+            let cost = count_tokens(&c.definition.qualname) + 2;
+            if cost > budget {
+                break;
+            }
+            budget -= cost;
+            names.push(c.definition.qualname.as_str());
+        }
+        let count = match left.len() {
+            1 => "1 definition".to_string(),
+            n => format!("{n} definitions"),
+        };
+        let named = match (names.len(), left.len() - names.len()) {
+            (0, _) => String::new(),
+            (_, 0) => format!(" ({})", names.join(", ")),
+            (_, more) => format!(" ({}, +{more} more)", names.join(", ")),
+        };
+        format!(
+            "Not shown for the {}-token budget: {count}{named}; get_dependencies {} lists them.\n",
+            self.limit, self.path
+        )
+    }
+
+    fn compose(&self) -> String {
+        let unnamed = self.compose_with(0);
+        let spare = self.limit.saturating_sub(count_tokens(&unnamed));
+        if spare == 0 {
+            return unnamed;
+        }
+        self.compose_with(spare)
+    }
+
+    fn compose_with(&self, names_budget: usize) -> String {
+        let mut out = String::from(HEADER);
+        let shown = |tier: Tier, deep: bool| {
+            self.candidates.iter().filter(move |c| {
+                (c.tier == tier || (tier == Tier::Signature && c.tier == Tier::Full))
+                    && (c.depth > 1) == deep
+            })
+        };
+        let mut first = true;
+        for c in shown(Tier::Signature, false) {
+            if first {
+                out.push_str(DEFINITIONS);
+                first = false;
+            }
+            out.push_str(&c.text());
+        }
+        let mut first = true;
+        for c in shown(Tier::Minimal, false) {
+            if first {
+                out.push_str(ALSO_USED);
+                first = false;
+            }
+            out.push_str(&c.text());
+        }
+        let mut first = true;
+        for c in shown(Tier::Signature, true).chain(shown(Tier::Minimal, true)) {
+            if first {
+                out.push_str(MENTIONED);
+                first = false;
+            }
+            out.push_str(&c.text());
+        }
+        if self.available_shown > 0 {
+            out.push_str(AVAILABLE);
+            for piece in &self.available[..self.available_shown] {
+                out.push_str(&piece.text);
+            }
+        }
+        for note in &self.fixed {
+            out.push_str(note);
+        }
+        out.push_str(&self.warnings_line());
+        out.push_str(&self.left_out_line(names_budget));
+        out.push_str(SEPARATOR);
+        out
+    }
+
+    /// The section, held to the limit, and one injection event per shown
+    /// definition.
+    fn render(mut self) -> (String, Vec<InjectionEvent>) {
+        let mut section = self.compose();
+        while count_tokens(&section) > self.limit {
+            match self.steps.pop() {
+                Some(Step::Tier(i, tier)) => self.candidates[i].tier = tier,
+                Some(Step::Other(i)) => self.candidates[i].others_shown -= 1,
+                Some(Step::Available) => self.available_shown -= 1,
+                None => return (String::new(), Vec::new()),
+            }
+            section = self.compose();
+        }
+        let events = self
+            .candidates
+            .iter()
+            .filter(|c| c.tier > Tier::Omitted)
+            .map(|c| self.event(c))
+            .collect();
+        (section, events)
+    }
+
+    fn event(&self, c: &Candidate) -> InjectionEvent {
+        let text = c.text();
+        InjectionEvent {
+            timestamp: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            event_type: "context_injection".into(),
+            trigger: "agent_read_file".into(),
+            trigger_file: self.path.to_string(),
+            source_file: c.file.clone(),
+            symbol: c.definition.qualname.clone(),
+            lines: format!("{}-{}", c.definition.start_line, c.definition.end_line),
+            snippet: text.trim_end().to_string(),
+            cache_hit: c.cache_hit,
+            cache_age_seconds: c.age_seconds,
+            token_count: c.cost(c.tier),
+        }
+    }
+}
+
+/// The definition a name finally binds in a module (its last binding).
+fn last_definition<'f>(
+    facts: &'f crate::python::ModuleFacts,
+    symbol: &str,
+) -> Option<&'f Definition> {
+    facts
+        .definitions
+        .iter()
+        .rev()
+        .find(|d| d.qualname == symbol)
+}
+
+/// The classes the signature lines of a definition of `file` name: its
+/// own top-level classes and the classes it imports, by the names used.
+fn mentioned_classes(service: &Service, file: &str, texts: &[String]) -> Vec<(String, String)> {
+    let engine = service.engine();
+    let Some(facts) = engine.facts(file) else {
+        return Vec::new();
+    };
+    let imported = engine.imported_names(file);
+    let mut found = Vec::new();
+    for text in texts {
+        // The signature only: the location comment after it names no type.
+        let code = text.split("  # ").next().unwrap_or(text);
+        for word in code.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if word.is_empty() || word.starts_with(|c: char| c.is_ascii_digit()) {
+                continue;
+            }
+            let target =
+                if last_definition(facts, word).is_some_and(|d| d.kind == DefinitionKind::Class) {
+                    Some((file.to_string(), word.to_string()))
+                } else {
+                    imported.iter().find(|n| n.name == word).and_then(|n| {
+                        let class = engine
+                            .facts(&n.file)
+                            .and_then(|f| last_definition(f, &n.symbol))
+                            .is_some_and(|d| d.kind == DefinitionKind::Class);
+                        class.then(|| (n.file.clone(), n.symbol.clone()))
+                    })
+                };
+            if let Some(target) = target
+                && !found.contains(&target)
+            {
+                found.push(target);
+            }
+        }
+    }
+    found
+}

@@ -1,0 +1,341 @@
+//! What a file (or a line range of it) uses from other project files, as
+//! definitions in priority order: the base classes of its classes first,
+//! then files edited in the last ten minutes (TDD §3.8.2), then the names
+//! it uses most, widely used definitions, imports before calls before
+//! inheritance, and first use.
+//!
+//! Class members come with their class: a method the reader calls on
+//! `self`, on an instance or through `super()`, or overrides, is listed
+//! under the class the reader names whose method resolution order reaches
+//! it. A member no such class reaches stands on its own.
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+
+use ruff_python_ast::token::TokenKind;
+use ruff_text_size::Ranged;
+
+use super::super::Service;
+use super::super::model::{Relationship, RelationshipType};
+use crate::engine::is_marker;
+use crate::python::{DefinitionKind, ModuleFacts};
+
+/// Lines `start..=end` of the read file (1-based), or all of it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lines {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Lines {
+    pub fn contains(self, line: u32) -> bool {
+        (self.start..=self.end).contains(&line)
+    }
+}
+
+/// A member of a used class, as the reader reaches it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Member {
+    pub file: String,
+    /// Qualified name: `FormMixin.get_form`.
+    pub qualname: String,
+}
+
+/// One definition of another file that the reader uses.
+#[derive(Debug)]
+pub(super) struct Used {
+    pub file: String,
+    pub symbol: String,
+    pub first_line: u32,
+    /// How many uses in the read lines point at it (its members' included).
+    pub uses: u32,
+    /// A base class of a class in the read lines.
+    pub base: bool,
+    /// How the reader first meets it: import before call before inheritance.
+    pub kind: RelationshipType,
+    /// For a class: the members the reader uses, in first-use order.
+    pub members: Vec<Member>,
+}
+
+/// The definitions `path` uses in `lines`, most useful first, and the
+/// relationships of those lines.
+pub(super) fn used_definitions(
+    service: &Service,
+    path: &str,
+    lines: Lines,
+) -> (Vec<Used>, Vec<Relationship>) {
+    let engine = service.engine();
+    let relationships: Vec<Relationship> = service
+        .dependencies_of(path)
+        .into_iter()
+        .filter(|r| lines.contains(r.line_number))
+        .collect();
+    let mut uses: Vec<Use> = relationships.iter().filter_map(Use::of).collect();
+    // Names bound by `import *`, or (for a line range) by imports above
+    // the range, are found by their uses in the lines.
+    let partial = lines.start > 1
+        || engine
+            .text(path)
+            .is_some_and(|t| (lines.end as usize) < t.lines().count());
+    if partial
+        || relationships
+            .iter()
+            .any(|r| r.metadata.wildcard == Some(true))
+    {
+        uses.extend(names_used(service, path, lines));
+    }
+    let mut members: Vec<(u32, Member)> = engine
+        .member_uses(path)
+        .into_iter()
+        .filter(|m| lines.contains(m.line) && m.file != path)
+        .map(|m| {
+            let member = Member {
+                file: m.file,
+                qualname: m.member,
+            };
+            (m.line, member)
+        })
+        .collect();
+    if let Some(facts) = engine.facts(path) {
+        members.extend(overrides(service, path, facts, lines));
+    }
+
+    let mut found = Found::default();
+    for u in uses {
+        let is_member = engine.facts(&u.file).is_some_and(|facts| {
+            facts
+                .definitions
+                .iter()
+                .any(|d| d.qualname == u.symbol && d.kind == DefinitionKind::Method)
+        });
+        if is_member {
+            let member = Member {
+                file: u.file,
+                qualname: u.symbol,
+            };
+            members.push((u.line, member));
+        } else {
+            found.add(u);
+        }
+    }
+    members.sort_by_key(|(line, _)| *line);
+    let orders: Vec<Vec<(String, String)>> = found
+        .items
+        .iter()
+        .map(|u| engine.mro(&u.file, &u.symbol))
+        .collect();
+    for (line, member) in members {
+        let Some((owner, _)) = member.qualname.rsplit_once('.') else {
+            continue;
+        };
+        let class = orders
+            .iter()
+            .position(|order| order.iter().any(|(f, c)| *f == member.file && c == owner));
+        match class {
+            Some(index) => {
+                let item = &mut found.items[index];
+                item.uses += 1;
+                if !item.members.contains(&member) {
+                    item.members.push(member);
+                }
+            }
+            None => found.add(Use {
+                file: member.file,
+                symbol: member.qualname,
+                line,
+                kind: RelationshipType::FunctionCall,
+                base: false,
+            }),
+        }
+    }
+
+    let threshold =
+        usize::try_from(service.config().function_usage_warning_threshold).unwrap_or(usize::MAX);
+    let mut recent: HashMap<String, bool> = HashMap::new();
+    let mut items = found.items;
+    items.sort_by_cached_key(|u| {
+        let is_recent = *recent
+            .entry(u.file.clone())
+            .or_insert_with(|| recently_edited(service, &u.file));
+        let widely_used = service.usage_count(&u.file, &u.symbol) >= threshold;
+        (
+            !u.base,
+            !is_recent,
+            Reverse(u.uses),
+            !widely_used,
+            u.kind,
+            u.first_line,
+        )
+    });
+    (items, relationships)
+}
+
+/// One use of a definition of another file, before grouping.
+struct Use {
+    file: String,
+    symbol: String,
+    line: u32,
+    kind: RelationshipType,
+    base: bool,
+}
+
+impl Use {
+    /// The definition a relationship reaches, if it is one (an import of
+    /// a module is not).
+    fn of(r: &Relationship) -> Option<Use> {
+        let (file, symbol) = match r.relationship_type {
+            RelationshipType::Import => (r.metadata.defined_in.clone()?, r.target_symbol.clone()?),
+            _ => (r.target_file.clone(), r.target_symbol.clone()?),
+        };
+        if is_marker(&file) || file == r.source_file {
+            return None;
+        }
+        Some(Use {
+            file,
+            symbol,
+            line: r.line_number,
+            kind: r.relationship_type,
+            base: r.relationship_type == RelationshipType::Inheritance,
+        })
+    }
+}
+
+/// The used definitions, each once, in first-seen order.
+#[derive(Default)]
+struct Found {
+    items: Vec<Used>,
+    index: HashMap<(String, String), usize>,
+}
+
+impl Found {
+    fn add(&mut self, u: Use) {
+        match self.index.get(&(u.file.clone(), u.symbol.clone())) {
+            Some(&i) => {
+                let item = &mut self.items[i];
+                item.uses += 1;
+                item.base |= u.base;
+                item.kind = item.kind.min(u.kind);
+                item.first_line = item.first_line.min(u.line);
+            }
+            None => {
+                self.index
+                    .insert((u.file.clone(), u.symbol.clone()), self.items.len());
+                self.items.push(Used {
+                    file: u.file,
+                    symbol: u.symbol,
+                    first_line: u.line,
+                    uses: 1,
+                    base: u.base,
+                    kind: u.kind,
+                    members: Vec::new(),
+                });
+            }
+        }
+    }
+}
+
+/// The imported names (from another file, directly or through `import *`)
+/// that the read lines mention, at their first mention: a star import
+/// expands to the explicit names the file uses, and a range read sees
+/// the names its imports bind above it.
+fn names_used(service: &Service, path: &str, lines: Lines) -> Vec<Use> {
+    let engine = service.engine();
+    let Some(text) = engine.text(path) else {
+        return Vec::new();
+    };
+    let imported = engine.imported_names(path);
+    if imported.is_empty() {
+        return Vec::new();
+    }
+    let newlines: Vec<usize> = text.match_indices('\n').map(|(offset, _)| offset).collect();
+    let parsed =
+        ruff_python_parser::parse_unchecked_source(text, ruff_python_ast::PySourceType::Python);
+    let mut first_use: HashMap<&str, u32> = HashMap::new();
+    for token in parsed.tokens().iter() {
+        if token.kind() != TokenKind::Name {
+            continue;
+        }
+        let start = token.start().to_usize();
+        let line = u32::try_from(newlines.partition_point(|&n| n < start) + 1).unwrap_or(u32::MAX);
+        if let (true, Some(name)) = (
+            lines.contains(line),
+            text.get(start..token.end().to_usize()),
+        ) {
+            first_use.entry(name).or_insert(line);
+        }
+    }
+    imported
+        .into_iter()
+        .filter_map(|n| {
+            let line = *first_use.get(n.name.as_str())?;
+            Some(Use {
+                file: n.file,
+                symbol: n.symbol,
+                line,
+                kind: RelationshipType::Import,
+                base: false,
+            })
+        })
+        .collect()
+}
+
+/// The methods and attributes classes of `path` define that a class
+/// further along their method resolution order, in another file, also
+/// defines: what an override must stay compatible with.
+fn overrides(
+    service: &Service,
+    path: &str,
+    facts: &ModuleFacts,
+    lines: Lines,
+) -> Vec<(u32, Member)> {
+    let engine = service.engine();
+    let mut found = Vec::new();
+    for class in &facts.semantic.classes {
+        let own: Vec<(&str, u32)> = class
+            .members
+            .iter()
+            .filter_map(|name| {
+                let qualname = format!("{}.{name}", class.qualname);
+                let definition = facts.definitions.iter().find(|d| d.qualname == qualname)?;
+                let callable = matches!(
+                    definition.kind,
+                    DefinitionKind::Method
+                        | DefinitionKind::Function
+                        | DefinitionKind::AsyncFunction
+                );
+                (callable && lines.contains(definition.start_line))
+                    .then_some((name.as_str(), definition.start_line))
+            })
+            .collect();
+        if own.is_empty() {
+            continue;
+        }
+        let order = engine.mro(path, &class.qualname);
+        for (name, line) in own {
+            let inherited = order.iter().skip(1).find_map(|(file, base)| {
+                let qualname = format!("{base}.{name}");
+                engine
+                    .facts(file)?
+                    .definitions
+                    .iter()
+                    .any(|d| d.qualname == qualname)
+                    .then(|| Member {
+                        file: file.clone(),
+                        qualname,
+                    })
+            });
+            if let Some(member) = inherited.filter(|m| m.file != path) {
+                found.push((line, member));
+            }
+        }
+    }
+    found
+}
+
+fn recently_edited(service: &Service, file: &str) -> bool {
+    std::fs::metadata(service.root().join(file))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age.as_secs() < 600)
+}
