@@ -55,7 +55,7 @@ impl Default for Config {
         Self {
             cache_expiry_minutes: 10,
             cache_size_limit_kb: 50,
-            context_token_limit: 600,
+            context_token_limit: 550,
             import_depth: 1,
             enable_context_injection: true,
             warn_on_wildcards: false,
@@ -295,7 +295,7 @@ mod tests {
         let (config, notices) = Config::parse(
             "context_token_limit: -3\nwarn_on_wildcards: yes-please\nbogus: 1\nextra_search_paths: [lib]\n",
         );
-        assert_eq!(config.context_token_limit, 600);
+        assert_eq!(config.context_token_limit, 550);
         assert!(!config.warn_on_wildcards);
         assert_eq!(config.extra_search_paths, vec!["lib".to_string()]);
         assert_eq!(notices.len(), 3, "{notices:?}");

@@ -15,6 +15,7 @@
 //! exactly.
 
 mod available;
+mod defs;
 mod render;
 mod select;
 
@@ -30,6 +31,7 @@ use super::injections::{self, InjectionEvent};
 use super::model::{Relationship, RelationshipType};
 use crate::python::{Definition, DefinitionKind};
 use crate::workspace::PathError;
+use defs::Definitions;
 use select::{Lines, Member, Used};
 
 /// Tokens of `text` in the cl100k_base encoding (built once, on first use).
@@ -213,80 +215,70 @@ struct Candidate<'s> {
     minimal: Piece,
     /// The header and the used members' lines.
     signature: Vec<Piece>,
-    /// The full tier's header (with the line range) and docstring.
-    full_header: Piece,
-    doc: Option<Piece>,
+    /// How many used members' lines are shown (the first ones).
+    used_shown: usize,
+    /// The full tier's header (with the line range) and docstring,
+    /// rendered when the tier is tried.
+    full: Option<(Piece, Option<Piece>)>,
     /// A class's other members, shown at the full tier as budget allows.
-    others: Vec<Piece>,
-    others_shown: usize,
+    others: Vec<&'s Definition>,
+    /// The lines of the first of `others`, rendered as they are shown.
+    shown_others: Vec<Piece>,
     /// Members neither used nor shown: the `... N more` line.
     more: Option<Piece>,
+    /// Warnings inside the definition: `type at path:line`.
+    warnings: Vec<String>,
     cache_hit: bool,
     age_seconds: f64,
 }
 
 impl Candidate<'_> {
-    fn cost(&self, tier: Tier) -> usize {
-        let sum = |pieces: &[Piece]| pieces.iter().map(|p| p.tokens).sum::<usize>();
-        let more = |shown: usize| {
-            self.more_count(shown)
-                .map_or(0, |_| self.more.as_ref().map_or(0, |p| p.tokens))
-        };
+    /// The pieces shown at `tier`, in order (without the `...` line).
+    fn pieces(&self, tier: Tier) -> Vec<&Piece> {
+        let members = self.signature[1..=self.used_shown].iter();
         match tier {
-            Tier::Omitted => 0,
-            Tier::Minimal => self.minimal.tokens,
-            Tier::Signature => {
-                sum(&self.signature)
-                    + sum(&self.others[..self.others_shown])
-                    + more(self.others_shown)
-            }
-            Tier::Full => {
-                self.full_header.tokens
-                    + sum(self.signature.get(1..).unwrap_or_default())
-                    + self.doc.as_ref().map_or(0, |p| p.tokens)
-                    + sum(&self.others[..self.others_shown])
-                    + more(self.others_shown)
-            }
+            Tier::Omitted => Vec::new(),
+            Tier::Minimal => vec![&self.minimal],
+            Tier::Signature => std::iter::once(&self.signature[0])
+                .chain(members)
+                .chain(&self.shown_others)
+                .collect(),
+            Tier::Full => match &self.full {
+                Some((header, doc)) => std::iter::once(header)
+                    .chain(doc)
+                    .chain(members)
+                    .chain(&self.shown_others)
+                    .collect(),
+                None => Vec::new(),
+            },
         }
     }
 
-    /// How many members are not shown with `shown` of the others, if any.
-    fn more_count(&self, shown: usize) -> Option<usize> {
-        let hidden = self.others.len() - shown;
+    fn cost(&self, tier: Tier) -> usize {
+        let more = match (tier >= Tier::Signature, self.hidden_members(), &self.more) {
+            (true, Some(_), Some(more)) => more.tokens,
+            _ => 0,
+        };
+        self.pieces(tier).iter().map(|p| p.tokens).sum::<usize>() + more
+    }
+
+    /// How many of a class's members are not shown, if any.
+    fn hidden_members(&self) -> Option<usize> {
+        let used = self.signature.len() - 1 - self.used_shown;
+        let hidden = used + self.others.len() - self.shown_others.len();
         (hidden > 0).then_some(hidden)
     }
 
     fn text(&self) -> String {
-        let mut text = String::new();
-        match self.tier {
-            Tier::Omitted => {}
-            Tier::Minimal => text.push_str(&self.minimal.text),
-            Tier::Signature => {
-                for piece in &self.signature {
-                    text.push_str(&piece.text);
-                }
-                for piece in &self.others[..self.others_shown] {
-                    text.push_str(&piece.text);
-                }
-                if let Some(hidden) = self.more_count(self.others_shown) {
-                    text.push_str(&render::more_members(hidden));
-                }
-            }
-            Tier::Full => {
-                text.push_str(&self.full_header.text);
-                if let Some(doc) = &self.doc {
-                    text.push_str(&doc.text);
-                }
-                for piece in self.signature.iter().skip(1) {
-                    text.push_str(&piece.text);
-                }
-                for piece in &self.others[..self.others_shown] {
-                    text.push_str(&piece.text);
-                }
-                if let Some(hidden) = self.more_count(self.others_shown) {
-                    text.push_str(&render::more_members(hidden));
-                }
-            }
+        let mut text: String = self
+            .pieces(self.tier)
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect();
+        if self.tier >= Tier::Signature
+            && let Some(hidden) = self.hidden_members()
+        {
+            text.push_str(&render::more_members(hidden));
         }
         text
     }
@@ -295,12 +287,14 @@ impl Candidate<'_> {
 /// An allocation step, so that the last ones can be undone.
 enum Step {
     Tier(usize, Tier),
+    Used(usize),
     Other(usize),
     Available,
 }
 
 struct Context<'s> {
     service: &'s Service,
+    definitions: Definitions<'s>,
     path: &'s str,
     lines: Lines,
     limit: usize,
@@ -312,13 +306,19 @@ struct Context<'s> {
     available_shown: usize,
     steps: Vec<Step>,
     headings: HashSet<&'static str>,
+    /// Tokens of the warnings line as it stands.
+    warnings_tokens: usize,
+    /// Tokens of the closing line without names, with everything left out.
+    left_out_tokens: usize,
 }
 
 impl<'s> Context<'s> {
     fn new(service: &'s Service, path: &'s str, lines: Lines, limit: usize) -> Self {
-        let (used, relationships) = select::used_definitions(service, path, lines);
+        let definitions = Definitions::new(service.engine());
+        let (used, relationships) = select::used_definitions(service, &definitions, path, lines);
         let mut context = Context {
             service,
+            definitions,
             path,
             lines,
             limit,
@@ -330,6 +330,8 @@ impl<'s> Context<'s> {
             available_shown: 0,
             steps: Vec::new(),
             headings: HashSet::new(),
+            warnings_tokens: 0,
+            left_out_tokens: 0,
         };
         for u in &used {
             if let Some(candidate) = context.candidate(u, 1) {
@@ -337,14 +339,14 @@ impl<'s> Context<'s> {
             }
         }
         context.fixed = context.notes();
+        context.warnings_tokens = count_tokens(&context.warnings_line(None));
+        context.left_out_tokens = count_tokens(&context.left_out_line(0));
         context
     }
 
     /// The definition `used` names, rendered at every tier.
     fn candidate(&self, used: &Used, depth: u32) -> Option<Candidate<'s>> {
-        let engine = self.service.engine();
-        let facts = engine.facts(&used.file)?;
-        let definition = last_definition(facts, &used.symbol)?;
+        let definition = self.definitions.get(&used.file, &used.symbol)?;
         let file = used.file.as_str();
         // A member on its own says which class it belongs to.
         let owner = used.symbol.rsplit_once('.').map(|(owner, _)| owner);
@@ -365,9 +367,22 @@ impl<'s> Context<'s> {
         } else {
             Vec::new()
         };
-        let threshold =
-            usize::try_from(self.service.config().function_usage_warning_threshold).unwrap_or(0);
-        let users = self.service.usage_count(file, &used.symbol);
+        let first = definition
+            .start_line
+            .saturating_sub(u32::try_from(definition.decorators.len()).unwrap_or(0));
+        let warnings = self
+            .service
+            .warnings_of(file)
+            .iter()
+            .filter(|w| (first..=definition.end_line).contains(&w.line))
+            .map(|w| format!("{} at {}:{}", w.warning_type.as_str(), w.file, w.line))
+            .collect();
+        let more = (signature.len() > 1 || !others.is_empty()).then(|| {
+            self.piece(file, &format!("{}#more", used.symbol), || {
+                render::more_members(signature.len() - 1 + others.len())
+            })
+            .0
+        });
         Some(Candidate {
             file: used.file.clone(),
             definition,
@@ -379,32 +394,46 @@ impl<'s> Context<'s> {
                     render::minimal(file, definition)
                 })
                 .0,
-            full_header: self
-                .piece(file, &format!("{}#full", used.symbol), || {
-                    let mut header = render::header(file, definition, "", owner, true);
-                    if users >= threshold {
-                        // FR-19: say how far a signature change reaches.
-                        header.pop();
-                        let _ = writeln!(header, ", used in {users} files");
-                    }
-                    header
-                })
-                .0,
-            doc: render::doc(definition, "").map(Piece::new),
-            more: Some(Piece::new(render::more_members(others.len()))),
+            full: None,
+            more,
+            used_shown: signature.len() - 1,
             others,
-            others_shown: 0,
+            shown_others: Vec::new(),
+            warnings,
             signature,
             cache_hit,
             age_seconds,
         })
     }
 
+    /// The full tier's header, with the line range and, for a definition
+    /// many files use, how many (FR-19), and the docstring line.
+    fn full_pieces(&self, c: &Candidate) -> (Piece, Option<Piece>) {
+        let (file, definition) = (c.file.as_str(), c.definition);
+        let symbol = definition.qualname.as_str();
+        let owner = symbol.rsplit_once('.').map(|(owner, _)| owner);
+        let threshold =
+            usize::try_from(self.service.config().function_usage_warning_threshold).unwrap_or(0);
+        let users = self.service.usage_count(file, symbol);
+        let header = self
+            .piece(file, &format!("{symbol}#full"), || {
+                let mut header = render::header(file, definition, "", owner, true);
+                if users >= threshold {
+                    header.pop();
+                    let _ = writeln!(header, ", used in {users} files");
+                }
+                header
+            })
+            .0;
+        let doc = render::doc(definition, "")
+            .map(|doc| self.piece(file, &format!("{symbol}#doc"), || doc).0);
+        (header, doc)
+    }
+
     /// The line of a used member under its class (labelled with the class
     /// that defines it when that is a base).
     fn member_piece(&self, class: &str, member: &Member) -> Option<Piece> {
-        let facts = self.service.engine().facts(&member.file)?;
-        let definition = last_definition(facts, &member.qualname)?;
+        let definition = self.definitions.get(&member.file, &member.qualname)?;
         let owner = member
             .qualname
             .rsplit_once('.')
@@ -421,12 +450,18 @@ impl<'s> Context<'s> {
 
     /// A class's own public members (and `__init__`) not already listed,
     /// in source order, `__init__` first.
-    fn other_members(&self, file: &str, class: &str, listed: &HashSet<&str>) -> Vec<Piece> {
+    fn other_members(
+        &self,
+        file: &str,
+        class: &str,
+        listed: &HashSet<&str>,
+    ) -> Vec<&'s Definition> {
         let Some(facts) = self.service.engine().facts(file) else {
             return Vec::new();
         };
         let prefix = format!("{class}.");
-        let mut members: Vec<&Definition> = Vec::new();
+        let mut members: Vec<&'s Definition> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         for definition in &facts.definitions {
             let Some(name) = definition.qualname.strip_prefix(&prefix) else {
                 continue;
@@ -435,22 +470,13 @@ impl<'s> Context<'s> {
             if public
                 && !name.contains('.')
                 && !listed.contains(definition.qualname.as_str())
-                && !members.iter().any(|m| m.qualname == definition.qualname)
+                && seen.insert(definition.qualname.as_str())
             {
                 members.push(definition);
             }
         }
         members.sort_by_key(|d| !d.qualname.ends_with(".__init__"));
         members
-            .into_iter()
-            .map(|definition| {
-                let key = format!("{}#member:", definition.qualname);
-                self.piece(file, &key, || {
-                    render::header(file, definition, "    ", None, false)
-                })
-                .0
-            })
-            .collect()
     }
 
     /// A rendered piece from the working memory cache when current for
@@ -540,22 +566,54 @@ impl<'s> Context<'s> {
     }
 
     fn set_tier(&mut self, index: usize, tier: Tier) -> bool {
-        let candidate = &self.candidates[index];
-        let heading = heading(candidate.depth, tier);
-        let mut delta = candidate
-            .cost(tier)
-            .saturating_sub(candidate.cost(candidate.tier));
-        if !self.headings.contains(heading) {
-            delta += count_tokens(heading);
+        if tier == Tier::Full && self.candidates[index].full.is_none() {
+            let full = self.full_pieces(&self.candidates[index]);
+            self.candidates[index].full = Some(full);
         }
-        if candidate.tier >= tier || !self.fits(delta) {
+        let candidate = &self.candidates[index];
+        if candidate.tier >= tier {
             return false;
         }
-        self.steps.push(Step::Tier(index, candidate.tier));
-        self.spent += delta;
-        self.headings.insert(heading);
-        self.candidates[index].tier = tier;
-        true
+        let heading = heading(candidate.depth, tier);
+        let mut extra = 0;
+        if !self.headings.contains(heading) {
+            extra += count_tokens(heading);
+        }
+        // Showing a definition with warnings lengthens the summary line.
+        let mut warnings = None;
+        if candidate.tier == Tier::Omitted && !candidate.warnings.is_empty() {
+            let tokens = count_tokens(&self.warnings_line(Some(index)));
+            extra += tokens.saturating_sub(self.warnings_tokens);
+            warnings = Some(tokens);
+        }
+        // A class whose used members do not all fit shows the first ones
+        // (the rest go in later if there is room).
+        let before = candidate.cost(candidate.tier);
+        let all = candidate.signature.len() - 1;
+        let counts: Vec<usize> = if tier == Tier::Signature {
+            // At least one member: a bare header says little more than the
+            // minimal line.
+            (all.min(1)..=all).rev().collect()
+        } else {
+            vec![candidate.used_shown]
+        };
+        let previous = (candidate.tier, candidate.used_shown);
+        for used in counts {
+            self.candidates[index].used_shown = used;
+            let delta = self.candidates[index].cost(tier).saturating_sub(before) + extra;
+            if self.fits(delta) {
+                if let Some(tokens) = warnings {
+                    self.warnings_tokens = tokens;
+                }
+                self.steps.push(Step::Tier(index, previous.0));
+                self.spent += delta;
+                self.headings.insert(heading);
+                self.candidates[index].tier = tier;
+                return true;
+            }
+        }
+        self.candidates[index].used_shown = previous.1;
+        false
     }
 
     fn allocate(&mut self, depth: u32, show_available: bool) {
@@ -564,8 +622,8 @@ impl<'s> Context<'s> {
         let frame = count_tokens(HEADER)
             + count_tokens(SEPARATOR)
             + self.fixed.iter().map(|n| count_tokens(n)).sum::<usize>()
-            + count_tokens(&self.warnings_line())
-            + count_tokens(&self.left_out_line(0));
+            + self.warnings_tokens
+            + self.left_out_tokens;
         self.spent = frame;
         if !self.fits(0) {
             return;
@@ -585,6 +643,7 @@ impl<'s> Context<'s> {
         for i in 0..first {
             self.set_tier(i, Tier::Signature);
         }
+        self.add_used_members();
         self.expand(depth);
         for i in first..self.candidates.len() {
             self.set_tier(i, Tier::Signature);
@@ -610,23 +669,53 @@ impl<'s> Context<'s> {
                 self.set_tier(i, Tier::Full);
             }
         }
-        // A class's other members: the full tier's, then the deeper
-        // types' skeletons.
+        // A class's other members: the full tier's, then the deeper types'
+        // skeletons. Each line is rendered when it is tried.
         for i in 0..self.candidates.len() {
-            while (self.candidates[i].tier == Tier::Full
-                || (self.candidates[i].depth > 1 && self.candidates[i].tier == Tier::Signature))
-                && self.candidates[i].others_shown < self.candidates[i].others.len()
-            {
+            loop {
+                let c = &self.candidates[i];
+                let open = c.tier == Tier::Full || (c.depth > 1 && c.tier == Tier::Signature);
+                let Some(&member) = c.others.get(c.shown_others.len()) else {
+                    break;
+                };
+                if !open || c.used_shown + 1 < c.signature.len() {
+                    break;
+                }
+                let file = c.file.clone();
+                let key = format!("{}#member:", member.qualname);
+                let (piece, ..) = self.piece(&file, &key, || {
+                    render::header(&file, member, "    ", None, false)
+                });
                 let tier = self.candidates[i].tier;
                 let before = self.candidates[i].cost(tier);
-                self.candidates[i].others_shown += 1;
+                self.candidates[i].shown_others.push(piece);
                 let delta = self.candidates[i].cost(tier).saturating_sub(before);
                 if !self.fits(delta) {
-                    self.candidates[i].others_shown -= 1;
+                    self.candidates[i].shown_others.pop();
                     break;
                 }
                 self.spent += delta;
                 self.steps.push(Step::Other(i));
+            }
+        }
+    }
+
+    /// Shows the used members of classes that did not all fit at first.
+    fn add_used_members(&mut self) {
+        for i in 0..self.candidates.len() {
+            while self.candidates[i].tier >= Tier::Signature
+                && self.candidates[i].used_shown + 1 < self.candidates[i].signature.len()
+            {
+                let tier = self.candidates[i].tier;
+                let before = self.candidates[i].cost(tier);
+                self.candidates[i].used_shown += 1;
+                let delta = self.candidates[i].cost(tier).saturating_sub(before);
+                if !self.fits(delta) {
+                    self.candidates[i].used_shown -= 1;
+                    break;
+                }
+                self.spent += delta;
+                self.steps.push(Step::Used(i));
             }
         }
     }
@@ -650,11 +739,13 @@ impl<'s> Context<'s> {
                 let texts: Vec<String> = candidate
                     .signature
                     .iter()
-                    .chain(&candidate.others)
                     .map(|p| p.text.clone())
+                    .chain(candidate.others.iter().map(|d| d.signature.clone()))
                     .collect();
                 let file = candidate.file.clone();
-                for (type_file, class) in mentioned_classes(self.service, &file, &texts) {
+                for (type_file, class) in
+                    mentioned_classes(self.service, &self.definitions, &file, &texts)
+                {
                     if !seen.insert((type_file.clone(), class.clone())) {
                         continue;
                     }
@@ -677,36 +768,27 @@ impl<'s> Context<'s> {
         }
     }
 
-    fn warnings_line(&self) -> String {
-        let in_lines = |w: &super::model::Warning| self.lines.contains(w.line);
+    /// The warnings summary: the read lines' by type, the shown
+    /// definitions' (and `extra`'s, about to be shown) by place.
+    fn warnings_line(&self, extra: Option<usize>) -> String {
         let mut own: BTreeMap<&'static str, usize> = BTreeMap::new();
         for w in self
             .service
             .warnings_of(self.path)
             .iter()
-            .filter(|w| in_lines(w))
+            .filter(|w| self.lines.contains(w.line))
         {
             *own.entry(w.warning_type.as_str()).or_default() += 1;
         }
         // Warnings inside the shown definitions (decorators included), by
         // where they are: those files are not the one read.
-        let mut injected: Vec<String> = Vec::new();
-        for c in self.candidates.iter().filter(|c| c.tier > Tier::Omitted) {
-            let d = c.definition;
-            let first = d
-                .start_line
-                .saturating_sub(u32::try_from(d.decorators.len()).unwrap_or(0));
-            for w in self.service.warnings_of(&c.file) {
-                if (first..=d.end_line).contains(&w.line) {
-                    injected.push(format!(
-                        "{} at {}:{}",
-                        w.warning_type.as_str(),
-                        w.file,
-                        w.line
-                    ));
-                }
-            }
-        }
+        let mut injected: Vec<String> = self
+            .candidates
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.tier > Tier::Omitted || Some(*i) == extra)
+            .flat_map(|(_, c)| c.warnings.iter().cloned())
+            .collect();
         injected.dedup();
         let mut parts = Vec::new();
         if !own.is_empty() {
@@ -731,9 +813,9 @@ impl<'s> Context<'s> {
         format!("Warnings: {}.\n", parts.join("; "))
     }
 
-    /// The closing line naming what did not fit, with as many names as
-    /// `budget` tokens allow (at most a few).
-    fn left_out_line(&self, mut budget: usize) -> String {
+    /// The closing line naming what did not fit, with as many names (a
+    /// few at most) as keep the whole line within `budget` tokens.
+    fn left_out_line(&self, budget: usize) -> String {
         let left: Vec<&Candidate> = self
             .candidates
             .iter()
@@ -742,37 +824,38 @@ impl<'s> Context<'s> {
         if left.is_empty() {
             return String::new();
         }
-        let mut names = Vec::new();
-        for c in left.iter().take(NAMED_LEFT_OUT) {
-            let cost = count_tokens(&c.definition.qualname) + 2;
-            if cost > budget {
-                break;
-            }
-            budget -= cost;
-            names.push(c.definition.qualname.as_str());
-        }
         let count = match left.len() {
             1 => "1 definition".to_string(),
             n => format!("{n} definitions"),
         };
-        let named = match (names.len(), left.len() - names.len()) {
-            (0, _) => String::new(),
-            (_, 0) => format!(" ({})", names.join(", ")),
-            (_, more) => format!(" ({}, +{more} more)", names.join(", ")),
+        let line = |names: &[&str]| {
+            let named = match (names.len(), left.len() - names.len()) {
+                (0, _) => String::new(),
+                (_, 0) => format!(" ({})", names.join(", ")),
+                (_, more) => format!(" ({}, +{more} more)", names.join(", ")),
+            };
+            format!(
+                "Not shown for the {}-token budget: {count}{named}; get_dependencies {} lists them.\n",
+                self.limit, self.path
+            )
         };
-        format!(
-            "Not shown for the {}-token budget: {count}{named}; get_dependencies {} lists them.\n",
-            self.limit, self.path
-        )
+        let mut best = line(&[]);
+        let mut names = Vec::new();
+        for c in left.iter().take(NAMED_LEFT_OUT) {
+            names.push(c.definition.qualname.as_str());
+            let longer = line(&names);
+            if count_tokens(&longer) > budget {
+                break;
+            }
+            best = longer;
+        }
+        best
     }
 
+    /// The section, with as many left-out names as the budget leaves room
+    /// for.
     fn compose(&self) -> String {
-        let unnamed = self.compose_with(0);
-        let spare = self.limit.saturating_sub(count_tokens(&unnamed));
-        if spare == 0 {
-            return unnamed;
-        }
-        self.compose_with(spare)
+        self.compose_with(self.left_out_tokens + self.limit.saturating_sub(self.spent))
     }
 
     fn compose_with(&self, names_budget: usize) -> String {
@@ -816,7 +899,7 @@ impl<'s> Context<'s> {
         for note in &self.fixed {
             out.push_str(note);
         }
-        out.push_str(&self.warnings_line());
+        out.push_str(&self.warnings_line(None));
         out.push_str(&self.left_out_line(names_budget));
         out.push_str(SEPARATOR);
         out
@@ -826,10 +909,24 @@ impl<'s> Context<'s> {
     /// definition.
     fn render(mut self) -> (String, Vec<InjectionEvent>) {
         let mut section = self.compose();
-        while count_tokens(&section) > self.limit {
+        // `spent` bounds the section's tokens from above: every piece ends
+        // a line and cl100k_base splits text at line ends the same way
+        // whatever precedes them (only blank lines merge, into fewer
+        // tokens). So the exact count is needed only when the frame alone
+        // is over the limit; debug builds check the bound every time.
+        debug_assert!(
+            self.spent > self.limit || count_tokens(&section) <= self.limit,
+            "estimate {} under the count {}",
+            self.spent,
+            count_tokens(&section)
+        );
+        while self.spent > self.limit && count_tokens(&section) > self.limit {
             match self.steps.pop() {
                 Some(Step::Tier(i, tier)) => self.candidates[i].tier = tier,
-                Some(Step::Other(i)) => self.candidates[i].others_shown -= 1,
+                Some(Step::Used(i)) => self.candidates[i].used_shown -= 1,
+                Some(Step::Other(i)) => {
+                    self.candidates[i].shown_others.pop();
+                }
                 Some(Step::Available) => self.available_shown -= 1,
                 None => return (String::new(), Vec::new()),
             }
@@ -864,26 +961,20 @@ impl<'s> Context<'s> {
     }
 }
 
-/// The definition a name finally binds in a module (its last binding).
-fn last_definition<'f>(
-    facts: &'f crate::python::ModuleFacts,
-    symbol: &str,
-) -> Option<&'f Definition> {
-    facts
-        .definitions
-        .iter()
-        .rev()
-        .find(|d| d.qualname == symbol)
-}
-
 /// The classes the signature lines of a definition of `file` name: its
 /// own top-level classes and the classes it imports, by the names used.
-fn mentioned_classes(service: &Service, file: &str, texts: &[String]) -> Vec<(String, String)> {
-    let engine = service.engine();
-    let Some(facts) = engine.facts(file) else {
-        return Vec::new();
+fn mentioned_classes(
+    service: &Service,
+    definitions: &Definitions,
+    file: &str,
+    texts: &[String],
+) -> Vec<(String, String)> {
+    let is_class = |file: &str, name: &str| {
+        definitions
+            .get(file, name)
+            .is_some_and(|d| d.kind == DefinitionKind::Class)
     };
-    let imported = engine.imported_names(file);
+    let imported = service.engine().imported_names(file);
     let mut found = Vec::new();
     for text in texts {
         // The signature only: the location comment after it names no type.
@@ -892,18 +983,14 @@ fn mentioned_classes(service: &Service, file: &str, texts: &[String]) -> Vec<(St
             if word.is_empty() || word.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
-            let target =
-                if last_definition(facts, word).is_some_and(|d| d.kind == DefinitionKind::Class) {
-                    Some((file.to_string(), word.to_string()))
-                } else {
-                    imported.iter().find(|n| n.name == word).and_then(|n| {
-                        let class = engine
-                            .facts(&n.file)
-                            .and_then(|f| last_definition(f, &n.symbol))
-                            .is_some_and(|d| d.kind == DefinitionKind::Class);
-                        class.then(|| (n.file.clone(), n.symbol.clone()))
-                    })
-                };
+            let target = if is_class(file, word) {
+                Some((file.to_string(), word.to_string()))
+            } else {
+                imported
+                    .iter()
+                    .find(|n| n.name == word && is_class(&n.file, &n.symbol))
+                    .map(|n| (n.file.clone(), n.symbol.clone()))
+            };
             if let Some(target) = target
                 && !found.contains(&target)
             {

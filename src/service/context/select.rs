@@ -17,6 +17,7 @@ use ruff_text_size::Ranged;
 
 use super::super::Service;
 use super::super::model::{Relationship, RelationshipType};
+use super::defs::Definitions;
 use crate::engine::is_marker;
 use crate::python::{DefinitionKind, ModuleFacts};
 
@@ -61,6 +62,7 @@ pub(super) struct Used {
 /// relationships of those lines.
 pub(super) fn used_definitions(
     service: &Service,
+    definitions: &Definitions,
     path: &str,
     lines: Lines,
 ) -> (Vec<Used>, Vec<Relationship>) {
@@ -97,18 +99,13 @@ pub(super) fn used_definitions(
         })
         .collect();
     if let Some(facts) = engine.facts(path) {
-        members.extend(overrides(service, path, facts, lines));
+        members.extend(overrides(service, definitions, path, facts, lines));
     }
 
     let mut found = Found::default();
     for u in uses {
-        let is_member = engine.facts(&u.file).is_some_and(|facts| {
-            facts
-                .definitions
-                .iter()
-                .any(|d| d.qualname == u.symbol && d.kind == DefinitionKind::Method)
-        });
-        if is_member {
+        // Module-level names have no dot; members (`Model.save`) do.
+        if u.symbol.contains('.') {
             let member = Member {
                 file: u.file,
                 qualname: u.symbol,
@@ -284,6 +281,7 @@ fn names_used(service: &Service, path: &str, lines: Lines) -> Vec<Use> {
 /// defines: what an override must stay compatible with.
 fn overrides(
     service: &Service,
+    definitions: &Definitions,
     path: &str,
     facts: &ModuleFacts,
     lines: Lines,
@@ -296,7 +294,7 @@ fn overrides(
             .iter()
             .filter_map(|name| {
                 let qualname = format!("{}.{name}", class.qualname);
-                let definition = facts.definitions.iter().find(|d| d.qualname == qualname)?;
+                let definition = definitions.get(path, &qualname)?;
                 let callable = matches!(
                     definition.kind,
                     DefinitionKind::Method
@@ -314,15 +312,10 @@ fn overrides(
         for (name, line) in own {
             let inherited = order.iter().skip(1).find_map(|(file, base)| {
                 let qualname = format!("{base}.{name}");
-                engine
-                    .facts(file)?
-                    .definitions
-                    .iter()
-                    .any(|d| d.qualname == qualname)
-                    .then(|| Member {
-                        file: file.clone(),
-                        qualname,
-                    })
+                definitions.get(file, &qualname).map(|_| Member {
+                    file: file.clone(),
+                    qualname,
+                })
             });
             if let Some(member) = inherited.filter(|m| m.file != path) {
                 found.push((line, member));
