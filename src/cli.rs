@@ -141,14 +141,42 @@ failure_from! {
     crate::service::calls::SymbolError => 2,
     crate::service::ReadError => 2,
     crate::service::query::QueryError => 2,
-    std::io::Error => 1,
-    serde_json::Error => 1,
+}
+
+/// A reader that went away (`xfile query ... | head`) is not a failure:
+/// the output stops quietly with status 0.
+const QUIET: u8 = 0;
+
+impl From<std::io::Error> for Failure {
+    fn from(error: std::io::Error) -> Self {
+        let status = match error.kind() {
+            std::io::ErrorKind::BrokenPipe => QUIET,
+            _ => 1,
+        };
+        Failure {
+            message: error.to_string(),
+            status,
+        }
+    }
+}
+
+impl From<serde_json::Error> for Failure {
+    fn from(error: serde_json::Error) -> Self {
+        match error.io_error_kind() {
+            Some(kind) => std::io::Error::from(kind).into(),
+            None => Failure {
+                message: error.to_string(),
+                status: 1,
+            },
+        }
+    }
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(failure) if failure.status == QUIET => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("xfile: {}", failure.message);
             ExitCode::from(failure.status)
@@ -251,6 +279,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 end_line,
                 import_depth,
                 show_available,
+                log: false,
             };
             write!(out, "{}", service.read_with_options(&file, &options)?)?
         }

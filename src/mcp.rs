@@ -346,6 +346,7 @@ impl XfileServer {
                 end_line: args.end_line,
                 import_depth: args.import_depth,
                 show_available: args.show_available,
+                log: true,
             };
             let text = s.read_with_options(&args.file_path, &options)?;
             Ok(CallToolResult::success(vec![ContentBlock::text(text)]))

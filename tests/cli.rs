@@ -124,3 +124,70 @@ fn query_filters_any_relation_and_explains_bad_patterns() {
     let (status, _) = xfile(&["query", "Imports(_)"]);
     assert_eq!(status, 2);
 }
+
+/// Every file under `dir`, relative, sorted.
+fn tree(dir: &std::path::Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn read_only_commands_write_nothing_into_the_project() {
+    let dir = common::copy_sample();
+    let before = tree(dir.path());
+    for args in [
+        vec!["read", "app/bot.py"],
+        vec!["deps", "app/bot.py"],
+        vec!["query", "Calls(_, _, _, _)"],
+        vec!["explain", "DependsOn(\"app/bot.py\", \"app/models.py\")"],
+    ] {
+        let status = Command::new(env!("CARGO_BIN_EXE_xfile"))
+            .args(&args)
+            .arg("--root")
+            .arg(dir.path())
+            .output()
+            .unwrap()
+            .status;
+        assert!(status.success(), "{args:?}");
+    }
+    assert_eq!(tree(dir.path()), before);
+}
+
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    use std::io::Read;
+    // More output than a pipe buffers (64 KiB), so the writer meets the
+    // closed pipe.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.py"), "def f():\n    pass\n").unwrap();
+    let calls = "from lib import f\n".to_string() + &"f()\n".repeat(5000);
+    std::fs::write(dir.path().join("main.py"), calls).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["query", "Calls(_, _, _, _)", "--root"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a little, then close the pipe as `head` would.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 100];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?} {stderr}", output.status);
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+}

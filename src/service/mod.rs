@@ -270,9 +270,14 @@ impl Service {
         Ok(dependents)
     }
 
-    /// The file's text behind its cross-file context (TDD §3.8.3).
+    /// The file's text behind its cross-file context (TDD §3.8.3), for
+    /// an agent: the injection is logged.
     pub fn read_with_context(&self, file: &str) -> Result<String, ReadError> {
-        context::read_with_context(self, file, &ReadOptions::default())
+        let options = ReadOptions {
+            log: true,
+            ..ReadOptions::default()
+        };
+        context::read_with_context(self, file, &options)
     }
 
     /// [`Service::read_with_context`] of a line range, or with another

@@ -23,8 +23,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use serde::Deserialize;
-
 use super::Service;
 use super::cache::{Entry, Lookup};
 use super::injections::{self, InjectionEvent};
@@ -42,7 +40,7 @@ pub fn count_tokens(text: &str) -> usize {
 }
 
 /// How to read: all of a file or a line range, and how far to expand.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
     /// First line to read (1-based); the file's start when absent.
     pub start_line: Option<u32>,
@@ -53,6 +51,9 @@ pub struct ReadOptions {
     pub import_depth: Option<u32>,
     /// Add the public names of the sibling modules.
     pub show_available: bool,
+    /// Log the injected definitions (an agent's read); a person's read
+    /// on the command line writes nothing.
+    pub log: bool,
 }
 
 /// Why a read failed.
@@ -121,7 +122,8 @@ pub fn read_with_context(
     let mut context = Context::new(service, &path, lines, limit);
     context.allocate(depth, options.show_available);
     let (mut out, events) = context.render();
-    if service.config().enable_injection_logging
+    if options.log
+        && service.config().enable_injection_logging
         && let Err(error) = injections::append(service.root(), &events)
     {
         // Logging is best effort: the agent still gets its context.
