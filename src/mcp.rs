@@ -6,6 +6,7 @@
 //! `{"code", "message", "suggestion"}`; the server never exits on a bad
 //! request. stdout carries only protocol.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -14,10 +15,12 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use crate::service::graph::{self, Detail};
 use crate::service::live::{Involved, Live};
+use crate::service::paging::{self, CursorError};
 use crate::service::{ReadError, ReadOptions, Service};
 use crate::watch::{self, Watch};
 use crate::workspace::PathError;
@@ -66,14 +69,40 @@ pub struct CallGraphArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct GraphArgs {
-    /// Only files and relationships whose source path starts with this prefix.
+    /// Only files, relationships, warnings and cycles under this path prefix.
     pub path_prefix: Option<String>,
+    /// summary (default): counts, most connected files, some cycles; or one
+    /// list, a page at a time: files, relationships, warnings, cycles.
+    #[serde(default)]
+    pub detail: Detail,
+    /// Items per page (default 100, at most 1000).
+    pub limit: Option<usize>,
+    /// The next_cursor of the previous page.
+    pub cursor: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct WarningsArgs {
     /// Only warnings and notices about this file.
     pub file_path: Option<String>,
+    /// Warnings per page (default 100, at most 1000).
+    pub limit: Option<usize>,
+    /// The next_cursor of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Notices (skipped files, encoding fallbacks, configuration problems)
+/// spelled out in a warnings answer; the count says how many there are.
+const NOTICES: usize = 20;
+
+/// `get_warnings`: counts by type, then one page of the warnings.
+#[derive(Serialize)]
+struct WarningsAnswer {
+    by_type: BTreeMap<&'static str, usize>,
+    suppressed: BTreeMap<&'static str, usize>,
+    notices_total: usize,
+    notices: Vec<crate::workspace::Notice>,
+    warnings: paging::Page<crate::service::model::Warning>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -150,6 +179,16 @@ impl From<crate::service::calls::SymbolError> for ToolError {
     }
 }
 
+impl From<CursorError> for ToolError {
+    fn from(error: CursorError) -> Self {
+        ToolError {
+            code: "invalid_parameter",
+            message: error.to_string(),
+            suggestion: "Start again without cursor, or pass next_cursor from the previous page.",
+        }
+    }
+}
+
 impl From<ReadError> for ToolError {
     fn from(error: ReadError) -> Self {
         match error {
@@ -167,7 +206,7 @@ impl From<PathError> for ToolError {
     fn from(error: PathError) -> Self {
         let suggestion = match &error {
             PathError::NotFound(_) => {
-                "List files with get_relationship_graph, or check the spelling."
+                "Check the spelling; get_relationship_graph with detail: files and a path_prefix lists files."
             }
             PathError::OutsideRoot(..) => "Use a path inside the project root.",
             PathError::Sensitive(_) => "This file is never served; it may hold secrets.",
@@ -186,8 +225,7 @@ impl From<PathError> for ToolError {
 }
 
 fn ok_json(value: &impl serde::Serialize) -> CallToolResult {
-    let text =
-        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let text = serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
@@ -397,40 +435,51 @@ impl XfileServer {
     }
 
     #[tool(
-        description = "Export the relationship graph (files, relationships, circular imports, most connected files), optionally limited to files under a path prefix."
+        description = "Overview of the project graph: file, relationship and warning counts, the most connected files and import cycles. Pass detail to page through files, relationships, warnings or cycles; path_prefix narrows everything to a directory."
     )]
     async fn get_relationship_graph(
         &self,
         Parameters(args): Parameters<GraphArgs>,
     ) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
-            let mut export = s.export();
-            if let Some(prefix) = &args.path_prefix {
-                export
-                    .files
-                    .retain(|f| f.relative_path.starts_with(prefix.as_str()));
-                export
-                    .relationships
-                    .retain(|r| r.source_file.starts_with(prefix.as_str()));
-                for relation in export.derived.values_mut() {
-                    relation.tuples.retain(|t| {
-                        t.first()
-                            .and_then(|v| v.as_str())
-                            .is_some_and(|v| v.starts_with(prefix.as_str()))
-                    });
-                }
-            }
-            Ok(ok_json(&export))
+            let answer = graph::answer(
+                s,
+                args.path_prefix.as_deref(),
+                args.detail,
+                args.limit.unwrap_or(paging::DEFAULT_LIMIT),
+                args.cursor.as_deref(),
+            )?;
+            Ok(ok_json(&answer))
         })
         .await
     }
 
     #[tool(
-        description = "List where static analysis goes blind: dynamic imports, getattr dispatch, monkey patching, exec/eval, decorators, metaclasses, circular imports (and wildcard imports if enabled), each with line, code, explanation and guidance; plus how many were suppressed by configuration and indexing notices (skipped files, latin-1 fallbacks, configuration problems). Optionally for one file."
+        description = "List where static analysis goes blind: dynamic imports, getattr dispatch, monkey patching, exec/eval, decorators, metaclasses, circular imports (and wildcard imports if enabled), each with line, code, explanation and guidance; plus how many were suppressed by configuration and indexing notices (skipped files, latin-1 fallbacks, configuration problems). Counts by type first, then the warnings a page at a time (limit, cursor); optionally for one file."
     )]
     async fn get_warnings(&self, Parameters(args): Parameters<WarningsArgs>) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
-            Ok(ok_json(&s.warnings(args.file_path.as_deref())?))
+            let report = s.warnings(args.file_path.as_deref())?;
+            let mut by_type = BTreeMap::new();
+            for w in &report.warnings {
+                *by_type.entry(w.warning_type.as_str()).or_default() += 1;
+            }
+            let notices_total = report.notices.len();
+            let mut notices = report.notices;
+            notices.truncate(NOTICES);
+            let warnings = paging::page(
+                report.warnings,
+                args.cursor.as_deref(),
+                args.limit.unwrap_or(paging::DEFAULT_LIMIT),
+                s.answer_token_limit(),
+            )?;
+            Ok(ok_json(&WarningsAnswer {
+                by_type,
+                suppressed: report.suppressed,
+                notices_total,
+                notices,
+                warnings,
+            }))
         })
         .await
     }

@@ -237,3 +237,87 @@ fn path_attacks_are_rejected_without_leaking_content() {
     let (is_error, text) = client.call("read_with_context", json!({"file_path": "app/main.py"}));
     assert!(!is_error && text.ends_with("import os\n"), "{text}");
 }
+
+/// Pages of `detail` from get_relationship_graph, cursor after cursor.
+fn all_pages(client: &mut Client, detail: &str, limit: usize) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"detail": detail, "limit": limit});
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let (is_error, text) = client.call("get_relationship_graph", args);
+        assert!(!is_error, "{text}");
+        let page: Value = serde_json::from_str(&text).unwrap();
+        items.extend(page["items"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return items,
+        }
+    }
+}
+
+#[test]
+fn the_graph_is_a_summary_by_default_and_its_lists_page_to_the_whole() {
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
+    let (is_error, text) = client.call("get_relationship_graph", json!({}));
+    assert!(!is_error, "{text}");
+    let summary: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(summary["files"], 9, "{summary}");
+    assert!(summary["relationships"]["import"].as_u64().unwrap() > 0);
+    assert_eq!(summary["import_cycles"], 1);
+    assert!(summary.get("items").is_none());
+    assert!(xfile::service::context::count_tokens(&text) < 2000);
+
+    // Paging to the end gives exactly the export's list, in order.
+    let service = xfile::service::Service::open(sample.path()).unwrap();
+    let export = serde_json::to_value(service.export()).unwrap();
+    assert_eq!(
+        Value::Array(all_pages(&mut client, "relationships", 7)),
+        export["relationships"]
+    );
+    assert_eq!(
+        Value::Array(all_pages(&mut client, "files", 3)),
+        export["files"]
+    );
+
+    // The prefix narrows every part.
+    let (_, text) = client.call(
+        "get_relationship_graph",
+        json!({"path_prefix": "app/utils/"}),
+    );
+    let narrowed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(narrowed["import_cycles"], 0, "{narrowed}");
+    assert!(narrowed["files"].as_u64().unwrap() < 9);
+
+    let (is_error, text) = client.call(
+        "get_relationship_graph",
+        json!({"detail": "relationships", "cursor": "nope"}),
+    );
+    assert!(is_error);
+    assert!(text.contains("invalid_parameter"), "{text}");
+}
+
+#[test]
+fn warnings_answer_counts_by_type_then_one_page() {
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
+    let (is_error, text) = client.call("get_warnings", json!({"limit": 1}));
+    assert!(!is_error, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let total: u64 = answer["by_type"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(answer["warnings"]["total"].as_u64(), Some(total));
+    assert_eq!(answer["warnings"]["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        answer["warnings"]["next_cursor"].is_string(),
+        total > 1,
+        "{answer}"
+    );
+}

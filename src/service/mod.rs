@@ -6,10 +6,12 @@ pub mod cache;
 pub mod calls;
 pub mod context;
 pub mod explain;
+pub mod graph;
 pub mod injections;
 pub mod jsonl;
 pub mod live;
 pub mod model;
+pub mod paging;
 pub mod query;
 pub mod relationships;
 mod update;
@@ -196,6 +198,11 @@ impl Service {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Tokens one page of a tool answer may take (`answer_token_limit`).
+    pub fn answer_token_limit(&self) -> usize {
+        usize::try_from(self.config.answer_token_limit).unwrap_or(usize::MAX)
     }
 
     pub fn config(&self) -> &Config {

@@ -18,6 +18,8 @@ pub struct Config {
     /// How many hops of types `read_with_context` follows from the used
     /// definitions' signatures (1: only what the file uses).
     pub import_depth: u64,
+    /// Tokens (cl100k_base) one tool answer's page may take.
+    pub answer_token_limit: u64,
     pub enable_context_injection: bool,
     pub warn_on_wildcards: bool,
     /// Files (root-relative paths) and globs whose warnings are suppressed.
@@ -57,6 +59,7 @@ impl Default for Config {
             cache_size_limit_kb: 50,
             context_token_limit: 550,
             import_depth: 1,
+            answer_token_limit: 8000,
             enable_context_injection: true,
             warn_on_wildcards: false,
             suppress_warnings: Vec::new(),
@@ -134,6 +137,7 @@ impl Config {
                 "cache_size_limit_kb" => check.positive(&mut config.cache_size_limit_kb, u64::MAX),
                 "context_token_limit" => check.positive(&mut config.context_token_limit, 9_999),
                 "import_depth" => check.positive(&mut config.import_depth, 3),
+                "answer_token_limit" => check.positive(&mut config.answer_token_limit, 20_000),
                 "function_usage_warning_threshold" => {
                     check.positive(&mut config.function_usage_warning_threshold, u64::MAX)
                 }
