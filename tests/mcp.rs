@@ -291,6 +291,13 @@ fn the_graph_is_a_summary_by_default_and_its_lists_page_to_the_whole() {
     let narrowed: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(narrowed["import_cycles"], 0, "{narrowed}");
     assert!(narrowed["files"].as_u64().unwrap() < 9);
+    let connected = narrowed["most_connected_files"].as_array().unwrap();
+    assert!(!connected.is_empty(), "{narrowed}");
+    assert!(
+        connected
+            .iter()
+            .all(|f| f["file"].as_str().unwrap().starts_with("app/utils/"))
+    );
 
     let (is_error, text) = client.call(
         "get_relationship_graph",

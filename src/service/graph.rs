@@ -86,9 +86,17 @@ pub fn answer(
             for w in &warnings {
                 *warning_types.entry(w.warning_type.as_str()).or_default() += 1;
             }
-            let mut most_connected = graph_metadata.most_connected_files;
-            most_connected.retain(|f| under(&f.file));
-            most_connected.truncate(SUMMARY_FILES);
+            let most_connected: Vec<ConnectedFile> = service
+                .engine()
+                .most_depended_on(usize::MAX)
+                .into_iter()
+                .filter(|(file, _)| under(file))
+                .take(SUMMARY_FILES)
+                .map(|(file, dependency_count)| ConnectedFile {
+                    file,
+                    dependency_count,
+                })
+                .collect();
             GraphAnswer::Summary(Summary {
                 path_prefix: prefix.map(str::to_string),
                 files: files.len(),
