@@ -857,40 +857,20 @@ impl<'s> Context<'s> {
     /// The section, with as many left-out names as the budget leaves room
     /// for.
     fn compose(&self) -> String {
-        self.compose_with(self.left_out_tokens + self.limit.saturating_sub(self.spent))
-    }
-
-    fn compose_with(&self, names_budget: usize) -> String {
+        let names_budget = self.left_out_tokens + self.limit.saturating_sub(self.spent);
         let mut out = String::from(HEADER);
-        let shown = |tier: Tier, deep: bool| {
-            self.candidates.iter().filter(move |c| {
-                (c.tier == tier || (tier == Tier::Signature && c.tier == Tier::Full))
-                    && (c.depth > 1) == deep
-            })
-        };
-        let mut first = true;
-        for c in shown(Tier::Signature, false) {
-            if first {
-                out.push_str(DEFINITIONS);
-                first = false;
+        for section in [DEFINITIONS, ALSO_USED, MENTIONED] {
+            let mut shown = self
+                .candidates
+                .iter()
+                .filter(|c| c.tier > Tier::Omitted && heading(c.depth, c.tier) == section)
+                .peekable();
+            if shown.peek().is_some() {
+                out.push_str(section);
             }
-            out.push_str(&c.text());
-        }
-        let mut first = true;
-        for c in shown(Tier::Minimal, false) {
-            if first {
-                out.push_str(ALSO_USED);
-                first = false;
+            for c in shown {
+                out.push_str(&c.text());
             }
-            out.push_str(&c.text());
-        }
-        let mut first = true;
-        for c in shown(Tier::Signature, true).chain(shown(Tier::Minimal, true)) {
-            if first {
-                out.push_str(MENTIONED);
-                first = false;
-            }
-            out.push_str(&c.text());
         }
         if self.available_shown > 0 {
             out.push_str(AVAILABLE);
