@@ -152,13 +152,12 @@ fn line_range(
     let total = content.lines().count().max(1);
     let last = u32::try_from(total).unwrap_or(u32::MAX);
     if options.start_line.is_none() && options.end_line.is_none() {
-        return Ok((
-            Lines {
-                start: 1,
-                end: last,
-            },
-            None,
-        ));
+        let whole = Lines {
+            start: 1,
+            end: last,
+            whole: true,
+        };
+        return Ok((whole, None));
     }
     let start = options.start_line.unwrap_or(1);
     let end = options.end_line.unwrap_or(last).min(last);
@@ -170,11 +169,12 @@ fn line_range(
                 .map_or("end".to_string(), |e| e.to_string())
         )));
     }
-    Ok((Lines { start, end }, Some(total)))
+    let whole = start == 1 && end == last;
+    Ok((Lines { start, end, whole }, Some(total)))
 }
 
 fn slice_lines(content: &str, lines: Lines) -> String {
-    if lines.start == 1 && lines.end as usize >= content.lines().count() {
+    if lines.whole {
         return content.to_string();
     }
     content

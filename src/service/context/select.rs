@@ -26,6 +26,8 @@ use crate::python::{DefinitionKind, ModuleFacts};
 pub(super) struct Lines {
     pub start: u32,
     pub end: u32,
+    /// Every line of the file (no range was asked for, or it spans all).
+    pub whole: bool,
 }
 
 impl Lines {
@@ -75,11 +77,7 @@ pub(super) fn used_definitions(
     let mut uses: Vec<Use> = relationships.iter().filter_map(Use::of).collect();
     // Names bound by `import *`, or (for a line range) by imports above
     // the range, are found by their uses in the lines.
-    let partial = lines.start > 1
-        || engine
-            .text(path)
-            .is_some_and(|t| (lines.end as usize) < t.lines().count());
-    if partial
+    if !lines.whole
         || relationships
             .iter()
             .any(|r| r.metadata.wildcard == Some(true))
@@ -116,10 +114,14 @@ pub(super) fn used_definitions(
         }
     }
     members.sort_by_key(|(line, _)| *line);
+    // Only classes have an order for members to be found along.
     let orders: Vec<Vec<(String, String)>> = found
         .items
         .iter()
-        .map(|u| engine.mro(&u.file, &u.symbol))
+        .map(|u| match definitions.get(&u.file, &u.symbol) {
+            Some(d) if d.kind == DefinitionKind::Class => engine.mro(&u.file, &u.symbol),
+            _ => Vec::new(),
+        })
         .collect();
     for (line, member) in members {
         let Some((owner, _)) = member.qualname.rsplit_once('.') else {
