@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::service::calls::Direction;
 use crate::service::live::Live;
 use crate::service::model::{Relationship, UpdateReport, WarningReport};
-use crate::service::{ReadOptions, Service};
+use crate::service::{ReadOptions, Service, text};
 use crate::watch::{self, Watch};
 use crate::workspace;
 
@@ -325,10 +325,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&result)?)?;
             } else {
-                for tuple in &result.tuples {
-                    let args: Vec<String> = tuple.iter().map(|v| v.to_string()).collect();
-                    writeln!(out, "{}({})", result.relation, args.join(", "))?;
-                }
+                write!(out, "{}", text::query(&result, &result.tuples))?;
                 writeln!(out, "{} tuples", result.tuples.len())?;
             }
         }
@@ -466,32 +463,11 @@ fn open(root: &std::path::Path) -> Result<Service, Failure> {
 fn print_warnings(out: &mut impl Write, report: &WarningReport, json: bool) -> Result<(), Failure> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
-        return Ok(());
-    }
-    for w in &report.warnings {
-        let location = format!("{}:{}:{}", w.file, w.line, w.column);
-        writeln!(
-            out,
-            "{location}  {:<7}  {:<16}  {}",
-            serde_json::to_value(w.severity)?
-                .as_str()
-                .unwrap_or_default(),
-            w.warning_type.as_str(),
-            w.pattern
-        )?;
-        writeln!(out, "    {}", w.message)?;
-        if let Some(guidance) = w.guidance {
-            writeln!(out, "    → {guidance}")?;
-        }
-    }
-    let suppressed: usize = report.suppressed.values().sum();
-    writeln!(
-        out,
-        "{} warnings ({suppressed} suppressed by configuration)",
-        report.warnings.len()
-    )?;
-    for notice in &report.notices {
-        writeln!(out, "notice: {}: {}", notice.path, notice.message)?;
+    } else {
+        write!(out, "{}", text::warnings_summary(report, &report.warnings))?;
+        write!(out, "{}", text::warning_list(&report.warnings))?;
+        let notices = &report.notices;
+        write!(out, "{}", text::notices(notices, notices.len()))?;
     }
     Ok(())
 }
@@ -503,27 +479,10 @@ fn print_relationships(
 ) -> Result<(), Failure> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(relationships)?)?;
-        return Ok(());
+    } else {
+        write!(out, "{}", text::relationships(relationships))?;
+        writeln!(out, "{} relationships", relationships.len())?;
     }
-    for r in relationships {
-        let symbol = r.target_symbol.as_deref().unwrap_or("");
-        let target = match (&r.metadata.defined_in, r.target_line) {
-            (Some(defined_in), Some(line)) => {
-                format!("{} (defined in {defined_in}:{line})", r.target_file)
-            }
-            (Some(defined_in), None) => format!("{} (defined in {defined_in})", r.target_file),
-            (None, Some(line)) => format!("{}:{line}", r.target_file),
-            (None, None) => r.target_file.clone(),
-        };
-        writeln!(
-            out,
-            "{}:{}  {:<13} {symbol:<24} -> {target}",
-            r.source_file,
-            r.line_number,
-            r.relationship_type.as_str(),
-        )?;
-    }
-    writeln!(out, "{} relationships", relationships.len())?;
     Ok(())
 }
 
@@ -534,30 +493,8 @@ fn print_call_graph(
 ) -> Result<(), Failure> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(graph)?)?;
-        return Ok(());
-    }
-    let what = match graph.direction {
-        Direction::Callers => "Callers of",
-        Direction::Callees => "Calls made by",
-    };
-    writeln!(out, "{what} {} (depth {}):", graph.symbol, graph.depth)?;
-    if graph.calls.is_empty() {
-        writeln!(out, "  none found")?;
-    }
-    for call in &graph.calls {
-        writeln!(
-            out,
-            "  {}{}:{}:{}  {} -> {}",
-            "  ".repeat(call.depth - 1),
-            call.file,
-            call.line,
-            call.column,
-            call.caller,
-            call.callee
-        )?;
-    }
-    if let Some(truncated) = &graph.truncated {
-        writeln!(out, "  ({truncated})")?;
+    } else {
+        write!(out, "{}", text::call_graph(graph))?;
     }
     Ok(())
 }

@@ -12,90 +12,122 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::model::{
+    CallToolResult, ContentBlock, ErrorData, Implementation, JsonObject, ListResourcesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use crate::service::calls::Direction;
+use crate::service::context::count_tokens;
 use crate::service::graph::{self, Detail};
 use crate::service::live::{Involved, Live};
 use crate::service::paging::{self, CursorError};
+use crate::service::text;
 use crate::service::{ReadError, ReadOptions, Service};
 use crate::watch::{self, Watch};
 use crate::workspace::PathError;
+use crate::workspace::config::Config;
+
+// How a list answer is written: text (the default, lines like the CLI's)
+// or json. No doc comment and no field descriptions: the enum says it, and
+// the tool list repeats it for every list tool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+/// One page of a list answer.
+#[derive(Deserialize, JsonSchema)]
+pub struct PageArgs {
+    /// Default 100.
+    pub limit: Option<usize>,
+    /// The previous page's next_cursor.
+    pub cursor: Option<String>,
+    #[serde(default)]
+    pub format: Format,
+}
 
 #[derive(Deserialize, JsonSchema)]
 pub struct FileArgs {
-    /// Path of a Python file, relative to the project root or absolute inside it.
+    /// Python file path.
     pub file_path: String,
+    #[serde(flatten)]
+    pub page: PageArgs,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct ReadArgs {
-    /// Path of a Python file, relative to the project root or absolute inside it.
+    /// Python file path.
     pub file_path: String,
-    /// First line to read (1-based); with end_line, only what those lines use is injected.
+    /// First line (1-based).
     pub start_line: Option<u32>,
-    /// Last line to read (inclusive).
+    /// Last line (inclusive).
     pub end_line: Option<u32>,
-    /// 2 also shows the classes that the injected signatures mention; default 1 (configurable).
+    /// 2-3: also classes the signatures mention.
     pub import_depth: Option<u32>,
-    /// Also list the public names of the sibling modules in the file's package.
+    /// List sibling modules' names.
     #[serde(default)]
     pub show_available: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct DependentsArgs {
-    /// Path of a Python file, relative to the project root or absolute inside it.
+    /// Python file path.
     pub file_path: String,
-    /// Only relationships about this definition of the file: a function or
-    /// class name, or a member such as `User.save` (a class takes in its
-    /// members).
+    /// A definition: `User` or `User.save`.
     pub symbol: Option<String>,
+    #[serde(flatten)]
+    pub page: PageArgs,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct CallGraphArgs {
-    /// The function, method or class: `path::Qualified.name`
-    /// (`app/models.py::User.save`) or a dotted name (`app.models.User.save`).
+    /// `app/models.py::User.save` or `app.models.User.save`.
     pub symbol: String,
-    /// How many calls away to follow, 1 (direct, the default) to 5.
+    /// 1 (default) to 5.
     pub depth: Option<usize>,
-    /// Calls listed at most (default 100); the answer says how many there are.
+    /// Default 100.
     pub limit: Option<usize>,
+    #[serde(default)]
+    pub format: Format,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct GraphArgs {
-    /// Only files, relationships, warnings and cycles under this path prefix.
+    /// Only under this path.
     pub path_prefix: Option<String>,
-    /// summary (default): counts, most connected files, some cycles; or one
-    /// list, a page at a time: files, relationships, warnings, cycles.
+    /// Default summary.
     #[serde(default)]
     pub detail: Detail,
-    /// Items per page (default 100, at most 1000).
+    /// Default 100.
     pub limit: Option<usize>,
-    /// The next_cursor of the previous page.
+    /// The previous page's next_cursor.
     pub cursor: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct WarningsArgs {
-    /// Only warnings and notices about this file.
+    /// Only this file's warnings.
     pub file_path: Option<String>,
-    /// Warnings per page (default 100, at most 1000).
-    pub limit: Option<usize>,
-    /// The next_cursor of the previous page.
-    pub cursor: Option<String>,
+    #[serde(flatten)]
+    pub page: PageArgs,
 }
 
 /// Notices (skipped files, encoding fallbacks, configuration problems)
 /// spelled out in a warnings answer; the count says how many there are.
 const NOTICES: usize = 20;
 
-/// `get_warnings`: counts by type, then one page of the warnings.
+/// `get_warnings` as JSON: counts by type, then one page of the warnings.
 #[derive(Serialize)]
 struct WarningsAnswer {
     by_type: BTreeMap<&'static str, usize>,
@@ -107,34 +139,44 @@ struct WarningsAnswer {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct InjectionArgs {
-    /// Only injections into this file (the file that was read).
+    /// Only injections into this file.
     pub target_file: Option<String>,
-    /// How many events, newest first (default 10).
+    /// Events, newest first (default 10).
     pub limit: Option<usize>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct QueryArgs {
-    /// A relation pattern such as `Calls("app.py", _, _, _)`; `_` is a wildcard.
+    /// E.g. `Calls("app.py", _, _, _)`; `_` is a wildcard.
     pub pattern: String,
+    #[serde(flatten)]
+    pub page: PageArgs,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct ExplainArgs {
-    /// A tuple pattern such as `DependsOn("app.py", "models.py")`; `_` is a wildcard.
+    /// E.g. `DependsOn("app.py", "models.py")`.
     pub fact: String,
-    /// Answer with the JSON tree instead of indented text.
+    #[serde(default)]
+    pub format: Format,
+    /// Older spelling of `format: json`.
+    #[schemars(skip)]
     pub json: Option<bool>,
 }
 
-/// The relations `query_relation` and `explain` accept, generated from the
-/// rules so a new rules file shows up in the tool descriptions by itself.
-fn relations_description(what: &str) -> String {
-    format!(
-        "{what} Relations (name(arguments)):\n{}",
-        crate::service::query::catalogue()
-    )
-}
+/// Tools left out of the tool list unless `enabled_tools` names them:
+/// they serve whoever operates xfile, not the agent's task.
+const OPERATIONS_TOOLS: [&str; 3] = [
+    "get_recent_injections",
+    "get_cache_statistics",
+    "explain_recomputation",
+];
+
+/// Where the relation catalogue is served.
+const RELATIONS_URI: &str = "xfile://relations";
+
+/// Tokens kept for a text answer's header and closing lines.
+const FRAME_TOKENS: usize = 150;
 
 fn invalid_pattern(error: crate::service::query::QueryError) -> ToolError {
     ToolError {
@@ -142,6 +184,33 @@ fn invalid_pattern(error: crate::service::query::QueryError) -> ToolError {
         message: error.to_string(),
         suggestion: "Write Relation(arg, ...) with one argument per relation field.",
     }
+}
+
+fn text_result(text: String) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+/// A page of `items` in the asked format: text lines by `render` with a
+/// closing line that says how to get the rest, or the JSON page.
+fn paged<T: Serialize>(
+    items: Vec<T>,
+    args: &PageArgs,
+    budget: usize,
+    what: &str,
+    render: impl Fn(&[T]) -> String,
+) -> Result<CallToolResult, ToolError> {
+    let limit = args.limit.unwrap_or(paging::DEFAULT_LIMIT);
+    let cursor = args.cursor.as_deref();
+    let budget = budget.saturating_sub(FRAME_TOKENS).max(1);
+    Ok(match args.format {
+        Format::Text => {
+            let page = paging::page_by(items, cursor, limit, budget, |items| {
+                count_tokens(&render(items))
+            })?;
+            text_result(render(&page.items) + &page.footer(what))
+        }
+        Format::Json => ok_json(&paging::page(items, cursor, limit, budget)?),
+    })
 }
 
 type Shared = Arc<OnceCell<Result<Arc<Live>, String>>>;
@@ -224,6 +293,71 @@ impl From<PathError> for ToolError {
     }
 }
 
+/// The tools left out of the list: the operations tools unless
+/// `enabled_tools` names them (or says `all`), and what `excluded_tools`
+/// names. Unknown names are logged, so a typo does not pass silently.
+fn hidden_tools<'a>(config: &Config, known: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let known: Vec<&str> = known.collect();
+    for name in config.enabled_tools.iter().chain(&config.excluded_tools) {
+        if name != "all" && !known.contains(&name.as_str()) {
+            tracing::warn!(
+                "{}: no tool is named `{name}`; the tools are {}",
+                crate::workspace::config::CONFIG_FILE,
+                known.join(", ")
+            );
+        }
+    }
+    let enabled = |name: &str| config.enabled_tools.iter().any(|e| e == name || e == "all");
+    known
+        .iter()
+        .filter(|name| {
+            (OPERATIONS_TOOLS.contains(name) && !enabled(name))
+                || config.excluded_tools.iter().any(|e| e == *name)
+        })
+        .map(|name| name.to_string())
+        .collect()
+}
+
+/// Makes a generated input schema portable: an optional field is simply
+/// optional (no `["integer", "null"]` type arrays, which strict clients
+/// reject), and keywords no client needs (`$schema`, the Rust type's
+/// `title`, integer `format`s like `uint32`, a `minimum` of 0) are dropped
+/// to save tokens.
+fn portable_schema(schema: &mut JsonObject) {
+    schema.remove("$schema");
+    schema.remove("title");
+    portable_value(schema);
+}
+
+fn portable_value(schema: &mut JsonObject) {
+    if let Some(serde_json::Value::Array(types)) = schema.get("type") {
+        let kept: Vec<serde_json::Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        let single = match kept.as_slice() {
+            [one] => one.clone(),
+            _ => serde_json::Value::Array(kept),
+        };
+        schema.insert("type".into(), single);
+    }
+    if schema.get("type").and_then(|t| t.as_str()) == Some("integer") {
+        schema.remove("format");
+        // Unsigned is said by the type; a negative number is refused anyway.
+        if schema.get("minimum") == Some(&serde_json::json!(0)) {
+            schema.remove("minimum");
+        }
+    }
+    for value in schema.values_mut() {
+        match value {
+            serde_json::Value::Object(inner) => portable_value(inner),
+            serde_json::Value::Array(items) => {
+                for item in items.iter_mut().filter_map(|i| i.as_object_mut()) {
+                    portable_value(item);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn ok_json(value: &impl serde::Serialize) -> CallToolResult {
     let text = serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     CallToolResult::success(vec![ContentBlock::text(text)])
@@ -240,11 +374,21 @@ fn failure(error: ToolError) -> CallToolResult {
 
 impl XfileServer {
     pub fn new(root: PathBuf) -> Self {
+        let (config, _) = Config::load(&root);
+        let mut tool_router = Self::tool_router();
+        for route in tool_router.map.values_mut() {
+            portable_schema(Arc::make_mut(&mut route.attr.input_schema));
+            // Every tool only reads the project (the logs are xfile's own).
+            route.attr.annotations = Some(ToolAnnotations::new().read_only(true).idempotent(true));
+        }
+        for name in hidden_tools(&config, tool_router.map.keys().map(|k| k.as_ref())) {
+            tool_router.disable_route(name);
+        }
         Self {
             root,
             service: Arc::new(OnceCell::new()),
             watch: Arc::new(Mutex::new(None)),
-            tool_router: Self::tool_router(),
+            tool_router,
         }
     }
 
@@ -277,13 +421,9 @@ impl XfileServer {
     }
 
     /// A call-graph walk over fresh files (any file may hold a caller).
-    async fn call_graph(
-        &self,
-        args: CallGraphArgs,
-        direction: crate::service::calls::Direction,
-    ) -> CallToolResult {
+    async fn call_graph(&self, args: CallGraphArgs, direction: Direction) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
-            let graph = s.call_graph(
+            let mut graph = s.call_graph(
                 &args.symbol,
                 direction,
                 args.depth.unwrap_or(1),
@@ -291,7 +431,25 @@ impl XfileServer {
                     .unwrap_or(crate::service::calls::DEFAULT_LIMIT)
                     .min(crate::service::calls::MAX_LIMIT),
             )?;
-            Ok(ok_json(&graph))
+            let render = |g: &crate::service::calls::CallGraph| match args.format {
+                Format::Text => text::call_graph(g),
+                Format::Json => serde_json::to_string(g).unwrap_or_default(),
+            };
+            // Calls beyond the answer budget are cut like calls beyond the
+            // limit: the answer says how many there are.
+            let budget = s.answer_token_limit();
+            let mut answer = render(&graph);
+            while graph.calls.len() > 1 && count_tokens(&answer) > budget {
+                let keep = graph.calls.len() * budget / count_tokens(&answer).max(1);
+                graph.calls.truncate(keep.clamp(1, graph.calls.len() - 1));
+                graph.truncated = Some(format!(
+                    "{} of {} calls listed, cut by the {budget}-token answer budget; ask with a smaller depth",
+                    graph.calls.len(),
+                    graph.total
+                ));
+                answer = render(&graph);
+            }
+            Ok(text_result(answer))
         })
         .await
     }
@@ -374,7 +532,8 @@ fn log_warnings(live: &Live) {
 #[tool_router(router = tool_router)]
 impl XfileServer {
     #[tool(
-        description = "Read a Python file (or a line range of it) together with the signatures, class skeletons and locations of the project definitions those lines use from other files, within a token budget. Use this instead of a plain read when you need to know what imported names mean."
+        title = "Read with context",
+        description = "Read a Python file with the signatures and locations of the project definitions it uses from other files. Prefer it to a plain read."
     )]
     async fn read_with_context(&self, Parameters(args): Parameters<ReadArgs>) -> CallToolResult {
         let involved = Involved::Dependencies(args.file_path.clone());
@@ -386,56 +545,72 @@ impl XfileServer {
                 show_available: args.show_available,
                 log: true,
             };
-            let text = s.read_with_options(&args.file_path, &options)?;
-            Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+            Ok(text_result(s.read_with_options(&args.file_path, &options)?))
         })
         .await
     }
 
     #[tool(
-        description = "List what a Python file depends on: its imports, the cross-file functions it calls and the classes it inherits from, with line numbers and target definitions."
+        title = "File dependencies",
+        description = "What a Python file imports, calls and inherits from other files, with lines and target locations."
     )]
     async fn get_dependencies(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
         let involved = Involved::Dependencies(args.file_path.clone());
         self.fresh(involved, move |s| {
-            Ok(ok_json(&s.dependencies(&args.file_path)?))
+            let list = s.dependencies(&args.file_path)?;
+            paged(
+                list,
+                &args.page,
+                s.answer_token_limit(),
+                "relationships",
+                text::relationships,
+            )
         })
         .await
     }
 
     #[tool(
-        description = "List who depends on a Python file (imports it, calls into it, inherits from it), optionally for one symbol. Use before changing a signature to see what may break."
+        title = "File dependents",
+        description = "Who imports, calls or inherits from a Python file or one of its definitions: check it before changing a signature."
     )]
     async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
         let involved = Involved::Dependents(args.file_path.clone());
         self.fresh(involved, move |s| {
-            let dependents = match &args.symbol {
+            let list = match &args.symbol {
                 Some(symbol) => s.dependents_of_symbol(&args.file_path, symbol)?,
                 None => s.dependents(&args.file_path)?,
             };
-            Ok(ok_json(&dependents))
+            paged(
+                list,
+                &args.page,
+                s.answer_token_limit(),
+                "relationships",
+                text::relationships,
+            )
         })
         .await
     }
 
     #[tool(
-        description = "List who calls a function, method or class, breadth first to a depth (1-5), with the line of each call: what breaks if its signature changes. Calls through self, cls, super() and objects of known class are included. Bounded by limit."
+        title = "Callers",
+        description = "Who calls a function, method or class (also through self, super() and typed objects), with each call's line."
     )]
     async fn get_callers(&self, Parameters(args): Parameters<CallGraphArgs>) -> CallToolResult {
-        self.call_graph(args, crate::service::calls::Direction::Callers)
-            .await
+        self.call_graph(args, Direction::Callers).await
     }
 
     #[tool(
-        description = "List what a function, method or class body calls, breadth first to a depth (1-5), with the line of each call. Bounded by limit."
+        title = "Callees",
+        description = "What a function, method or class calls, with each call's line."
     )]
     async fn get_callees(&self, Parameters(args): Parameters<CallGraphArgs>) -> CallToolResult {
-        self.call_graph(args, crate::service::calls::Direction::Callees)
-            .await
+        self.call_graph(args, Direction::Callees).await
     }
 
     #[tool(
-        description = "Overview of the project graph: file, relationship and warning counts, the most connected files and import cycles. Pass detail to page through files, relationships, warnings or cycles; path_prefix narrows everything to a directory."
+        title = "Project graph",
+        description = "Project overview: counts, most connected files, import cycles; detail pages through one list.",
+        output_schema = graph_output_schema()
     )]
     async fn get_relationship_graph(
         &self,
@@ -449,43 +624,54 @@ impl XfileServer {
                 args.limit.unwrap_or(paging::DEFAULT_LIMIT),
                 args.cursor.as_deref(),
             )?;
-            Ok(ok_json(&answer))
+            let value = serde_json::to_value(&answer).map_err(internal)?;
+            Ok(CallToolResult::structured(value))
         })
         .await
     }
 
     #[tool(
-        description = "List where static analysis goes blind: dynamic imports, getattr dispatch, monkey patching, exec/eval, decorators, metaclasses, circular imports (and wildcard imports if enabled), each with line, code, explanation and guidance; plus how many were suppressed by configuration and indexing notices (skipped files, latin-1 fallbacks, configuration problems). Counts by type first, then the warnings a page at a time (limit, cursor); optionally for one file."
+        title = "Blind spots",
+        description = "Where static analysis goes blind (dynamic imports, getattr, monkey patching, exec, metaclasses, cycles), by type."
     )]
     async fn get_warnings(&self, Parameters(args): Parameters<WarningsArgs>) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
-            let report = s.warnings(args.file_path.as_deref())?;
-            let mut by_type = BTreeMap::new();
-            for w in &report.warnings {
-                *by_type.entry(w.warning_type.as_str()).or_default() += 1;
-            }
+            let mut report = s.warnings(args.file_path.as_deref())?;
             let notices_total = report.notices.len();
-            let mut notices = report.notices;
-            notices.truncate(NOTICES);
-            let warnings = paging::page(
-                report.warnings,
-                args.cursor.as_deref(),
-                args.limit.unwrap_or(paging::DEFAULT_LIMIT),
-                s.answer_token_limit(),
-            )?;
-            Ok(ok_json(&WarningsAnswer {
-                by_type,
-                suppressed: report.suppressed,
-                notices_total,
-                notices,
-                warnings,
-            }))
+            report.notices.truncate(NOTICES);
+            let list = std::mem::take(&mut report.warnings);
+            let summary = text::warnings_summary(&report, &list);
+            let budget = s.answer_token_limit();
+            if args.page.format == Format::Json {
+                let mut by_type = BTreeMap::new();
+                for w in &list {
+                    *by_type.entry(w.warning_type.as_str()).or_default() += 1;
+                }
+                let cursor = args.page.cursor.as_deref();
+                let limit = args.page.limit.unwrap_or(paging::DEFAULT_LIMIT);
+                let budget = budget.saturating_sub(count_tokens(&summary));
+                return Ok(ok_json(&WarningsAnswer {
+                    by_type,
+                    suppressed: report.suppressed,
+                    notices_total,
+                    notices: report.notices,
+                    warnings: paging::page(list, cursor, limit, budget)?,
+                }));
+            }
+            let notices = text::notices(&report.notices, notices_total);
+            let budget = budget.saturating_sub(count_tokens(&summary) + count_tokens(&notices));
+            let page = paged(list, &args.page, budget, "warnings", text::warning_list)?;
+            Ok(text_result(format!(
+                "{summary}{}{notices}",
+                first_text(&page)
+            )))
         })
         .await
     }
 
     #[tool(
-        description = "Recent context injections from the injection log: which snippets were added to which file reads, with token counts and cache hits. Use to see what context an agent was given."
+        title = "Recent context injections",
+        description = "The latest context injections: which definitions were added to which file reads, with token counts and cache hits."
     )]
     async fn get_recent_injections(
         &self,
@@ -493,16 +679,18 @@ impl XfileServer {
     ) -> CallToolResult {
         self.with_live(move |live| {
             live.read(|s| {
-                let events =
-                    s.recent_injections(args.target_file.as_deref(), args.limit.unwrap_or(10))?;
-                Ok(ok_json(&events))
+                let limit = args.limit.unwrap_or(10).min(paging::MAX_LIMIT);
+                let events = s.recent_injections(args.target_file.as_deref(), limit)?;
+                let page = paging::page(events, None, limit, s.answer_token_limit())?;
+                Ok(ok_json(&page))
             })
         })
         .await
     }
 
     #[tool(
-        description = "Statistics of the working memory cache of injected snippets: hits, misses, staleness refreshes, evictions, current and peak size against the limit."
+        title = "Snippet cache statistics",
+        description = "Statistics of the cache of injected snippets: hits, misses, refreshes, evictions, size against the limit."
     )]
     async fn get_cache_statistics(&self) -> CallToolResult {
         self.with_live(|live| Ok(ok_json(&live.read(Service::cache_statistics))))
@@ -510,38 +698,68 @@ impl XfileServer {
     }
 
     #[tool(
-        description = relations_description(
-            "Query any relation of the Datalog rules with a pattern like Imports(\"app.py\", _, _) or DependsOn(_, \"models.py\"); `_` is a wildcard, other arguments are paths, names or line:column positions."
-        )
+        title = "Query relation",
+        description = "Tuples of a rules relation matching a pattern; the xfile://relations resource lists relations."
     )]
     async fn query_relation(&self, Parameters(args): Parameters<QueryArgs>) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
-            s.query(&args.pattern)
-                .map(|r| ok_json(&r))
-                .map_err(invalid_pattern)
+            let mut result = s.query(&args.pattern).map_err(invalid_pattern)?;
+            let tuples = std::mem::take(&mut result.tuples);
+            if args.page.format == Format::Json {
+                let cursor = args.page.cursor.as_deref();
+                let limit = args.page.limit.unwrap_or(paging::DEFAULT_LIMIT);
+                let page = paging::page(tuples, cursor, limit, s.answer_token_limit())?;
+                return Ok(ok_json(&serde_json::json!({
+                    "relation": result.relation,
+                    "args": result.args,
+                    "tuples": page,
+                })));
+            }
+            paged(
+                tuples,
+                &args.page,
+                s.answer_token_limit(),
+                "tuples",
+                |tuples| text::query(&result, tuples),
+            )
         })
         .await
     }
 
     #[tool(
-        description = relations_description(
-            "Explain why a relationship holds: the rule (file:line) and its premises, down to base facts and the source lines they come from. For a tuple that does not hold, says which rule premise fails and shows near misses (e.g. the import exists but resolves elsewhere). Pattern like DependsOn(\"app.py\", \"models.py\") or Calls(\"app.py\", _, _, \"f\")."
-        )
+        title = "Explain",
+        description = "Why a relationship holds, down to source lines, or which premise fails when it does not."
     )]
     async fn explain(&self, Parameters(args): Parameters<ExplainArgs>) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
-            let explanation = s.explain(&args.fact).map_err(invalid_pattern)?;
-            Ok(if args.json.unwrap_or(false) {
-                ok_json(&explanation)
-            } else {
-                CallToolResult::success(vec![ContentBlock::text(explanation.to_text())])
-            })
+            let mut explanation = s.explain(&args.fact).map_err(invalid_pattern)?;
+            let json = args.format == Format::Json || args.json == Some(true);
+            let budget = s.answer_token_limit();
+            let render = |e: &crate::service::explain::Explanation| {
+                if json {
+                    serde_json::to_string(e).unwrap_or_default()
+                } else {
+                    e.to_text()
+                }
+            };
+            // Whole derivations go until the answer fits.
+            while explanation.derivations.len() > 1 && count_tokens(&render(&explanation)) > budget
+            {
+                explanation.derivations.pop();
+                explanation.more += 1;
+            }
+            let mut text = render(&explanation);
+            if !json && count_tokens(&text) > budget {
+                text = text::cut_to_budget(&text, budget);
+            }
+            Ok(text_result(text))
         })
         .await
     }
 
     #[tool(
-        description = "Explain the recent model updates: for each (newest last), which files were added, modified or removed, which incremental queries executed and which cached results were reused, whether the Datalog rules re-ran, and how long each phase took; plus the file watcher's state. Use to check that the model is fresh after edits or to debug slowness."
+        title = "Recent model updates",
+        description = "The recent model updates: files changed, incremental queries re-run and reused, whether the rules re-ran, phase times, and the file watcher's state."
     )]
     async fn explain_recomputation(&self) -> CallToolResult {
         let watcher = self
@@ -560,14 +778,91 @@ impl XfileServer {
     }
 }
 
+/// The text of a result's first content block.
+fn first_text(result: &CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|block| block.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+fn internal(error: serde_json::Error) -> ToolError {
+    ToolError {
+        code: "internal",
+        message: format!("cannot write the answer: {error}"),
+        suggestion: "Retry; if it keeps failing, report it with the server log.",
+    }
+}
+
+/// The shape of `get_relationship_graph` answers: the summary's counts, or
+/// one page of a list. Kept shallow on purpose: the item shapes are the
+/// export's (README), and a full schema would cost more tokens in every
+/// tool list than the answers it describes.
+fn graph_output_schema() -> Arc<JsonObject> {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "files": {"type": "integer"},
+            "items": {"type": "array"},
+            "total": {"type": "integer"},
+            "next_cursor": {"type": "string"}
+        }
+    });
+    match schema {
+        serde_json::Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for XfileServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("xfile", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Cross-file context for this Python project: read files with read_with_context, check impact with get_dependents.",
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("xfile", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Cross-file context for this Python project: read files with read_with_context, check impact with get_dependents and get_callers.",
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let relations = Resource::new(RELATIONS_URI, "relations")
+            .with_description(
+                "The relations query_relation and explain accept, with their arguments.",
             )
+            .with_mime_type("text/plain");
+        Ok(ListResourcesResult::with_all_items(vec![relations]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != RELATIONS_URI {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource {}; the only one is {RELATIONS_URI}",
+                    request.uri
+                ),
+                None,
+            ));
+        }
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(
+            crate::service::query::catalogue(),
+            RELATIONS_URI,
+        )])
+        .into())
     }
 }
 

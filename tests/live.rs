@@ -528,10 +528,15 @@ fn sub_project_markers_and_oversized_modules_change_resolution_live() {
 // --- over MCP, with the server's own watcher -----------------------------
 
 fn mcp_dependents(client: &mut common::mcp_client::Client, file: &str) -> Vec<String> {
-    let (is_error, text) = client.call("get_dependents", serde_json::json!({"file_path": file}));
+    let (is_error, text) = client.call(
+        "get_dependents",
+        serde_json::json!({"file_path": file, "format": "json"}),
+    );
     assert!(!is_error, "{text}");
-    let found: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
-    found
+    let found: serde_json::Value = serde_json::from_str(&text).unwrap();
+    found["items"]
+        .as_array()
+        .unwrap()
         .iter()
         .map(|r| r["source_file"].as_str().unwrap_or_default().to_string())
         .collect()
@@ -543,6 +548,12 @@ fn mcp_dependents(client: &mut common::mcp_client::Client, file: &str) -> Vec<St
 fn server_follows_the_disk(env: &[(&str, &str)], trigger: &str) {
     let dir = common::copy_fixture("live_edits");
     let root = dir.path().canonicalize().unwrap();
+    // explain_recomputation is an operations tool, off by default.
+    std::fs::write(
+        root.join(".cross_file_context_links.yml"),
+        "enabled_tools: [explain_recomputation]\n",
+    )
+    .unwrap();
     let mut client = common::mcp_client::Client::start_with_env(&root, env);
     let mut has = |file: &str| mcp_dependents(&mut client, "shop/models.py").contains(&file.into());
     assert!(has("tools/report.py"));

@@ -5,8 +5,25 @@ mod common;
 use common::mcp_client::Client;
 use serde_json::{Value, json};
 
+/// Every `type` in a schema is one type name: no `["integer", "null"]`
+/// arrays, which strict clients (the Inspector's `--strict`) reject, and no
+/// references to definitions elsewhere in the document.
+fn assert_portable(schema: &Value, tool: &str) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(kind) = map.get("type") {
+                assert!(kind.is_string(), "{tool}: type array in {schema}");
+            }
+            assert!(!map.contains_key("$ref"), "{tool}: reference in {schema}");
+            map.values().for_each(|v| assert_portable(v, tool));
+        }
+        Value::Array(items) => items.iter().for_each(|v| assert_portable(v, tool)),
+        _ => {}
+    }
+}
+
 #[test]
-fn lists_the_tools_with_schemas() {
+fn lists_the_default_tools_compactly_with_portable_schemas_and_annotations() {
     let sample = common::copy_sample();
     let mut client = Client::start(sample.path());
     let tools = client.request("tools/list", json!({}));
@@ -17,17 +34,15 @@ fn lists_the_tools_with_schemas() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     names.sort();
+    // The operations tools are hidden by default.
     assert_eq!(
         names,
         [
             "explain",
-            "explain_recomputation",
-            "get_cache_statistics",
             "get_callees",
             "get_callers",
             "get_dependencies",
             "get_dependents",
-            "get_recent_injections",
             "get_relationship_graph",
             "get_warnings",
             "query_relation",
@@ -36,25 +51,65 @@ fn lists_the_tools_with_schemas() {
     );
     for tool in tools["result"]["tools"].as_array().unwrap() {
         assert!(tool["inputSchema"]["type"] == "object", "{tool}");
-        assert!(tool["description"].as_str().unwrap().len() > 40);
-    }
-    // Both pattern tools list every relation with its argument names,
-    // generated from the rules.
-    for name in ["query_relation", "explain"] {
-        let tool = tools["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap();
+        assert!(tool["description"].as_str().unwrap().len() > 40, "{tool}");
+        assert!(!tool["title"].as_str().unwrap().is_empty(), "{tool}");
+        assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+        assert_eq!(tool["annotations"]["idempotentHint"], true, "{tool}");
+        assert_portable(tool, tool["name"].as_str().unwrap());
+        // No internal spec ids in what agents read.
         let description = tool["description"].as_str().unwrap();
-        for signature in [
-            "DependsOn(file, dependency)",
-            "Calls(file, site, target, name)",
-        ] {
-            assert!(description.contains(signature), "{name}: {description}");
-        }
+        assert!(
+            !description.contains('§') && !description.contains("FR-"),
+            "{tool}"
+        );
     }
+    let listed = serde_json::to_string(&tools["result"]).unwrap();
+    let tokens = xfile::service::context::count_tokens(&listed);
+    assert!(tokens <= 1500, "tools/list takes {tokens} tokens");
+
+    // The relation catalogue is a resource, generated from the rules.
+    let resources = client.request("resources/list", json!({}));
+    assert_eq!(
+        resources["result"]["resources"][0]["uri"],
+        "xfile://relations"
+    );
+    let catalogue = client.request("resources/read", json!({"uri": "xfile://relations"}));
+    let text = catalogue["result"]["contents"][0]["text"].as_str().unwrap();
+    for signature in [
+        "DependsOn(file, dependency)",
+        "Calls(file, site, target, name)",
+    ] {
+        assert!(text.contains(signature), "{text}");
+    }
+}
+
+#[test]
+fn enabled_and_excluded_tools_change_the_list() {
+    let sample = common::copy_sample();
+    std::fs::write(
+        sample.path().join(".cross_file_context_links.yml"),
+        "enabled_tools: [get_cache_statistics]\nexcluded_tools: [explain, get_callees]\n",
+    )
+    .unwrap();
+    let mut client = Client::start(sample.path());
+    let tools = client.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"get_cache_statistics"), "{names:?}");
+    assert!(!names.contains(&"explain") && !names.contains(&"get_callees"));
+    assert!(!names.contains(&"explain_recomputation"), "{names:?}");
+    let (is_error, _) = client.call("get_cache_statistics", json!({}));
+    assert!(!is_error);
+    // A hidden tool cannot be called either.
+    let response = client.request(
+        "tools/call",
+        json!({"name": "explain", "arguments": {"fact": "DependsOn(_, _)"}}),
+    );
+    assert!(response.get("error").is_some() || response["result"]["isError"] == json!(true));
 }
 
 #[test]
@@ -91,6 +146,11 @@ fn explain_answers_with_the_derivation_or_a_tool_error() {
 #[test]
 fn read_with_context_injects_used_signatures_fr8() {
     let sample = common::copy_sample();
+    std::fs::write(
+        sample.path().join(".cross_file_context_links.yml"),
+        "enabled_tools: [all]\n",
+    )
+    .unwrap();
     let mut client = Client::start(sample.path());
     let (is_error, text) = client.call("read_with_context", json!({"file_path": "app/bot.py"}));
     assert!(!is_error, "{text}");
@@ -174,11 +234,12 @@ fn bad_requests_are_tool_errors_with_codes_and_the_server_keeps_answering() {
     assert!(response.get("error").is_some() || response["result"]["isError"] == json!(true));
     let (is_error, text) = client.call(
         "get_dependents",
-        json!({"file_path": "app/utils/retry.py", "symbol": "retry_with_backoff"}),
+        json!({"file_path": "app/utils/retry.py", "symbol": "retry_with_backoff", "format": "json"}),
     );
     assert!(!is_error, "{text}");
     let dependents: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(dependents.as_array().unwrap().len(), 3);
+    assert_eq!(dependents["items"].as_array().unwrap().len(), 3);
+    assert_eq!(dependents["total"], 3);
 }
 
 /// §3.12.2: at least 15 hostile paths, symlink escapes among them. None may
@@ -311,7 +372,7 @@ fn the_graph_is_a_summary_by_default_and_its_lists_page_to_the_whole() {
 fn warnings_answer_counts_by_type_then_one_page() {
     let sample = common::copy_sample();
     let mut client = Client::start(sample.path());
-    let (is_error, text) = client.call("get_warnings", json!({"limit": 1}));
+    let (is_error, text) = client.call("get_warnings", json!({"limit": 1, "format": "json"}));
     assert!(!is_error, "{text}");
     let answer: Value = serde_json::from_str(&text).unwrap();
     let total: u64 = answer["by_type"]
@@ -327,4 +388,154 @@ fn warnings_answer_counts_by_type_then_one_page() {
         total > 1,
         "{answer}"
     );
+}
+
+/// A hub that imports and calls 80 modules: lists longer than one page of
+/// a small answer budget.
+fn hub_project(answer_token_limit: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut hub = String::new();
+    for i in 0..80 {
+        std::fs::write(
+            dir.path().join(format!("mod_{i}.py")),
+            format!("def helper_{i}(value):\n    return value + {i}\n"),
+        )
+        .unwrap();
+        hub.push_str(&format!("from mod_{i} import helper_{i}\n"));
+    }
+    for i in 0..80 {
+        hub.push_str(&format!("RESULT_{i} = helper_{i}({i})\n"));
+    }
+    std::fs::write(dir.path().join("hub.py"), hub).unwrap();
+    std::fs::write(
+        dir.path().join(".cross_file_context_links.yml"),
+        format!("answer_token_limit: {answer_token_limit}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+/// The pages of a list tool, cursor after cursor, as (text, next cursor).
+fn pages(client: &mut Client, tool: &str, args: Value) -> Vec<String> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = args.clone();
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let (is_error, text) = client.call(tool, args);
+        assert!(!is_error, "{text}");
+        cursor = text
+            .rsplit_once("pass cursor \"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(next, _)| next.to_string());
+        let done = cursor.is_none();
+        pages.push(text);
+        if done {
+            return pages;
+        }
+    }
+}
+
+/// DESIGN invariant 10: every answer stays within the answer budget, and
+/// the pages of a long list are together exactly the whole list.
+#[test]
+fn long_answers_page_within_the_answer_budget() {
+    let dir = hub_project(600);
+    let service = xfile::service::Service::open(dir.path()).unwrap();
+    let whole = service.dependencies("hub.py").unwrap();
+    assert_eq!(whole.len(), 160);
+    let mut client = Client::start(dir.path());
+
+    // Text pages: every line of the whole list once, in order.
+    let text_pages = pages(
+        &mut client,
+        "get_dependencies",
+        json!({"file_path": "hub.py"}),
+    );
+    assert!(text_pages.len() > 2, "{text_pages:?}");
+    let mut lines = Vec::new();
+    for page in &text_pages {
+        let tokens = xfile::service::context::count_tokens(page);
+        assert!(tokens <= 600, "{tokens} tokens: {page}");
+        lines.extend(
+            page.lines()
+                .filter(|l| l.starts_with("hub.py:"))
+                .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")),
+        );
+    }
+    let expected: Vec<String> = whole
+        .iter()
+        .map(|r| {
+            format!(
+                "hub.py:{} {} {}",
+                r.line_number,
+                r.relationship_type.as_str(),
+                r.target_symbol.clone().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(lines, expected);
+    assert!(
+        text_pages
+            .last()
+            .unwrap()
+            .contains("of 160 relationships (last page)")
+    );
+
+    // JSON pages: exactly the service's list.
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"file_path": "hub.py", "format": "json"});
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let (_, text) = client.call("get_dependencies", args);
+        assert!(xfile::service::context::count_tokens(&text) <= 600);
+        let page: Value = serde_json::from_str(&text).unwrap();
+        items.extend(page["items"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(Value::Array(items), serde_json::to_value(&whole).unwrap());
+
+    // A read longer than the budget stops at a line and says where to go on.
+    let (_, text) = client.call("read_with_context", json!({"file_path": "hub.py"}));
+    assert!(
+        xfile::service::context::count_tokens(&text) <= 600,
+        "{text}"
+    );
+    let (_, rest) = text
+        .split_once("the answer budget ends here, read on with start_line=")
+        .unwrap_or_else(|| panic!("no continuation: {text}"));
+    let next: u32 = rest.split(']').next().unwrap().parse().unwrap();
+    assert!(text.contains(&format!("[File Content: lines 1-{} of 160;", next - 1)));
+    let (_, more) = client.call(
+        "read_with_context",
+        json!({"file_path": "hub.py", "start_line": next}),
+    );
+    assert!(
+        more.contains(&format!("[File Content: lines {next}-")),
+        "{more}"
+    );
+
+    // Queries and call graphs keep to the budget too.
+    for (tool, args) in [
+        ("query_relation", json!({"pattern": "Calls(_, _, _, _)"})),
+        (
+            "get_callees",
+            json!({"symbol": "hub.py::<module>", "limit": 1000}),
+        ),
+        ("explain", json!({"fact": "Imports(_, _, _)"})),
+        ("get_warnings", json!({})),
+    ] {
+        let (is_error, text) = client.call(tool, args.clone());
+        let tokens = xfile::service::context::count_tokens(&text);
+        assert!(!is_error, "{tool} {args}: {text}");
+        assert!(tokens <= 600, "{tool} {args}: {tokens} tokens");
+    }
 }

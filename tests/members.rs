@@ -212,9 +212,23 @@ fn callers_and_callees_walk_the_call_graph_to_a_depth() {
 fn mcp_answers_callers_callees_and_member_level_dependents() {
     let fixture = common::copy_fixture("member_calls");
     let mut client = Client::start(fixture.path());
+    // The default answer is text, one call per line.
     let (is_error, text) = client.call(
         "get_callers",
         json!({"symbol": "shop/models.py::Order.store"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with("Callers of shop/models.py::Order.store (depth 1):\n  shop/use.py:23:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("shop/use.py::Checkout.run -> shop/models.py::Order.store"),
+        "{text}"
+    );
+    let (is_error, text) = client.call(
+        "get_callers",
+        json!({"symbol": "shop/models.py::Order.store", "format": "json"}),
     );
     assert!(!is_error, "{text}");
     let graph: Value = serde_json::from_str(&text).expect("json");
@@ -225,7 +239,7 @@ fn mcp_answers_callers_callees_and_member_level_dependents() {
 
     let (is_error, text) = client.call(
         "get_callees",
-        json!({"symbol": "shop.models.Order.store", "depth": 2}),
+        json!({"symbol": "shop.models.Order.store", "depth": 2, "format": "json"}),
     );
     assert!(!is_error, "{text}");
     let graph: Value = serde_json::from_str(&text).expect("json");
@@ -248,11 +262,11 @@ fn mcp_answers_callers_callees_and_member_level_dependents() {
 
     let (is_error, text) = client.call(
         "get_dependents",
-        json!({"file_path": "shop/mixins.py", "symbol": "Audited.save"}),
+        json!({"file_path": "shop/mixins.py", "symbol": "Audited.save", "format": "json"}),
     );
     assert!(!is_error, "{text}");
     let dependents: Value = serde_json::from_str(&text).expect("json");
-    let sites: Vec<String> = dependents
+    let sites: Vec<String> = dependents["items"]
         .as_array()
         .expect("list")
         .iter()

@@ -14,9 +14,11 @@ use super::paging::{CursorError, Page, page};
 const SUMMARY_CYCLES: usize = 5;
 const SUMMARY_FILES: usize = 10;
 
-/// Which part of the graph to answer with.
+// Which part of the graph to answer with (a plain comment: a doc comment
+// would repeat in every tool list).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum Detail {
     #[default]
     Summary,

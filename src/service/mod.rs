@@ -14,6 +14,7 @@ pub mod model;
 pub mod paging;
 pub mod query;
 pub mod relationships;
+pub mod text;
 mod update;
 pub mod warnings;
 

@@ -14,6 +14,9 @@ pub const MAX_LIMIT: usize = 1000;
 /// whole list.
 #[derive(Debug, Serialize)]
 pub struct Page<T> {
+    /// Offset of the first item in the whole list.
+    #[serde(skip)]
+    pub start: usize,
     pub items: Vec<T>,
     pub total: usize,
     /// Pass as `cursor` for the next page; absent on the last one.
@@ -22,6 +25,33 @@ pub struct Page<T> {
     /// Why the page holds fewer than `limit` items, when it does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// The closing line of a page's text form: which items these are and
+    /// how to get the next ones; nothing when the page is the whole list.
+    pub fn footer(&self, what: &str) -> String {
+        let mut out = String::new();
+        if let Some(note) = &self.note {
+            out.push_str(&format!("({note})\n"));
+        }
+        match &self.next_cursor {
+            Some(next) => out.push_str(&format!(
+                "{}-{} of {} {what}; pass cursor \"{next}\" for the next page.\n",
+                self.start + 1,
+                self.start + self.items.len(),
+                self.total
+            )),
+            None if self.start > 0 => out.push_str(&format!(
+                "{}-{} of {} {what} (last page).\n",
+                self.start + 1,
+                self.start + self.items.len(),
+                self.total
+            )),
+            None => out.push_str(&format!("{} {what}\n", self.total)),
+        }
+        out
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +66,18 @@ pub fn page<T: Serialize>(
     limit: usize,
     token_budget: usize,
 ) -> Result<Page<T>, CursorError> {
+    page_by(items, cursor, limit, token_budget, tokens_of)
+}
+
+/// [`page`] with the page's size in tokens measured by `cost` (the text
+/// form of an answer is smaller than its JSON).
+pub fn page_by<T>(
+    items: Vec<T>,
+    cursor: Option<&str>,
+    limit: usize,
+    token_budget: usize,
+    cost: impl Fn(&[T]) -> usize,
+) -> Result<Page<T>, CursorError> {
     let total = items.len();
     let start = match cursor {
         None => 0,
@@ -49,7 +91,7 @@ pub fn page<T: Serialize>(
     let mut items: Vec<T> = items.into_iter().skip(start).take(limit).collect();
     let mut note = None;
     // Halve until the page fits the budget; a single item always goes.
-    while items.len() > 1 && tokens_of(&items) > token_budget {
+    while items.len() > 1 && cost(&items) > token_budget {
         items.truncate(items.len() / 2);
         note = Some(format!(
             "cut to {} items by the {token_budget}-token answer budget",
@@ -58,6 +100,7 @@ pub fn page<T: Serialize>(
     }
     let end = start + items.len();
     Ok(Page {
+        start,
         next_cursor: (end < total).then(|| end.to_string()),
         items,
         total,

@@ -346,7 +346,8 @@ impl Renderer<'_> {
             (Pattern::CircularImport, _) => {
                 let cycle = self.cycle_through(file, site)?;
                 format!(
-                    "⚠️ Circular import detected: {} (Google Python Style Guide 3.19.14: code smell, good candidate for refactoring)",
+                    // The style guide is cited once, in the guidance, not on every cycle.
+                    "⚠️ Circular import detected: {}",
                     cycle.join(" → ")
                 )
             }
@@ -427,7 +428,9 @@ fn describe(pattern: Pattern) -> (Severity, &'static str, Option<&'static str>) 
         Pattern::CircularImport => (
             Severity::Warning,
             "These modules import each other while they are being imported; which names exist depends on import order and can fail at run time.",
-            Some("See Google Python Style Guide 3.19.14 for refactoring strategies."),
+            Some(
+                "A cycle is a good candidate for refactoring: move the shared names to a module both can import (Google Python Style Guide 3.19.14).",
+            ),
         ),
         Pattern::WildcardImport => (
             Severity::Warning,

@@ -43,6 +43,11 @@ pub struct Config {
     pub extra_search_paths: Vec<String>,
     /// Architecture layers, top to bottom (`rules/layers.dl`).
     pub layers: Vec<LayerSpec>,
+    /// MCP tools switched on beyond the default set (the operations tools
+    /// are off by default), or `all`.
+    pub enabled_tools: Vec<String>,
+    /// MCP tools switched off.
+    pub excluded_tools: Vec<String>,
 }
 
 /// One entry of `layers`: `[name, glob, ...]`, globs on root-relative paths.
@@ -78,6 +83,8 @@ impl Default for Config {
             enable_warning_logging: true,
             extra_search_paths: Vec::new(),
             layers: Vec::new(),
+            enabled_tools: Vec::new(),
+            excluded_tools: Vec::new(),
         }
     }
 }
@@ -174,6 +181,8 @@ impl Config {
                 "ignore_patterns" => check.strings(&mut config.ignore_patterns),
                 "extra_search_paths" => check.strings(&mut config.extra_search_paths),
                 "layers" => check.layers(&mut config.layers),
+                "enabled_tools" => check.strings(&mut config.enabled_tools),
+                "excluded_tools" => check.strings(&mut config.excluded_tools),
                 _ => check
                     .notices
                     .push(format!("{CONFIG_FILE}: unknown key `{key}` ignored")),

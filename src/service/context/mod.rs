@@ -110,10 +110,39 @@ pub fn read_with_context(
     let engine = service.engine();
     let content = engine.text(&path).unwrap_or_default();
     let (lines, shown) = line_range(&path, content, options)?;
-    if !service.config().enable_context_injection {
-        return Ok(slice_lines(content, lines));
+    let answer_limit = service.answer_token_limit();
+    // The context takes at most half the answer, so the lines read fit too.
+    let limit = usize::try_from(service.config().context_token_limit)
+        .unwrap_or(usize::MAX)
+        .min(answer_limit / 2);
+    let injecting = service.config().enable_context_injection;
+    // The file's lines get what the answer budget leaves after the context.
+    let content_budget = answer_limit
+        .saturating_sub(if injecting { limit } else { 0 })
+        .saturating_sub(CONTENT_HEADINGS)
+        .max(CONTENT_HEADINGS);
+    let (lines, cut) = fit_lines(content, lines, content_budget);
+    let total = || content.lines().count().max(1);
+    let heading = match (shown, cut) {
+        (None, false) => "[File Content]\n".to_string(),
+        (shown, true) => format!(
+            "[File Content: lines {}-{} of {}; the answer budget ends here, read on with start_line={}]\n",
+            lines.start,
+            lines.end,
+            shown.unwrap_or_else(total),
+            lines.end + 1
+        ),
+        (Some(total), false) => format!(
+            "[File Content: lines {}-{} of {total}]\n",
+            lines.start, lines.end
+        ),
+    };
+    if !injecting {
+        // Without context the text stays bare, as a plain read gives it,
+        // unless the budget cut it.
+        let heading = if cut { heading.as_str() } else { "" };
+        return Ok(format!("{heading}{}", slice_lines(content, lines)));
     }
-    let limit = usize::try_from(service.config().context_token_limit).unwrap_or(usize::MAX);
     let depth = options
         .import_depth
         .map_or(service.config().import_depth, u64::from)
@@ -129,18 +158,48 @@ pub fn read_with_context(
         // Logging is best effort: the agent still gets its context.
         tracing::warn!("cannot write the injection log: {error}");
     }
-    match shown {
-        None => out.push_str("[File Content]\n"),
-        Some(total) => {
-            let _ = writeln!(
-                out,
-                "[File Content: lines {}-{} of {total}]",
-                lines.start, lines.end
-            );
-        }
-    }
+    out.push_str(&heading);
     out.push_str(&slice_lines(content, lines));
     Ok(out)
+}
+
+/// Tokens kept for the headings around the file's lines.
+const CONTENT_HEADINGS: usize = 60;
+
+/// The first of `lines` whose text fits `budget` tokens (at least one
+/// line), and whether that cut any. A token is at least a byte, so text
+/// no longer than the budget in bytes is never counted.
+fn fit_lines(content: &str, lines: Lines, budget: usize) -> (Lines, bool) {
+    let first = lines.start as usize - 1;
+    let count = (lines.end - lines.start + 1) as usize;
+    let text = || content.split_inclusive('\n').skip(first).take(count);
+    let bytes = if lines.whole {
+        content.len()
+    } else {
+        text().map(str::len).sum()
+    };
+    if bytes <= budget {
+        return (lines, false);
+    }
+    let mut spent = 0;
+    let mut end = lines.start;
+    for (line, number) in text().zip(lines.start..) {
+        spent += count_tokens(line);
+        if spent > budget && number > lines.start {
+            break;
+        }
+        end = number;
+    }
+    let cut = end < lines.end;
+    let whole = lines.whole && !cut;
+    (
+        Lines {
+            end,
+            whole,
+            ..lines
+        },
+        cut,
+    )
 }
 
 /// The lines to read and, for a partial read, the file's line count.
