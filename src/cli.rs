@@ -210,6 +210,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 writeln!(out, "Indexed {}", summary.project_root)?;
                 writeln!(out, "  files:          {}", summary.files)?;
                 writeln!(out, "  parse errors:   {}", summary.parse_errors)?;
+                for file in &summary.parse_error_files {
+                    writeln!(out, "    {file}")?;
+                }
                 for (kind, count) in &summary.relationships {
                     writeln!(out, "  {:<15} {count}", format!("{kind}:"))?;
                 }

@@ -159,3 +159,22 @@ fn missing_root_and_outside_file_exit_with_status_two() {
         .unwrap();
     assert_eq!(dotdot.status.code(), Some(2));
 }
+
+/// The index summary names the files it could not parse, not only a count.
+#[test]
+fn index_names_the_files_with_syntax_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("fine.py"), "VALUE = 1\n").unwrap();
+    std::fs::write(dir.path().join("broken.py"), "import os\ndef (:\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["index", "--root"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("  parse errors:   1\n    broken.py:2: "),
+        "{stdout}"
+    );
+}

@@ -90,6 +90,9 @@ pub struct Service {
     timings: model::PhaseTimings,
 }
 
+/// Files with syntax errors the index summary names (the count says all).
+const PARSE_ERRORS_NAMED: usize = 20;
+
 impl Service {
     /// Indexes the project at `root` from scratch.
     pub fn open(root: &Path) -> Result<Service, PathError> {
@@ -387,18 +390,19 @@ impl Service {
     }
 
     pub fn summary(&self) -> IndexSummary {
+        let parse_errors: Vec<String> = self
+            .engine
+            .paths()
+            .filter_map(|p| {
+                let error = self.engine.facts(p)?.parse_error.clone()?;
+                Some(format!("{p}:{}: {}", error.line, error.message))
+            })
+            .collect();
         IndexSummary {
             project_root: self.root.display().to_string(),
             files: self.engine.paths().count(),
-            parse_errors: self
-                .engine
-                .paths()
-                .filter(|p| {
-                    self.engine
-                        .facts(p)
-                        .is_some_and(|f| f.parse_error.is_some())
-                })
-                .count(),
+            parse_errors: parse_errors.len(),
+            parse_error_files: parse_errors.into_iter().take(PARSE_ERRORS_NAMED).collect(),
             relationships: relationships::counts(&self.engine),
             import_cycles: self.cycles().len(),
             warnings: self

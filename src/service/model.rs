@@ -132,6 +132,8 @@ pub struct IndexSummary {
     pub project_root: String,
     pub files: usize,
     pub parse_errors: usize,
+    /// The first files with syntax errors, as `path:line: message`.
+    pub parse_error_files: Vec<String>,
     pub relationships: BTreeMap<&'static str, usize>,
     pub import_cycles: usize,
     /// Warnings after suppression, by type.
