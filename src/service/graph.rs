@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::Service;
-use super::model::{ConnectedFile, Export, FileEntry, Relationship, Warning};
+use super::model::{ConnectedFile, FileEntry, Relationship, Warning};
 use super::paging::{CursorError, Page, page};
 
 /// Cycles and connected files named in a summary.
@@ -64,22 +64,35 @@ pub fn answer(
     limit: usize,
     cursor: Option<&str>,
 ) -> Result<GraphAnswer, CursorError> {
-    let Export {
-        mut files,
-        mut relationships,
-        mut warnings,
-        graph_metadata,
-        ..
-    } = service.export();
     let under = |path: &str| prefix.is_none_or(|p| path.starts_with(p));
-    files.retain(|f| under(&f.relative_path));
-    relationships.retain(|r| under(&r.source_file));
-    warnings.retain(|w| under(&w.file));
-    let mut cycles = graph_metadata.circular_imports;
-    cycles.retain(|cycle| cycle.iter().any(|f| under(f)));
+    // Each part is built only when asked for: never the whole export.
+    let relationships = || {
+        let mut relationships = service.relationships();
+        relationships.retain(|r| under(&r.source_file));
+        relationships
+    };
+    let files = |relationships: &[Relationship]| {
+        let mut files = service.file_entries(relationships);
+        files.retain(|f| under(&f.relative_path));
+        files
+    };
+    let warnings = || {
+        let mut warnings = service.all_warnings().active.clone();
+        warnings.retain(|w| under(&w.file));
+        warnings
+    };
+    let cycles = || {
+        let mut cycles = service.cycles();
+        cycles.retain(|cycle| cycle.iter().any(|f| under(f)));
+        cycles
+    };
     let budget = service.answer_token_limit();
     Ok(match detail {
         Detail::Summary => {
+            let (relationships, warnings, cycles) = (relationships(), warnings(), cycles());
+            // File counts for the prefix need every relationship: a file
+            // under it counts the relationships that target it too.
+            let files = files(&service.relationships());
             let mut by_type: BTreeMap<&'static str, usize> = BTreeMap::new();
             for r in &relationships {
                 *by_type.entry(r.relationship_type.as_str()).or_default() += 1;
@@ -112,11 +125,14 @@ pub fn answer(
                 more: "Pass detail: files, relationships, warnings or cycles for those lists, a page at a time (limit, cursor); path_prefix narrows every part.",
             })
         }
-        Detail::Files => GraphAnswer::Files(page(files, cursor, limit, budget)?),
-        Detail::Relationships => {
-            GraphAnswer::Relationships(page(relationships, cursor, limit, budget)?)
+        Detail::Files => {
+            let all = service.relationships();
+            GraphAnswer::Files(page(files(&all), cursor, limit, budget)?)
         }
-        Detail::Warnings => GraphAnswer::Warnings(page(warnings, cursor, limit, budget)?),
-        Detail::Cycles => GraphAnswer::Cycles(page(cycles, cursor, limit, budget)?),
+        Detail::Relationships => {
+            GraphAnswer::Relationships(page(relationships(), cursor, limit, budget)?)
+        }
+        Detail::Warnings => GraphAnswer::Warnings(page(warnings(), cursor, limit, budget)?),
+        Detail::Cycles => GraphAnswer::Cycles(page(cycles(), cursor, limit, budget)?),
     })
 }

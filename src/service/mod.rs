@@ -419,10 +419,11 @@ impl Service {
         }
     }
 
-    pub fn export(&self) -> Export {
-        let relationships = self.relationships();
+    /// One entry per indexed file, with its count among `relationships`
+    /// (all of them: a file counts as source and as target).
+    pub fn file_entries(&self, relationships: &[Relationship]) -> Vec<FileEntry> {
         let mut counts: FxHashMap<&str, usize> = FxHashMap::default();
-        for r in &relationships {
+        for r in relationships {
             *counts.entry(r.source_file.as_str()).or_default() += 1;
             if r.target_file != r.source_file {
                 *counts.entry(r.target_file.as_str()).or_default() += 1;
@@ -453,8 +454,7 @@ impl Service {
             .iter()
             .map(|t| interner.node_text(t.0).to_string())
             .collect();
-        let files = self
-            .engine
+        self.engine
             .paths()
             .map(|path| {
                 let absolute = self.root.join(path);
@@ -480,7 +480,12 @@ impl Service {
                     untrackable_patterns: untrackable.remove(path).unwrap_or_default(),
                 }
             })
-            .collect::<Vec<_>>();
+            .collect()
+    }
+
+    pub fn export(&self) -> Export {
+        let relationships = self.relationships();
+        let files = self.file_entries(&relationships);
         let most_connected: Vec<ConnectedFile> = self
             .engine
             .most_depended_on(10)
