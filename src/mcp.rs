@@ -14,8 +14,9 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, ErrorData, Implementation, JsonObject, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ServerCapabilities, ServerConfig, ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -28,6 +29,7 @@ use crate::service::context::count_tokens;
 use crate::service::graph::{self, Detail};
 use crate::service::live::{Involved, Live};
 use crate::service::paging::{self, CursorError};
+use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
 use crate::service::text;
 use crate::service::{ReadError, ReadOptions, Service};
 use crate::watch::{self, Watch};
@@ -123,6 +125,42 @@ pub struct WarningsArgs {
     pub page: PageArgs,
 }
 
+/// Which related containers a search loads at once.
+#[derive(Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+#[schemars(inline)]
+pub struct ExpandArgs {
+    pub callers: bool,
+    pub callees: bool,
+    pub type_family: bool,
+    pub all: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchArgs {
+    /// A name, part of one, or qualified (`User.save`).
+    pub query: String,
+    /// Default 5.
+    pub max_clusters: Option<usize>,
+    /// Call depth of callers/callees (default 2).
+    pub expansion_depth: Option<usize>,
+    /// Default true.
+    pub include_preview: Option<bool>,
+    /// Load these at once (default none).
+    pub expand_relationships: Option<ExpandArgs>,
+    /// Rank definitions near this file first.
+    pub context_file: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpandClusterArgs {
+    /// From search_with_context.
+    pub cluster_id: String,
+    pub relationship_type: Expandable,
+}
+
 /// Notices (skipped files, encoding fallbacks, configuration problems)
 /// spelled out in a warnings answer; the count says how many there are.
 const NOTICES: usize = 20;
@@ -164,12 +202,18 @@ pub struct ExplainArgs {
     pub json: Option<bool>,
 }
 
-/// Tools left out of the tool list unless `enabled_tools` names them:
-/// they serve whoever operates xfile, not the agent's task.
-const OPERATIONS_TOOLS: [&str; 3] = [
+/// Tools left out of the tool list unless `enabled_tools` names them, but
+/// still answering when called by name: the operations tools serve
+/// whoever operates xfile, not the agent's task; the rules' query and
+/// explanation tools and cluster expansion (which `search_with_context`
+/// also does, with `clusterId`) keep the default list short.
+const UNLISTED_TOOLS: [&str; 6] = [
     "get_recent_injections",
     "get_cache_statistics",
     "explain_recomputation",
+    "query_relation",
+    "explain",
+    "expand_cluster_relationship",
 ];
 
 /// Where the relation catalogue is served.
@@ -225,6 +269,8 @@ pub struct XfileServer {
     /// The file watcher, once the first index is done.
     watch: Arc<Mutex<Option<Watch>>>,
     tool_router: ToolRouter<Self>,
+    /// Tools that answer but are not in the tool list.
+    unlisted: Arc<Vec<String>>,
 }
 
 /// A tool failure: a stable code, what went wrong, and what to do.
@@ -244,6 +290,16 @@ impl From<crate::service::calls::SymbolError> for ToolError {
                 message: other.to_string(),
                 suggestion: "Name a definition as path::Qualified.name; get_dependencies lists a file's targets with their symbols.",
             },
+        }
+    }
+}
+
+impl From<SearchError> for ToolError {
+    fn from(error: SearchError) -> Self {
+        ToolError {
+            code: error.code(),
+            message: error.to_string(),
+            suggestion: "Run search_with_context again; its clusters have ids to expand.",
         }
     }
 }
@@ -293,29 +349,37 @@ impl From<PathError> for ToolError {
     }
 }
 
-/// The tools left out of the list: the operations tools unless
-/// `enabled_tools` names them (or says `all`), and what `excluded_tools`
-/// names. Unknown names are logged, so a typo does not pass silently.
-fn hidden_tools<'a>(config: &Config, known: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let known: Vec<&str> = known.collect();
-    for name in config.enabled_tools.iter().chain(&config.excluded_tools) {
-        if name != "all" && !known.contains(&name.as_str()) {
-            tracing::warn!(
-                "{}: no tool is named `{name}`; the tools are {}",
-                crate::workspace::config::CONFIG_FILE,
-                known.join(", ")
-            );
+/// Which tools the list shows and which answer at all: the unlisted
+/// tools unless `enabled_tools` names them (or says `all`) are left out of
+/// the list; what `excluded_tools` names is switched off. Unknown names
+/// are logged, so a typo does not pass silently.
+struct ToolChoice {
+    unlisted: Vec<String>,
+    excluded: Vec<String>,
+}
+
+impl ToolChoice {
+    fn new<'a>(config: &Config, known: impl Iterator<Item = &'a str>) -> ToolChoice {
+        let known: Vec<&str> = known.collect();
+        for name in config.enabled_tools.iter().chain(&config.excluded_tools) {
+            if name != "all" && !known.contains(&name.as_str()) {
+                tracing::warn!(
+                    "{}: no tool is named `{name}`; the tools are {}",
+                    crate::workspace::config::CONFIG_FILE,
+                    known.join(", ")
+                );
+            }
+        }
+        let enabled = |name: &str| config.enabled_tools.iter().any(|e| e == name || e == "all");
+        ToolChoice {
+            unlisted: UNLISTED_TOOLS
+                .iter()
+                .filter(|name| !enabled(name))
+                .map(|name| name.to_string())
+                .collect(),
+            excluded: config.excluded_tools.clone(),
         }
     }
-    let enabled = |name: &str| config.enabled_tools.iter().any(|e| e == name || e == "all");
-    known
-        .iter()
-        .filter(|name| {
-            (OPERATIONS_TOOLS.contains(name) && !enabled(name))
-                || config.excluded_tools.iter().any(|e| e == *name)
-        })
-        .map(|name| name.to_string())
-        .collect()
 }
 
 /// Makes a generated input schema portable: an optional field is simply
@@ -381,7 +445,8 @@ impl XfileServer {
             // Every tool only reads the project (the logs are xfile's own).
             route.attr.annotations = Some(ToolAnnotations::new().read_only(true).idempotent(true));
         }
-        for name in hidden_tools(&config, tool_router.map.keys().map(|k| k.as_ref())) {
+        let choice = ToolChoice::new(&config, tool_router.map.keys().map(|k| k.as_ref()));
+        for name in choice.excluded {
             tool_router.disable_route(name);
         }
         Self {
@@ -389,6 +454,7 @@ impl XfileServer {
             service: Arc::new(OnceCell::new()),
             watch: Arc::new(Mutex::new(None)),
             tool_router,
+            unlisted: Arc::new(choice.unlisted),
         }
     }
 
@@ -670,6 +736,53 @@ impl XfileServer {
     }
 
     #[tool(
+        title = "Search symbols",
+        description = "Find definitions by name, part of a name, qualified name or with a typo, grouped in clusters with their file and class neighbours; callers, callees and typeFamily load when asked."
+    )]
+    async fn search_with_context(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+    ) -> CallToolResult {
+        self.fresh(Involved::All, move |s| {
+            let expand = args.expand_relationships.unwrap_or_default();
+            let options = SearchOptions {
+                max_clusters: args.max_clusters.unwrap_or(5),
+                expansion_depth: args.expansion_depth.unwrap_or(2),
+                include_preview: args.include_preview.unwrap_or(true),
+                expand: Expand {
+                    callers: expand.callers || expand.all,
+                    callees: expand.callees || expand.all,
+                    type_family: expand.type_family || expand.all,
+                },
+                context_file: args
+                    .context_file
+                    .as_deref()
+                    .map(|f| s.resolve_file(f))
+                    .transpose()?,
+            };
+            Ok(ok_json(&s.search(&args.query, &options)?))
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Expand a search cluster",
+        description = "Load the callers, callees or typeFamily of a cluster that search_with_context answered with."
+    )]
+    async fn expand_cluster_relationship(
+        &self,
+        Parameters(args): Parameters<ExpandClusterArgs>,
+    ) -> CallToolResult {
+        self.fresh(Involved::All, move |s| {
+            Ok(ok_json(&s.expand_cluster(
+                &args.cluster_id,
+                args.relationship_type,
+            )?))
+        })
+        .await
+    }
+
+    #[tool(
         title = "Recent context injections",
         description = "The latest context injections: which definitions were added to which file reads, with token counts and cache hits."
     )]
@@ -829,6 +942,16 @@ impl ServerHandler for XfileServer {
         .with_instructions(
             "Cross-file context for this Python project: read files with read_with_context, check impact with get_dependents and get_callers.",
         )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        tools.retain(|tool| !self.unlisted.iter().any(|name| *name == tool.name));
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn list_resources(

@@ -34,19 +34,19 @@ fn lists_the_default_tools_compactly_with_portable_schemas_and_annotations() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     names.sort();
-    // The operations tools are hidden by default.
+    // The operations tools, the rules' query and explanation tools and
+    // cluster expansion are left out of the list by default.
     assert_eq!(
         names,
         [
-            "explain",
             "get_callees",
             "get_callers",
             "get_dependencies",
             "get_dependents",
             "get_relationship_graph",
             "get_warnings",
-            "query_relation",
-            "read_with_context"
+            "read_with_context",
+            "search_with_context"
         ]
     );
     for tool in tools["result"]["tools"].as_array().unwrap() {
@@ -104,7 +104,9 @@ fn enabled_and_excluded_tools_change_the_list() {
     assert!(!names.contains(&"explain_recomputation"), "{names:?}");
     let (is_error, _) = client.call("get_cache_statistics", json!({}));
     assert!(!is_error);
-    // A hidden tool cannot be called either.
+    // An unlisted tool still answers by name; an excluded one does not.
+    let (is_error, text) = client.call("query_relation", json!({"pattern": "DependsOn(_, _)"}));
+    assert!(!is_error, "{text}");
     let response = client.request(
         "tools/call",
         json!({"name": "explain", "arguments": {"fact": "DependsOn(_, _)"}}),

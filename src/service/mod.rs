@@ -14,6 +14,7 @@ pub mod model;
 pub mod paging;
 pub mod query;
 pub mod relationships;
+pub mod search;
 pub mod text;
 mod update;
 pub mod warnings;
@@ -87,6 +88,10 @@ pub struct Service {
     suppression: Arc<warnings::Suppression>,
     /// Rendered warnings, for the engine state they were computed at.
     warnings: PerState<warnings::Warnings>,
+    /// The symbol index `search` matches against, per engine state.
+    symbols: PerState<search::SymbolIndex>,
+    /// Clusters a search answered with, for expansion by id.
+    clusters: Arc<search::ClusterCache>,
     timings: model::PhaseTimings,
 }
 
@@ -167,6 +172,10 @@ impl Service {
         let service = Service {
             suppression: Arc::new(suppression),
             warnings: PerState::new(),
+            symbols: PerState::new(),
+            clusters: Arc::new(search::ClusterCache::new(std::time::Duration::from_secs(
+                config.cache_expiry_minutes.saturating_mul(60),
+            ))),
             cache: Arc::new(Mutex::new(cache::SnippetCache::new(
                 cache_bytes,
                 std::time::Duration::from_secs(config.cache_expiry_minutes.saturating_mul(60)),
