@@ -19,7 +19,8 @@ use crate::workspace;
 #[command(
     name = "xfile",
     version,
-    about = "Cross-file code context for Python projects"
+    about = "Cross-file code context for Python projects",
+    after_help = "FILE arguments are absolute, relative to the working directory (when they name a file there inside the project root), or relative to the project root."
 )]
 pub struct Cli {
     /// Project root (default: nearest ancestor with .git or pyproject.toml).
@@ -197,6 +198,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
         });
     }
     let service = open(&root)?;
+    // FILE arguments, from where the user typed them (see
+    // `workspace::resolve_cli_path`).
+    let file_arg = |file: &str| -> Result<String, Failure> {
+        Ok(workspace::resolve_cli_path(
+            service.root(),
+            &std::env::current_dir()?,
+            file,
+        )?)
+    };
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Index => {
@@ -241,10 +251,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 None => writeln!(out, "{json}")?,
             }
         }
-        Command::Deps { file } => {
-            print_relationships(&mut out, &service.dependencies(&file)?, cli.json)?
-        }
+        Command::Deps { file } => print_relationships(
+            &mut out,
+            &service.dependencies(&file_arg(&file)?)?,
+            cli.json,
+        )?,
         Command::Dependents { file, symbol } => {
+            let file = file_arg(&file)?;
             let dependents = match symbol {
                 Some(symbol) => service.dependents_of_symbol(&file, &symbol)?,
                 None => service.dependents(&file)?,
@@ -281,9 +294,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 show_available,
                 log: false,
             };
-            write!(out, "{}", service.read_with_options(&file, &options)?)?
+            write!(
+                out,
+                "{}",
+                service.read_with_options(&file_arg(&file)?, &options)?
+            )?
         }
         Command::Warnings { file } => {
+            let file = file.as_deref().map(file_arg).transpose()?;
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
         Command::Serve => {}
@@ -295,8 +313,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             target,
             dump: Some(dir),
         } => {
+            let file = target.as_deref().map(file_arg).transpose()?;
             let summary = service
-                .explain_dump(target.as_deref())?
+                .explain_dump(file.as_deref())?
                 .write(&dir)
                 .map_err(|e| Failure {
                     message: format!("cannot write the dump to {}: {e}", dir.display()),
