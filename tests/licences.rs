@@ -198,9 +198,12 @@ fn every_dependency_has_an_allowed_licence() {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
+    // Offline, every package of every platform must be downloaded already:
+    // `cargo fetch` does that (.ci/run runs it first).
     assert!(
         output.status.success(),
-        "cargo metadata failed: {}",
+        "cargo metadata --offline failed; run `cargo fetch` first to download every \
+         package, then test again:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let metadata: serde_json::Value =
