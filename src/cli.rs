@@ -3,14 +3,17 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 
 use crate::service::calls::Direction;
+use crate::service::changes::{Changes, GraphChanges, GraphTracker};
 use crate::service::live::Live;
-use crate::service::model::{Relationship, UpdateReport, WarningReport};
+use crate::service::model::{Relationship, UpdateReport, UpdateTimings, WarningReport};
 use crate::service::{ReadOptions, Service, text};
 use crate::watch::{self, Watch};
 use crate::workspace;
@@ -19,7 +22,8 @@ use crate::workspace;
 #[command(
     name = "xfile",
     version,
-    about = "Cross-file code context for Python projects"
+    about = "Cross-file code context for Python projects",
+    after_help = "FILE arguments are absolute, relative to the working directory (when they name a file there inside the project root), or relative to the project root."
 )]
 pub struct Cli {
     /// Project root (default: nearest ancestor with .git or pyproject.toml).
@@ -107,10 +111,14 @@ enum Command {
     Warnings { file: Option<String> },
     /// Serve MCP on stdio for the root.
     Serve,
-    /// Watch the tree and print, for each update, what was recomputed and
-    /// what was reused (the MCP tool explain_recomputation, live), until
+    /// Watch the tree and print, for each update, the files that changed
+    /// and the relationships and warnings that came and went, until
     /// interrupted.
     Watch {
+        /// Also print what each update recomputed and what it reused (the
+        /// MCP tool explain_recomputation, live).
+        #[arg(long)]
+        trace: bool,
         /// Also write, per update, its recomputation trace and the
         /// derivations of the changed files to DIR/update-<n>/.
         #[arg(long, value_name = "DIR")]
@@ -197,6 +205,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
         });
     }
     let service = open(&root)?;
+    // FILE arguments, from where the user typed them (see
+    // `workspace::resolve_cli_path`).
+    let file_arg = |file: &str| -> Result<String, Failure> {
+        Ok(workspace::resolve_cli_path(
+            service.root(),
+            &std::env::current_dir()?,
+            file,
+        )?)
+    };
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Index => {
@@ -244,10 +261,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 None => writeln!(out, "{json}")?,
             }
         }
-        Command::Deps { file } => {
-            print_relationships(&mut out, &service.dependencies(&file)?, cli.json)?
-        }
+        Command::Deps { file } => print_relationships(
+            &mut out,
+            &service.dependencies(&file_arg(&file)?)?,
+            cli.json,
+        )?,
         Command::Dependents { file, symbol } => {
+            let file = file_arg(&file)?;
             let dependents = match symbol {
                 Some(symbol) => service.dependents_of_symbol(&file, &symbol)?,
                 None => service.dependents(&file)?,
@@ -284,22 +304,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 show_available,
                 log: false,
             };
-            write!(out, "{}", service.read_with_options(&file, &options)?)?
+            write!(
+                out,
+                "{}",
+                service.read_with_options(&file_arg(&file)?, &options)?
+            )?
         }
         Command::Warnings { file } => {
+            let file = file.as_deref().map(file_arg).transpose()?;
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
         Command::Serve => {}
-        Command::Watch { dump } => {
+        Command::Watch { trace, dump } => {
             drop(out);
-            watch(service, cli.json, dump);
+            watch(service, cli.json, trace, dump);
         }
         Command::Explain {
             target,
             dump: Some(dir),
         } => {
+            let file = target.as_deref().map(file_arg).transpose()?;
             let summary = service
-                .explain_dump(target.as_deref())?
+                .explain_dump(file.as_deref())?
                 .write(&dir)
                 .map_err(|e| Failure {
                     message: format!("cannot write the dump to {}: {e}", dir.display()),
@@ -339,21 +365,44 @@ fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 /// Runs the watcher until the process is interrupted.
-fn watch(service: Service, json: bool, dump: Option<PathBuf>) -> ! {
+fn watch(service: Service, json: bool, trace: bool, dump: Option<PathBuf>) -> ! {
+    let tracker = Mutex::new(GraphTracker::new(&service));
     let live = std::sync::Arc::new(Live::new(service));
-    let dumped = live.clone();
+    let read = live.clone();
     let watcher = Watch::start(live, watch::Options::default(), move |report| {
+        let changes = tracker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .update(&read, report);
         let mut out = std::io::stdout().lock();
         let _ = if json {
-            serde_json::to_string(report)
+            let update = WatchUpdate {
+                update: report.update,
+                trigger: &report.trigger,
+                finished_at: &report.finished_at,
+                added: &report.added,
+                modified: &report.modified,
+                removed: &report.removed,
+                reloaded: report.reloaded,
+                changes: &changes,
+                trace: trace.then_some(Trace {
+                    unchanged: report.unchanged,
+                    rescanned: report.rescanned,
+                    layout_changed: report.layout_changed,
+                    datalog_rerun: report.datalog_rerun,
+                    queries: &report.queries,
+                    durations: &report.durations,
+                }),
+            };
+            serde_json::to_string(&update)
                 .map_err(std::io::Error::other)
                 .and_then(|line| writeln!(out, "{line}"))
         } else {
-            print_update(&mut out, report)
+            print_update(&mut out, report, &changes, trace)
         };
         let _ = out.flush();
         if let Some(dir) = &dump
-            && let Err(error) = dump_update(&dumped, report, dir)
+            && let Err(error) = dump_update(&read, report, dir)
         {
             eprintln!("xfile: cannot write the dump to {}: {error}", dir.display());
         }
@@ -370,6 +419,33 @@ fn watch(service: Service, json: bool, dump: Option<PathBuf>) -> ! {
     }
 }
 
+/// One line of `watch --json`: an update's files and graph changes, and
+/// with `--trace` what it recomputed.
+#[derive(Serialize)]
+struct WatchUpdate<'a> {
+    update: u64,
+    trigger: &'a str,
+    finished_at: &'a str,
+    added: &'a [String],
+    modified: &'a [String],
+    removed: &'a [String],
+    reloaded: bool,
+    #[serde(flatten)]
+    changes: &'a GraphChanges,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<Trace<'a>>,
+}
+
+#[derive(Serialize)]
+struct Trace<'a> {
+    unchanged: usize,
+    rescanned: bool,
+    layout_changed: bool,
+    datalog_rerun: bool,
+    queries: &'a crate::engine::Recomputation,
+    durations: &'a UpdateTimings,
+}
+
 /// Writes `DIR/update-<n>/recomputation.{json,txt}` and the derivations of
 /// the files the update added or modified (as `explain --dump` does).
 fn dump_update(live: &Live, report: &UpdateReport, dir: &std::path::Path) -> std::io::Result<()> {
@@ -380,7 +456,8 @@ fn dump_update(live: &Live, report: &UpdateReport, dir: &std::path::Path) -> std
         serde_json::to_string_pretty(report).map_err(std::io::Error::other)? + "\n",
     )?;
     let mut text = Vec::new();
-    print_update(&mut text, report)?;
+    print_files(&mut text, report)?;
+    print_trace(&mut text, report)?;
     std::fs::write(dir.join("recomputation.txt"), text)?;
     for file in report.added.iter().chain(&report.modified) {
         live.read(|s| match s.explain_dump(Some(file)) {
@@ -392,7 +469,50 @@ fn dump_update(live: &Live, report: &UpdateReport, dir: &std::path::Path) -> std
     Ok(())
 }
 
-fn print_update(out: &mut impl Write, r: &UpdateReport) -> std::io::Result<()> {
+fn print_update(
+    out: &mut impl Write,
+    report: &UpdateReport,
+    changes: &GraphChanges,
+    trace: bool,
+) -> std::io::Result<()> {
+    print_files(out, report)?;
+    if changes.relationships.is_empty() && changes.warnings.is_empty() {
+        writeln!(out, "  no relationship or warning changed")?;
+    }
+    print_changes(out, "relationships", &changes.relationships, |e| {
+        let symbol = e
+            .target_symbol
+            .as_deref()
+            .map_or(String::new(), |s| format!("{s} "));
+        let defined_in = match &e.defined_in {
+            Some(file) if *file != e.target_file => format!(" (defined in {file})"),
+            _ => String::new(),
+        };
+        format!(
+            "{}:{}  {}  {symbol}-> {}{defined_in}",
+            e.source_file,
+            e.line_number,
+            e.relationship_type.as_str(),
+            e.target_file
+        )
+    })?;
+    print_changes(out, "warnings", &changes.warnings, |w| {
+        format!(
+            "{}:{}  {}  {}",
+            w.file,
+            w.line,
+            w.warning_type.as_str(),
+            w.pattern
+        )
+    })?;
+    if trace {
+        print_trace(out, report)?;
+    }
+    Ok(())
+}
+
+/// `update N (trigger): added ..., modified ...`
+fn print_files(out: &mut impl Write, r: &UpdateReport) -> std::io::Result<()> {
     let mut changes = Vec::new();
     for (label, files) in [
         ("added", &r.added),
@@ -412,7 +532,42 @@ fn print_update(out: &mut impl Write, r: &UpdateReport) -> std::io::Result<()> {
         r.update,
         r.trigger,
         changes.join("; ")
+    )
+}
+
+/// `+ item` / `- item` lines, at most [`crate::service::changes::LISTED`] of
+/// each, with
+/// how many more there are.
+fn print_changes<T>(
+    out: &mut impl Write,
+    what: &str,
+    changes: &Changes<T>,
+    line: impl Fn(&T) -> String,
+) -> std::io::Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {what}: {} added, {} removed",
+        changes.added_total, changes.removed_total
     )?;
+    for (sign, items, total, verb) in [
+        ('+', &changes.added, changes.added_total, "added"),
+        ('-', &changes.removed, changes.removed_total, "removed"),
+    ] {
+        for item in items {
+            writeln!(out, "  {sign} {}", line(item))?;
+        }
+        if total > items.len() {
+            writeln!(out, "  ... and {} more {verb}", total - items.len())?;
+        }
+    }
+    Ok(())
+}
+
+/// What the update re-ran and reused.
+fn print_trace(out: &mut impl Write, r: &UpdateReport) -> std::io::Result<()> {
     writeln!(out, "  executed: {}", r.queries.executed.join(", "))?;
     let reused: Vec<String> = r
         .queries

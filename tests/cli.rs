@@ -191,3 +191,115 @@ fn a_reader_that_goes_away_is_not_an_error() {
     assert!(output.status.success(), "{:?} {stderr}", output.status);
     assert!(!stderr.contains("Broken pipe"), "{stderr}");
 }
+
+/// Runs `xfile ARGS --json` in `cwd` (no `--root`: the root is found from
+/// there); returns the status, the JSON answer and stderr.
+fn xfile_in(cwd: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(args)
+        .arg("--json")
+        .current_dir(cwd)
+        .output()
+        .expect("runs");
+    let json = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code().unwrap_or(-1), json, stderr)
+}
+
+fn sources(relationships: &serde_json::Value) -> Vec<&str> {
+    relationships
+        .as_array()
+        .expect("a list of relationships")
+        .iter()
+        .filter_map(|r| r["source_file"].as_str())
+        .collect()
+}
+
+#[test]
+fn file_arguments_are_relative_to_the_working_directory_inside_the_root() {
+    let dir = common::copy_sample();
+    let utils = dir.path().join("app/utils");
+    let (status, dependents, stderr) = xfile_in(&utils, &["dependents", "./retry.py"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(
+        sources(&dependents),
+        ["app/bot.py", "app/bot.py", "app/utils/__init__.py"]
+    );
+    let (status, deps, stderr) = xfile_in(&utils, &["deps", "../bot.py"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(!sources(&deps).is_empty());
+    assert!(sources(&deps).iter().all(|s| *s == "app/bot.py"), "{deps}");
+    let read = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["read", "retry.py"])
+        .current_dir(&utils)
+        .output()
+        .expect("runs");
+    assert!(read.status.success());
+    assert!(String::from_utf8_lossy(&read.stdout).contains("def retry_with_backoff"));
+    let (status, warnings, stderr) = xfile_in(&utils, &["warnings", "__init__.py"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(warnings["warnings"].is_array(), "{warnings}");
+}
+
+#[test]
+fn root_relative_file_arguments_still_work_from_anywhere() {
+    let dir = common::copy_sample();
+    // From a subdirectory where `app/bot.py` names nothing: the root's.
+    let (status, deps, stderr) = xfile_in(&dir.path().join("app/utils"), &["deps", "app/bot.py"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(sources(&deps).iter().all(|s| *s == "app/bot.py"), "{deps}");
+    assert!(!sources(&deps).is_empty());
+    // From outside the root, with --root.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["dependents", "app/utils/retry.py", "--json", "--root"])
+        .arg(dir.path())
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("runs");
+    assert!(output.status.success());
+    let dependents: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(sources(&dependents).len(), 3, "{dependents}");
+}
+
+#[test]
+fn a_file_in_the_working_directory_wins_over_the_same_path_under_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), "").unwrap();
+    std::fs::create_dir(dir.path().join("pkg")).unwrap();
+    std::fs::write(dir.path().join("pkg/__init__.py"), "").unwrap();
+    std::fs::write(dir.path().join("helpers.py"), "import json\n").unwrap();
+    std::fs::write(dir.path().join("pkg/helpers.py"), "import os\n").unwrap();
+    let (status, deps, stderr) = xfile_in(&dir.path().join("pkg"), &["deps", "helpers.py"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(deps[0]["source_file"], "pkg/helpers.py");
+    assert_eq!(deps[0]["target_file"], "<stdlib:os>");
+}
+
+#[test]
+fn file_arguments_outside_the_root_or_missing_are_refused_with_a_hint() {
+    let dir = common::copy_sample();
+    let utils = dir.path().join("app/utils");
+    let (status, _, stderr) = xfile_in(&utils, &["deps", "nothing_here.py"]);
+    assert_eq!(status, 2);
+    assert!(
+        stderr.contains("nothing_here.py") && stderr.contains("working directory"),
+        "{stderr}"
+    );
+    // Up out of the root: both temporary directories share a parent.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("other.py"), "x = 1\n").unwrap();
+    let name = outside.path().file_name().unwrap().to_string_lossy();
+    let escape = format!("../../../{name}/other.py");
+    assert!(utils.join(&escape).exists());
+    let (status, _, stderr) = xfile_in(&utils, &["deps", &escape]);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("outside the project root"), "{stderr}");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.path().join("other.py"), utils.join("link.py")).unwrap();
+        let (status, _, stderr) = xfile_in(&utils, &["deps", "link.py"]);
+        assert_eq!(status, 2);
+        assert!(stderr.contains("outside the project root"), "{stderr}");
+    }
+}

@@ -706,3 +706,178 @@ fn watch_dump_writes_recomputation_traces_and_derivations() {
         "{derivations}"
     );
 }
+
+/// `xfile watch` in a copy of `live_edits`, its stdout lines sent as they
+/// come; returns once it says it is watching (edits after that are seen).
+fn spawn_watch(root: &Path, args: &[&str]) -> (std::process::Child, mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .arg("watch")
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut stderr = std::io::BufReader::new(stderr).lines();
+    let started = stderr.next().and_then(Result::ok).unwrap_or_default();
+    assert!(started.starts_with("watching"), "{started}");
+    let (sender, lines) = mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
+/// Lines until one satisfies `last` (or 20 seconds pass).
+fn lines_until(lines: &mpsc::Receiver<String>, last: impl Fn(&str) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                let done = last(&line);
+                seen.push(line);
+                if done {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    seen
+}
+
+#[test]
+fn watch_prints_the_relationships_an_edit_adds_and_the_trace_only_when_asked() {
+    let dir = common::copy_fixture("live_edits");
+    let root = dir.path().canonicalize().unwrap();
+    let (mut child, lines) = spawn_watch(&root, &[]);
+    let main = root.join("main.py");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, format!("from shop.models import make_item\n{text}")).unwrap();
+    let seen = lines_until(&lines, |line| line.contains("make_item"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let output = seen.join("\n");
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("update ") && l.ends_with("modified main.py")),
+        "{output}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| l.trim() == "+ main.py:1  import  make_item -> shop/models.py"),
+        "{output}"
+    );
+    // The other imports moved down a line: that is no change.
+    assert!(!output.contains("- main.py"), "{output}");
+    assert!(!output.contains("executed:"), "{output}");
+
+    // --json --trace: one object per update, with the recomputation.
+    let (mut child, lines) = spawn_watch(&root, &["--json", "--trace"]);
+    std::fs::write(&main, text).unwrap();
+    let seen = lines_until(&lines, |line| line.contains("make_item"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let update: serde_json::Value =
+        serde_json::from_str(seen.last().expect("an update")).expect("one JSON object a line");
+    assert_eq!(update["modified"], serde_json::json!(["main.py"]));
+    assert_eq!(update["relationships"]["removed_total"], 1);
+    assert_eq!(
+        update["relationships"]["removed"][0],
+        serde_json::json!({
+            "source_file": "main.py",
+            "line_number": 1,
+            "relationship_type": "import",
+            "target_symbol": "make_item",
+            "target_file": "shop/models.py",
+            "defined_in": "shop/models.py",
+        })
+    );
+    assert!(
+        update["trace"]["queries"]["executed"]
+            .as_array()
+            .expect("executed queries")
+            .contains(&"module_facts(main.py)".into()),
+        "{update}"
+    );
+}
+
+/// What an update changed, seen from every file: removing a module takes
+/// away the relationships of the files that used it, and adds the
+/// unresolved import that remains.
+#[test]
+fn graph_changes_cover_files_the_update_did_not_touch() {
+    use xfile::service::changes::GraphTracker;
+    let (_dir, live) = live_copy("live_edits");
+    let root = root_of(&live);
+    let mut tracker = live.read(GraphTracker::new);
+    let pricing = root.join("shop/pricing.py");
+    std::fs::remove_file(&pricing).unwrap();
+    let report = live.apply(std::slice::from_ref(&pricing), "test").unwrap();
+    let changes = tracker.update(&live, &report);
+    let line = |e: &xfile::service::changes::Edge| {
+        format!(
+            "{}:{} {} -> {}",
+            e.source_file,
+            e.line_number,
+            e.target_symbol.as_deref().unwrap_or("-"),
+            e.target_file
+        )
+    };
+    let removed: Vec<String> = changes.relationships.removed.iter().map(line).collect();
+    assert!(
+        removed.contains(&"main.py:2 discount -> shop/pricing.py".to_string()),
+        "{removed:?}"
+    );
+    assert!(
+        removed.contains(&"shop/pricing.py:1 Item -> shop/models.py".to_string()),
+        "{removed:?}"
+    );
+    let added: Vec<String> = changes.relationships.added.iter().map(line).collect();
+    for unresolved in [
+        "main.py:2 discount -> <unresolved:shop.pricing>",
+        "shop/__init__.py:2 * -> <unresolved:.pricing>",
+    ] {
+        assert!(added.contains(&unresolved.to_string()), "{added:?}");
+    }
+    assert_eq!(
+        changes.relationships.removed_total,
+        changes.relationships.removed.len()
+    );
+
+    // Back again: the same relationships return, and nothing else changed.
+    std::fs::write(
+        &pricing,
+        std::fs::read_to_string(common::fixture("live_edits/shop/pricing.py")).unwrap(),
+    )
+    .unwrap();
+    let report = live.apply(&[pricing], "test").unwrap();
+    let back = tracker.update(&live, &report);
+    let mut returned: Vec<String> = back.relationships.added.iter().map(line).collect();
+    let mut went: Vec<String> = changes.relationships.removed.iter().map(line).collect();
+    returned.sort();
+    went.sort();
+    assert_eq!(returned, went);
+    // A body edit that only moves lines changes nothing.
+    let main = root.join("main.py");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, format!("\n\n{text}")).unwrap();
+    let report = live.apply(&[main], "test").unwrap();
+    let moved = tracker.update(&live, &report);
+    assert!(
+        moved.relationships.is_empty() && moved.warnings.is_empty(),
+        "{moved:?}"
+    );
+}

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod calls;
+pub mod changes;
 pub mod context;
 pub mod explain;
 pub mod graph;

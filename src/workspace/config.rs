@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 pub const CONFIG_FILE: &str = ".cross_file_context_links.yml";
 
@@ -111,7 +111,7 @@ impl Config {
     pub fn parse(text: &str) -> (Config, Vec<String>) {
         let mut config = Config::default();
         let mut notices = Vec::new();
-        let mapping = match serde_yaml::from_str::<Value>(text) {
+        let mapping = match serde_yaml_ng::from_str::<Value>(text) {
             Ok(Value::Mapping(mapping)) => mapping,
             Ok(Value::Null) => return (config, notices),
             Ok(_) => {

@@ -70,11 +70,43 @@ pub fn resolve_user_path(root: &Path, input: &str) -> Result<String, PathError> 
     if input.contains('\0') {
         return Err(PathError::NulByte(input.replace('\0', "\\0")));
     }
-    let joined = if Path::new(input).is_absolute() {
-        PathBuf::from(input)
-    } else {
-        root.join(input)
-    };
+    validate(root, &root.join(input), input)
+}
+
+/// Like [`resolve_user_path`], for a FILE typed on the command line in
+/// `cwd`: a relative path means what the shell means by it when it names an
+/// existing file inside the root (`cd app && xfile deps ./views.py`), and
+/// is root-relative otherwise (DESIGN §4), so commands written from the
+/// root keep working from anywhere.
+pub fn resolve_cli_path(root: &Path, cwd: &Path, input: &str) -> Result<String, PathError> {
+    if input.contains('\0') {
+        return Err(PathError::NulByte(input.replace('\0', "\\0")));
+    }
+    let here = cwd.join(input);
+    let inside = |path: &Path| path.canonicalize().is_ok_and(|p| p.starts_with(root));
+    if Path::new(input).is_absolute() || (here.is_file() && inside(&here)) {
+        return validate(root, &here, input);
+    }
+    let from_root = root.join(input);
+    if from_root.exists() {
+        return validate(root, &from_root, input);
+    }
+    if here.exists() {
+        // Only the working directory has it, and not inside the root (or
+        // not as a file): say that rather than "does not exist".
+        return validate(root, &here, input);
+    }
+    Err(PathError::NotFound(format!(
+        "{input} (relative to the working directory {} or to the project root {})",
+        cwd.display(),
+        root.display()
+    )))
+}
+
+/// The checks every incoming path passes: it exists, lies inside `root`
+/// once symlinks are resolved, and is not a sensitive file. `input` is the
+/// path as the user gave it, for the messages.
+fn validate(root: &Path, joined: &Path, input: &str) -> Result<String, PathError> {
     let canonical = joined
         .canonicalize()
         .map_err(|_| PathError::NotFound(input.to_string()))?;

@@ -470,12 +470,7 @@ impl Service {
         })
     }
 
-    fn cluster(
-        &self,
-        seeds: &[Found],
-        kept: &KeptCluster,
-        options: &SearchOptions,
-    ) -> Cluster {
+    fn cluster(&self, seeds: &[Found], kept: &KeptCluster, options: &SearchOptions) -> Cluster {
         let mut usage = BTreeMap::new();
         let mut seed_spent = 0;
         let mut listed = Vec::new();
