@@ -103,6 +103,20 @@ pub struct CallGraphArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+pub struct OutlineArgs {
+    /// Python file path.
+    pub file_path: String,
+    #[serde(default)]
+    pub format: Format,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SymbolArgs {
+    /// `app/models.py::User.save`, `app.models.User.save` or a unique name.
+    pub name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
 pub struct GraphArgs {
     /// Only under this path.
     pub path_prefix: Option<String>,
@@ -605,6 +619,36 @@ impl XfileServer {
     )]
     async fn get_callees(&self, Parameters(args): Parameters<CallGraphArgs>) -> CallToolResult {
         self.call_graph(args, Direction::Callees).await
+    }
+
+    #[tool(
+        title = "File outline",
+        description = "A Python file's classes, functions and members with signatures, docstrings and lines."
+    )]
+    async fn get_file_outline(&self, Parameters(args): Parameters<OutlineArgs>) -> CallToolResult {
+        let involved = Involved::Dependencies(args.file_path.clone());
+        self.fresh(involved, move |s| {
+            let mut outline = s.outline(&args.file_path)?;
+            let render = |o: &crate::service::outline::Outline| match args.format {
+                Format::Text => o.to_text(),
+                Format::Json => serde_json::to_string(o).unwrap_or_default(),
+            };
+            outline.fit(s.answer_token_limit(), render);
+            Ok(text_result(render(&outline)))
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Symbol source",
+        description = "One definition's source, decorators included, with its location."
+    )]
+    async fn get_symbol(&self, Parameters(args): Parameters<SymbolArgs>) -> CallToolResult {
+        // A bare name is looked up in every file.
+        self.fresh(Involved::All, move |s| {
+            Ok(text_result(s.symbol_source(&args.name)?.to_text()))
+        })
+        .await
     }
 
     #[tool(
