@@ -77,6 +77,11 @@ enum Command {
         #[arg(long, default_value_t = crate::service::calls::DEFAULT_LIMIT)]
         limit: usize,
     },
+    /// FILE's definitions with their lines, members nested under their class.
+    Outline { file: String },
+    /// The source of SYMBOL (`path::Qualified.name`, a dotted name, or a
+    /// name only one definition has), cut to the answer budget.
+    Show { symbol: String },
     /// Tuples of a relation, e.g. 'Imports("app.py", _, _)'.
     Query { pattern: String },
     /// Derivation tree of the tuples matching a pattern, e.g. 'DependsOn("app.py", _)':
@@ -289,6 +294,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let graph = service.call_graph(&symbol, Direction::Callees, depth, limit)?;
             print_call_graph(&mut out, &graph, cli.json)?
+        }
+        Command::Outline { file } => {
+            let outline = service.outline(&file)?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&outline)?)?;
+            } else {
+                write!(out, "{}", outline.to_text())?;
+            }
+        }
+        Command::Show { symbol } => {
+            let source = service.symbol_source(&symbol)?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&source)?)?;
+            } else {
+                write!(out, "{}", source.to_text())?;
+            }
         }
         Command::Read {
             file,

@@ -105,6 +105,20 @@ pub struct CallGraphArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+pub struct OutlineArgs {
+    /// Python file path.
+    pub file_path: String,
+    #[serde(default)]
+    pub format: Format,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SymbolArgs {
+    /// `app/models.py::User.save`, `app.models.User.save` or a unique name.
+    pub name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
 pub struct GraphArgs {
     /// Only under this path.
     pub path_prefix: Option<String>,
@@ -385,8 +399,8 @@ impl ToolChoice {
 /// Makes a generated input schema portable: an optional field is simply
 /// optional (no `["integer", "null"]` type arrays, which strict clients
 /// reject), and keywords no client needs (`$schema`, the Rust type's
-/// `title`, integer `format`s like `uint32`, a `minimum` of 0) are dropped
-/// to save tokens.
+/// `title`, integer `format`s like `uint32`, a `minimum` of 0, a `default`
+/// of false) are dropped to save tokens.
 fn portable_schema(schema: &mut JsonObject) {
     schema.remove("$schema");
     schema.remove("title");
@@ -401,6 +415,10 @@ fn portable_value(schema: &mut JsonObject) {
             _ => serde_json::Value::Array(kept),
         };
         schema.insert("type".into(), single);
+    }
+    // An optional flag is false unless given: saying so costs tokens.
+    if schema.get("default") == Some(&serde_json::Value::Bool(false)) {
+        schema.remove("default");
     }
     if schema.get("type").and_then(|t| t.as_str()) == Some("integer") {
         schema.remove("format");
@@ -671,6 +689,36 @@ impl XfileServer {
     )]
     async fn get_callees(&self, Parameters(args): Parameters<CallGraphArgs>) -> CallToolResult {
         self.call_graph(args, Direction::Callees).await
+    }
+
+    #[tool(
+        title = "File outline",
+        description = "A Python file's classes, functions and members with signatures, docstrings and lines."
+    )]
+    async fn get_file_outline(&self, Parameters(args): Parameters<OutlineArgs>) -> CallToolResult {
+        let involved = Involved::Dependencies(args.file_path.clone());
+        self.fresh(involved, move |s| {
+            let mut outline = s.outline(&args.file_path)?;
+            let render = |o: &crate::service::outline::Outline| match args.format {
+                Format::Text => o.to_text(),
+                Format::Json => serde_json::to_string(o).unwrap_or_default(),
+            };
+            outline.fit(s.answer_token_limit(), render);
+            Ok(text_result(render(&outline)))
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Symbol source",
+        description = "One definition's source, decorators included, with its location."
+    )]
+    async fn get_symbol(&self, Parameters(args): Parameters<SymbolArgs>) -> CallToolResult {
+        // A bare name is looked up in every file.
+        self.fresh(Involved::All, move |s| {
+            Ok(text_result(s.symbol_source(&args.name)?.to_text()))
+        })
+        .await
     }
 
     #[tool(

@@ -43,7 +43,9 @@ fn lists_the_default_tools_compactly_with_portable_schemas_and_annotations() {
             "get_callers",
             "get_dependencies",
             "get_dependents",
+            "get_file_outline",
             "get_relationship_graph",
+            "get_symbol",
             "get_warnings",
             "read_with_context",
             "search_with_context"

@@ -48,6 +48,15 @@ pub enum SymbolError {
     NotFound(String),
     #[error("{0} names a module; give one of its definitions, such as {0}::name")]
     Module(String),
+    #[error(
+        "{name} names {total} definitions: {candidates}; give one of them as path::Qualified.name"
+    )]
+    Ambiguous {
+        name: String,
+        total: usize,
+        /// Some of them as `path::Qualified.name`, comma-separated.
+        candidates: String,
+    },
 }
 
 impl SymbolError {
@@ -56,6 +65,7 @@ impl SymbolError {
             SymbolError::Path(error) => error.code(),
             SymbolError::NotFound(_) => "symbol_not_found",
             SymbolError::Module(_) => "invalid_parameter",
+            SymbolError::Ambiguous { .. } => "ambiguous_symbol",
         }
     }
 }

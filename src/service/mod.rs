@@ -12,6 +12,7 @@ pub mod injections;
 pub mod jsonl;
 pub mod live;
 pub mod model;
+pub mod outline;
 pub mod paging;
 pub mod query;
 pub mod relationships;

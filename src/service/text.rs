@@ -56,20 +56,27 @@ pub fn relationships(list: &[Relationship]) -> String {
 /// The first lines of `text` that fit `budget` tokens, and a closing line
 /// that says the rest was cut.
 pub fn cut_to_budget(text: &str, budget: usize) -> String {
-    let mut out = String::new();
-    let mut spent = 0;
-    for line in text.split_inclusive('\n') {
-        spent += super::context::count_tokens(line);
-        if spent > budget {
-            break;
-        }
-        out.push_str(line);
-    }
+    let mut out = lines_within(text, budget).to_string();
     let _ = writeln!(
         out,
         "... cut by the {budget}-token answer budget; narrow the request to see the rest."
     );
     out
+}
+
+/// The longest run of whole first lines of `text` within `budget` tokens
+/// (counted line by line: the tokenizer splits at line ends).
+pub fn lines_within(text: &str, budget: usize) -> &str {
+    let mut spent = 0;
+    let mut end = 0;
+    for line in text.split_inclusive('\n') {
+        spent += super::context::count_tokens(line);
+        if spent > budget {
+            break;
+        }
+        end += line.len();
+    }
+    &text[..end]
 }
 
 /// Counts by type with each type's guidance once, for the whole report
