@@ -14,6 +14,7 @@ use crate::service::calls::Direction;
 use crate::service::changes::{Changes, GraphChanges, GraphTracker};
 use crate::service::live::Live;
 use crate::service::model::{Relationship, UpdateReport, UpdateTimings, WarningReport};
+use crate::service::search::{Expand, SearchOptions};
 use crate::service::{ReadOptions, Service, text};
 use crate::watch::{self, Watch};
 use crate::workspace;
@@ -82,6 +83,20 @@ enum Command {
     /// The source of SYMBOL (`path::Qualified.name`, a dotted name, or a
     /// name only one definition has), cut to the answer budget.
     Show { symbol: String },
+    /// Definitions matching QUERY (a name, part of one, a qualified name,
+    /// or with a typo), in clusters with their neighbours.
+    Search {
+        query: String,
+        /// Clusters at most.
+        #[arg(long, default_value_t = 5)]
+        max_clusters: usize,
+        /// Also load these: callers, callees, type-family or all (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        expand: Vec<String>,
+        /// Rank definitions near this file first.
+        #[arg(long)]
+        context_file: Option<String>,
+    },
     /// Tuples of a relation, e.g. 'Imports("app.py", _, _)'.
     Query { pattern: String },
     /// Derivation tree of the tuples matching a pattern, e.g. 'DependsOn("app.py", _)':
@@ -154,6 +169,7 @@ failure_from! {
     crate::service::calls::SymbolError => 2,
     crate::service::ReadError => 2,
     crate::service::query::QueryError => 2,
+    crate::service::search::SearchError => 2,
 }
 
 /// A reader that went away (`xfile query ... | head`) is not a failure:
@@ -301,6 +317,40 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 writeln!(out, "{}", serde_json::to_string_pretty(&outline)?)?;
             } else {
                 write!(out, "{}", outline.to_text())?;
+            }
+        }
+        Command::Search {
+            query,
+            max_clusters,
+            expand,
+            context_file,
+        } => {
+            let wants = |name: &str| expand.iter().any(|e| e == name || e == "all");
+            for name in &expand {
+                if !["callers", "callees", "type-family", "all"].contains(&name.as_str()) {
+                    return Err(Failure {
+                        message: format!(
+                            "--expand takes callers, callees, type-family or all, not `{name}`"
+                        ),
+                        status: 2,
+                    });
+                }
+            }
+            let options = SearchOptions {
+                max_clusters,
+                expand: Expand {
+                    callers: wants("callers"),
+                    callees: wants("callees"),
+                    type_family: wants("type-family"),
+                },
+                context_file: context_file.map(|f| service.resolve_file(&f)).transpose()?,
+                ..SearchOptions::default()
+            };
+            let answer = service.search(&query, &options)?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
+            } else {
+                write!(out, "{}", answer.to_text())?;
             }
         }
         Command::Show { symbol } => {

@@ -165,6 +165,8 @@ pub struct SearchArgs {
     pub expand_relationships: Option<ExpandArgs>,
     /// Rank definitions near this file first.
     pub context_file: Option<String>,
+    /// Expand this cluster of an earlier answer instead (query unused).
+    pub cluster_id: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -793,6 +795,21 @@ impl XfileServer {
     ) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
             let expand = args.expand_relationships.unwrap_or_default();
+            if let Some(id) = &args.cluster_id {
+                // Nothing asked for expands everything expandable.
+                let none = !(expand.callers || expand.callees || expand.type_family);
+                let mut expansions = Vec::new();
+                for (wanted, relationship) in [
+                    (expand.callers, Expandable::Callers),
+                    (expand.callees, Expandable::Callees),
+                    (expand.type_family, Expandable::TypeFamily),
+                ] {
+                    if wanted || expand.all || none {
+                        expansions.push(s.expand_cluster(id, relationship)?);
+                    }
+                }
+                return Ok(ok_json(&expansions));
+            }
             let options = SearchOptions {
                 max_clusters: args.max_clusters.unwrap_or(5),
                 expansion_depth: args.expansion_depth.unwrap_or(2),

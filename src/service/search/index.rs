@@ -128,6 +128,10 @@ impl Entry {
 
     /// How `query` matches this entry, if it does.
     fn matches(&self, query: &Query) -> Option<MatchKind> {
+        if let Some((path, qualname)) = &query.path {
+            let found = self.file == *path && self.qualname == *qualname;
+            return found.then_some(MatchKind::Qualified);
+        }
         if query.qualified {
             let q = &query.lower;
             let suffix = self.lower_dotted.ends_with(q.as_str())
@@ -173,6 +177,8 @@ fn in_order_prefixes(query: &[String], name: &[String]) -> bool {
 }
 
 pub(crate) struct Query {
+    /// `path::Qualified.name`: that definition only.
+    path: Option<(String, String)>,
     text: String,
     lower: String,
     words: Vec<String>,
@@ -181,9 +187,14 @@ pub(crate) struct Query {
 
 impl Query {
     pub fn new(text: &str) -> Query {
+        let path = text
+            .trim()
+            .split_once("::")
+            .map(|(path, qualname)| (path.to_string(), qualname.to_string()));
         let text = text.trim().replace("::", ".");
         let qualified = text.contains('.');
         Query {
+            path,
             lower: text.to_lowercase(),
             words: words(&text),
             qualified,

@@ -670,26 +670,21 @@ impl Service {
         family
     }
 
-    /// Classes whose bases name `class` of `file` directly.
+    /// Classes whose method resolution order holds `class` of `file`:
+    /// its subclasses, direct or not, in this file or others.
     fn subclasses(&self, file: &str, class: &str) -> Vec<(String, String)> {
-        let Ok(dependents) = self.dependents_of_symbol(file, class) else {
-            return Vec::new();
-        };
-        dependents
+        let index = self.symbol_index();
+        index
+            .entries
             .iter()
-            .filter(|r| r.relationship_type == super::model::RelationshipType::Inheritance)
-            .filter(|r| r.target_symbol.as_deref() == Some(class))
-            .filter_map(|r| {
-                let facts = self.engine.facts(&r.source_file)?;
-                // The innermost class whose lines hold the base.
-                let subclass = facts
-                    .definitions
+            .filter(|e| e.kind == Kind::Class && !(e.file == file && e.qualname == class))
+            .filter(|e| {
+                self.engine
+                    .mro(&e.file, &e.qualname)
                     .iter()
-                    .filter(|d| d.kind == DefinitionKind::Class)
-                    .filter(|d| (d.start_line..=d.end_line).contains(&r.line_number))
-                    .max_by_key(|d| d.start_line)?;
-                Some((r.source_file.clone(), subclass.qualname.clone()))
+                    .any(|(f, c)| f == file && c == class)
             })
+            .map(|e| (e.file.clone(), e.qualname.clone()))
             .collect()
     }
 
@@ -861,6 +856,78 @@ fn shared_dirs(a: &str, b: &str) -> usize {
         .count()
 }
 
+impl SearchAnswer {
+    /// The readable form: per cluster its seeds with previews, then each
+    /// related container in a line (names, or its state).
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        if self.clusters.is_empty() {
+            let _ = writeln!(out, "Nothing matches `{}`.", self.query);
+        }
+        for cluster in &self.clusters {
+            let _ = writeln!(out, "[{}]", cluster.id);
+            for seed in &cluster.seeds {
+                let _ = writeln!(
+                    out,
+                    "{} ({}, {:?} match, used by {} files)",
+                    seed.symbol, seed.kind, seed.matched, seed.used_by
+                );
+                if let Some(preview) = &seed.preview {
+                    for line in preview.lines() {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
+            }
+            let related = &cluster.related;
+            for (name, container) in [
+                ("siblings", &related.siblings),
+                ("colocated", &related.colocated),
+                ("callers", &related.callers),
+                ("callees", &related.callees),
+                ("type family", &related.type_family),
+            ] {
+                let names: Vec<String> = container
+                    .data
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{}:{} {}",
+                            r.file,
+                            r.line,
+                            r.symbol.rsplit("::").next().unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                let line = match container.state {
+                    State::NotLoaded => "not loaded (--expand)".to_string(),
+                    State::Failed => {
+                        format!("failed: {}", container.error.clone().unwrap_or_default())
+                    }
+                    State::Truncated => format!(
+                        "{} (of {})",
+                        names.join(", "),
+                        container.total_count.unwrap_or(names.len())
+                    ),
+                    _ if names.is_empty() => "none".to_string(),
+                    _ => names.join(", "),
+                };
+                let _ = writeln!(out, "  {name}: {line}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "{} matches; {} clusters shown",
+            self.total_matches,
+            self.clusters.len()
+        );
+        if let Some(note) = &self.note {
+            let _ = writeln!(out, "{note}");
+        }
+        out
+    }
+}
+
 impl Hints {
     fn add(&mut self, cluster: &Cluster) {
         let related = &cluster.related;
@@ -894,5 +961,39 @@ impl Hints {
                 cluster.id, seed.symbol
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(expiry_age: Duration) -> KeptCluster {
+        KeptCluster {
+            seeds: vec![("a.py".into(), "f".into())],
+            depth: 1,
+            include_preview: false,
+            kept_at: Instant::now()
+                .checked_sub(expiry_age)
+                .unwrap_or_else(Instant::now),
+        }
+    }
+
+    #[test]
+    fn kept_clusters_expire() {
+        let cache = ClusterCache::new(Duration::from_secs(60));
+        let fresh = cache.keep(kept(Duration::ZERO));
+        let old = cache.keep(kept(Duration::from_secs(120)));
+        assert!(cache.get(&fresh).is_some());
+        assert!(cache.get(&old).is_none());
+        assert!(cache.get("c0").is_none());
+    }
+
+    #[test]
+    fn previews_are_capped_in_tokens() {
+        let long = "word ".repeat(500);
+        let cut = cap_tokens(&long, 25);
+        assert!(count_tokens(&cut) <= 25 && cut.ends_with("..."));
+        assert_eq!(cap_tokens("short", 25), "short");
     }
 }

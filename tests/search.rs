@@ -1,0 +1,358 @@
+//! search_with_context (clustered-search ADR): matching modes, expansion
+//! states, expansion by cluster id, token budgets, over MCP too.
+
+mod common;
+
+use common::mcp_client::Client;
+use serde_json::{Value, json};
+use xfile::service::Service;
+use xfile::service::search::{Expand, Expandable, MatchKind, SearchOptions, State};
+
+fn open() -> Service {
+    common::open("symbol_search")
+}
+
+/// The first seed of the first cluster: (symbol, how it matched).
+fn first(service: &Service, query: &str) -> (String, MatchKind) {
+    let answer = service.search(query, &SearchOptions::default()).unwrap();
+    let Some(cluster) = answer.clusters.first() else {
+        panic!("{query}: nothing found");
+    };
+    let seed = &cluster.seeds[0];
+    (seed.symbol.clone(), seed.matched)
+}
+
+#[test]
+fn each_matching_mode_finds_the_intended_definition() {
+    let service = open();
+    let cases = [
+        ("Order", "shop/models.py::Order", MatchKind::Exact),
+        ("order", "shop/models.py::Order", MatchKind::Exact),
+        (
+            "Order.save",
+            "shop/models.py::Order.save",
+            MatchKind::Qualified,
+        ),
+        (
+            "shop.models.Entity",
+            "shop/models.py::Entity",
+            MatchKind::Qualified,
+        ),
+        (
+            "shop/models.py::Entity.save",
+            "shop/models.py::Entity.save",
+            MatchKind::Qualified,
+        ),
+        (
+            "retry_w",
+            "shop/services.py::retry_with_backoff",
+            MatchKind::Prefix,
+        ),
+        (
+            "get user",
+            "shop/models.py::get_active_user",
+            MatchKind::WordParts,
+        ),
+        (
+            "server config",
+            "shop/services.py::HTTPServerConfig",
+            MatchKind::WordParts,
+        ),
+        (
+            "ctive_use",
+            "shop/models.py::get_active_user",
+            MatchKind::Substring,
+        ),
+        (
+            "OrdreService",
+            "shop/services.py::OrderService",
+            MatchKind::Fuzzy,
+        ),
+        (
+            "retry_with_bakcoff",
+            "shop/services.py::retry_with_backoff",
+            MatchKind::Fuzzy,
+        ),
+    ];
+    for (query, symbol, matched) in cases {
+        assert_eq!(
+            first(&service, query),
+            (symbol.to_string(), matched),
+            "{query}"
+        );
+    }
+    // A query that matches nothing answers no clusters; an empty one is an error.
+    let none = service.search("zzzqqq", &SearchOptions::default()).unwrap();
+    assert!(none.clusters.is_empty() && none.total_matches == 0);
+    assert!(service.search("  ", &SearchOptions::default()).is_err());
+}
+
+#[test]
+fn ranking_prefers_used_and_nearby_definitions_among_equal_matches() {
+    let service = open();
+    // Three `save` methods match exactly; Order.save is the one called from
+    // another file, so it leads.
+    let answer = service.search("save", &SearchOptions::default()).unwrap();
+    let seeds: Vec<&str> = answer
+        .clusters
+        .iter()
+        .flat_map(|c| &c.seeds)
+        .map(|s| s.symbol.as_str())
+        .collect();
+    assert_eq!(seeds[0], "shop/models.py::Order.save", "{seeds:?}");
+    assert_eq!(answer.total_matches, 3);
+    // Each class is its own cluster.
+    assert_eq!(answer.clusters.len(), 3);
+}
+
+#[test]
+fn cheap_containers_load_at_once_and_expensive_ones_when_asked() {
+    let service = open();
+    let answer = service
+        .search("Order.save", &SearchOptions::default())
+        .unwrap();
+    let cluster = &answer.clusters[0];
+    let related = &cluster.related;
+    assert_eq!(related.colocated.state, State::Loaded);
+    assert_eq!(related.siblings.state, State::Loaded);
+    let siblings: Vec<&str> = related
+        .siblings
+        .data
+        .iter()
+        .map(|r| r.symbol.as_str())
+        .collect();
+    assert_eq!(
+        siblings,
+        [
+            "shop/models.py::Order.total_price",
+            "shop/models.py::Order.add_item"
+        ]
+    );
+    assert!(
+        related
+            .colocated
+            .data
+            .iter()
+            .any(|r| r.symbol == "shop/models.py::get_active_user")
+    );
+    for container in [&related.callers, &related.callees, &related.type_family] {
+        assert_eq!(container.state, State::NotLoaded);
+        assert!(container.data.is_empty());
+    }
+    assert!(
+        answer
+            .expansion_hints
+            .recommended_expansions
+            .iter()
+            .any(|h| h.contains("callers") && h.contains(&cluster.id))
+    );
+
+    // Expanded in the search: callers, callees and the type family.
+    let options = SearchOptions {
+        expand: Expand {
+            callers: true,
+            callees: true,
+            type_family: true,
+        },
+        ..SearchOptions::default()
+    };
+    let answer = service.search("Order.save", &options).unwrap();
+    let related = &answer.clusters[0].related;
+    assert_eq!(related.callers.state, State::Loaded);
+    let callers: Vec<&str> = related
+        .callers
+        .data
+        .iter()
+        .map(|r| r.symbol.as_str())
+        .collect();
+    // SpecialOrder.save calls it through super(); api.handle is two calls
+    // away (expansionDepth 2).
+    assert_eq!(
+        callers,
+        [
+            "shop/models.py::SpecialOrder.save",
+            "shop/services.py::OrderService.place",
+            "shop/api.py::handle"
+        ]
+    );
+    assert_eq!(related.callees.state, State::Loaded);
+    assert!(
+        related
+            .callees
+            .data
+            .iter()
+            .any(|r| r.symbol == "shop/models.py::Entity.save"),
+        "{:?}",
+        related.callees.data
+    );
+    let family: Vec<(&str, &str)> = related
+        .type_family
+        .data
+        .iter()
+        .map(|r| (r.symbol.as_str(), r.relation))
+        .collect();
+    assert_eq!(
+        family,
+        [
+            ("shop/models.py::Entity.save", "overrides"),
+            ("shop/models.py::SpecialOrder.save", "overridden_by")
+        ]
+    );
+}
+
+#[test]
+fn more_related_symbols_than_fit_are_truncated_with_their_count() {
+    let service = open();
+    let options = SearchOptions {
+        expand: Expand {
+            callers: true,
+            ..Expand::default()
+        },
+        ..SearchOptions::default()
+    };
+    let answer = service.search("retry_with_backoff", &options).unwrap();
+    let cluster = &answer.clusters[0];
+    let callers = &cluster.related.callers;
+    assert_eq!(callers.state, State::Truncated);
+    // 20 callers in many.py, OrderService.place and, two calls away
+    // (expansionDepth 2), api.handle.
+    assert_eq!(callers.total_count, Some(22));
+    assert!(callers.data.len() < 22 && !callers.data.is_empty());
+    let hint = &answer.expansion_hints.truncated_relationships[0];
+    assert_eq!(
+        (
+            hint.cluster_id.as_str(),
+            hint.relationship,
+            hint.available_count
+        ),
+        (cluster.id.as_str(), "callers", 22)
+    );
+}
+
+#[test]
+fn sections_keep_to_their_token_budgets() {
+    let service = open();
+    let options = SearchOptions {
+        expand: Expand {
+            callers: true,
+            callees: true,
+            type_family: true,
+        },
+        ..SearchOptions::default()
+    };
+    let answer = service.search("save", &options).unwrap();
+    let budgets = [
+        ("seeds", 400),
+        ("callers", 300),
+        ("callees", 300),
+        ("typeFamily", 200),
+        ("colocated", 150),
+        ("siblings", 100),
+    ];
+    for cluster in &answer.clusters {
+        for (section, budget) in budgets {
+            let used = cluster.token_usage.get(section).copied().unwrap_or(0);
+            assert!(used <= budget, "{section}: {used} > {budget}");
+        }
+        assert!(cluster.token_usage["total"] < 2000);
+        for seed in &cluster.seeds {
+            let preview = seed.preview.as_deref().unwrap();
+            assert!(xfile::service::context::count_tokens(preview) <= 200);
+            assert!(
+                preview.contains(&format!("{}:{}", seed.file, seed.line)),
+                "{preview}"
+            );
+        }
+    }
+    assert_eq!(
+        answer.token_usage.estimated,
+        answer.token_usage.per_cluster.iter().sum::<usize>()
+    );
+    // Without previews there are none.
+    let bare = SearchOptions {
+        include_preview: false,
+        ..SearchOptions::default()
+    };
+    let answer = service.search("Order", &bare).unwrap();
+    assert!(answer.clusters[0].seeds.iter().all(|s| s.preview.is_none()));
+}
+
+#[test]
+fn clusters_expand_by_id_and_fail_when_their_file_is_gone() {
+    let dir = common::copy_fixture("symbol_search");
+    let root = dir.path().canonicalize().unwrap();
+    let live = xfile::service::live::Live::open(&root).unwrap();
+    let answer = live.read(|s| s.search("Order.save", &SearchOptions::default()).unwrap());
+    let id = answer.clusters[0].id.clone();
+    let expanded = live.read(|s| s.expand_cluster(&id, Expandable::Callers).unwrap());
+    assert_eq!(expanded.container.state, State::Loaded);
+    assert!(
+        expanded
+            .container
+            .data
+            .iter()
+            .any(|r| r.symbol == "shop/services.py::OrderService.place")
+    );
+    // An unknown id says to search again.
+    let unknown = live.read(|s| s.expand_cluster("c999", Expandable::Callers).unwrap_err());
+    assert!(
+        unknown.to_string().contains("search_with_context again"),
+        "{unknown}"
+    );
+    // The seed's file deleted: the expansion fails and says why.
+    std::fs::remove_file(root.join("shop/models.py")).unwrap();
+    live.apply(&[root.join("shop/models.py")], "api").unwrap();
+    let failed = live.read(|s| s.expand_cluster(&id, Expandable::Callers).unwrap());
+    assert_eq!(failed.container.state, State::Failed);
+    assert!(
+        failed
+            .container
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("shop/models.py"),
+        "{failed:?}"
+    );
+}
+
+#[test]
+fn search_and_expansion_over_mcp() {
+    let dir = common::copy_fixture("symbol_search");
+    let mut client = Client::start(dir.path());
+    let (is_error, text) = client.call("search_with_context", json!({"query": "OrderService"}));
+    assert!(!is_error, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let cluster = &answer["clusters"][0];
+    assert_eq!(
+        cluster["seeds"][0]["symbol"],
+        "shop/services.py::OrderService"
+    );
+    assert_eq!(cluster["related"]["callers"]["state"], "not_loaded");
+    assert_eq!(cluster["related"]["colocated"]["state"], "loaded");
+    let id = cluster["id"].as_str().unwrap();
+
+    // By clusterId through the search tool, and by the expansion tool.
+    let (_, text) = client.call(
+        "search_with_context",
+        json!({"query": "", "clusterId": id, "expandRelationships": {"typeFamily": true}}),
+    );
+    let expansions: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(expansions[0]["relationship"], "typeFamily");
+    assert_eq!(expansions[0]["container"]["state"], "loaded");
+    let (is_error, text) = client.call(
+        "expand_cluster_relationship",
+        json!({"clusterId": id, "relationshipType": "callers"}),
+    );
+    assert!(!is_error, "{text}");
+    let expansion: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        expansion["container"]["data"][0]["symbol"],
+        "shop/api.py::handle"
+    );
+    let (is_error, text) = client.call(
+        "expand_cluster_relationship",
+        json!({"clusterId": "nope", "relationshipType": "callers"}),
+    );
+    assert!(is_error);
+    assert!(text.contains("cluster_not_found"), "{text}");
+}
