@@ -29,7 +29,9 @@ def main():
     server = Server(args.xfile, args.root)
 
     listed = server.request("tools/list", {})["result"]
-    print(f"tools/list: {tokens(json.dumps(listed))} tokens, {len(listed['tools'])} tools")
+    wire = json.dumps(listed, separators=(",", ":"))
+    print(f"tools/list: {tokens(wire)} tokens as sent (compact JSON), "
+          f"{tokens(json.dumps(listed))} with spaces, {len(listed['tools'])} tools")
 
     files = []
     for dirpath, dirnames, names in os.walk(args.root):
@@ -39,6 +41,10 @@ def main():
                 path = os.path.join(dirpath, name)
                 files.append((os.path.getsize(path), os.path.relpath(path, args.root)))
     largest = [path for _, path in sorted(files, reverse=True)[:3]]
+    # The files the answer-size issue named, when the tree is Django.
+    for named in ("django/contrib/admin/options.py", "django/db/models/query.py"):
+        if os.path.exists(os.path.join(args.root, named)):
+            largest.append(named)
     summary = json.loads(server.call("get_relationship_graph", {}))
     hub = summary["most_connected_files"][0]["file"]
 
@@ -53,7 +59,12 @@ def main():
              ("get_dependents", {"file_path": hub}),
              ("get_dependents", {"file_path": hub, "format": "json"}),
              ("query_relation", {"pattern": "DependsOn(_, _)"}),
-             ("explain", {"fact": f'DependsOn(_, "{hub}")'})]
+             ("explain", {"fact": f'DependsOn(_, "{hub}")'}),
+             ("search_with_context", {"query": "Model"}),
+             ("search_with_context", {"query": "save", "expandRelationships": {"all": True}}),
+             ("get_callers", {"symbol": "django/db/models/base.py::Model.save", "depth": 3}),
+             ("get_file_outline", {"file_path": "django/db/models/query.py"}),
+             ("get_symbol", {"name": "django/db/models/query.py::QuerySet"})]
     for path in largest:
         calls += [("read_with_context", {"file_path": path}),
                   ("get_dependencies", {"file_path": path}),
