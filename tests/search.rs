@@ -356,3 +356,46 @@ fn search_and_expansion_over_mcp() {
     assert!(is_error);
     assert!(text.contains("cluster_not_found"), "{text}");
 }
+
+/// The index is rebuilt only for changed files after an edit, and answers
+/// as a fresh index of the same tree does (DESIGN invariant 6).
+#[test]
+fn the_index_follows_edits_like_a_fresh_index() {
+    let dir = common::copy_fixture("symbol_search");
+    let root = dir.path().canonicalize().unwrap();
+    let live = xfile::service::live::Live::open(&root).unwrap();
+    let before = live.read(|s| s.search("refund", &SearchOptions::default()).unwrap());
+    assert!(before.clusters.is_empty());
+    let models = root.join("shop/models.py");
+    let text = std::fs::read_to_string(&models).unwrap();
+    std::fs::write(
+        &models,
+        text.replace("def add_item(self, item)", "def refund_order(self, item)"),
+    )
+    .unwrap();
+    live.apply(&[models], "api").unwrap();
+    let fresh = Service::open(&root).unwrap();
+    for query in [
+        "refund",
+        "add_item",
+        "Order",
+        "save",
+        "OrdreService",
+        "shop.models.Order",
+    ] {
+        let seeds = |s: &Service| -> Vec<String> {
+            let answer = s.search(query, &SearchOptions::default()).unwrap();
+            answer
+                .clusters
+                .iter()
+                .flat_map(|c| c.seeds.iter().map(|seed| seed.symbol.clone()))
+                .collect()
+        };
+        assert_eq!(live.read(seeds), seeds(&fresh), "{query}");
+    }
+    let after = live.read(|s| s.search("refund", &SearchOptions::default()).unwrap());
+    assert_eq!(
+        after.clusters[0].seeds[0].symbol,
+        "shop/models.py::Order.refund_order"
+    );
+}

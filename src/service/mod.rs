@@ -57,11 +57,17 @@ impl<T> PerState<T> {
     }
 
     fn get(&self, changes: u64, compute: impl FnOnce() -> T) -> Arc<T> {
+        self.get_or_update(changes, |_| compute())
+    }
+
+    /// [`PerState::get`], computing from the value of an older state when
+    /// there is one (to reuse what did not change).
+    fn get_or_update(&self, changes: u64, compute: impl FnOnce(Option<&T>) -> T) -> Arc<T> {
         let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match &*slot {
             Some((at, value)) if *at == changes => value.clone(),
-            _ => {
-                let value = Arc::new(compute());
+            old => {
+                let value = Arc::new(compute(old.as_ref().map(|(_, v)| v.as_ref())));
                 *slot = Some((changes, value.clone()));
                 value
             }

@@ -58,8 +58,17 @@ pub enum MatchKind {
     Fuzzy,
 }
 
+/// The entries of every file, each file's kept with the revision and
+/// module name it was built from, so the next state's index rebuilds only
+/// the files that changed (or whose module name did).
 pub(crate) struct SymbolIndex {
-    pub entries: Vec<Entry>,
+    files: Vec<FileEntries>,
+}
+
+struct FileEntries {
+    revision: Option<u64>,
+    module: String,
+    entries: std::sync::Arc<Vec<Entry>>,
 }
 
 /// Splits `retryWithBackoff`, `retry_with_backoff` and `HTTPServer` into
@@ -204,31 +213,46 @@ impl Query {
 }
 
 impl SymbolIndex {
-    pub fn build(engine: &Engine) -> SymbolIndex {
-        let mut entries = Vec::new();
-        for path in engine.paths() {
-            let Some(facts) = engine.facts(path) else {
-                continue;
-            };
-            let module = engine.module_name(path);
-            entries.push(Entry::new(path, &module, "", Kind::Module, 1));
-            // A name bound twice is the last binding, as Python sees it.
-            let mut seen = rustc_hash::FxHashSet::default();
-            for definition in facts.definitions.iter().rev() {
-                if !seen.insert(definition.qualname.as_str()) {
-                    continue;
+    /// The index of `engine`'s state, reusing `previous`'s entries of the
+    /// files whose revision and module name are unchanged.
+    pub fn build(engine: &Engine, previous: Option<&SymbolIndex>) -> SymbolIndex {
+        let mut reusable: rustc_hash::FxHashMap<&str, &FileEntries> = previous
+            .map(|index| {
+                index
+                    .files
+                    .iter()
+                    .filter_map(|f| Some((f.entries.first()?.file.as_str(), f)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let files = engine
+            .paths()
+            .filter_map(|path| {
+                let revision = engine.revision(path);
+                let module = engine.module_name(path);
+                if let Some(kept) = reusable.remove(path)
+                    && kept.revision == revision
+                    && kept.module == module
+                {
+                    return Some(FileEntries {
+                        revision,
+                        module,
+                        entries: kept.entries.clone(),
+                    });
                 }
-                let kind = match definition.kind {
-                    DefinitionKind::Class => Kind::Class,
-                    DefinitionKind::Function | DefinitionKind::AsyncFunction => Kind::Function,
-                    DefinitionKind::Method => Kind::Method,
-                    DefinitionKind::Variable => Kind::Variable,
-                };
-                let line = definition.start_line;
-                entries.push(Entry::new(path, &module, &definition.qualname, kind, line));
-            }
-        }
-        SymbolIndex { entries }
+                let entries = file_entries(engine, path, &module)?;
+                Some(FileEntries {
+                    revision,
+                    module,
+                    entries: std::sync::Arc::new(entries),
+                })
+            })
+            .collect();
+        SymbolIndex { files }
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.files.iter().flat_map(|f| f.entries.iter())
     }
 
     /// Every entry `query` matches, with how.
@@ -236,11 +260,32 @@ impl SymbolIndex {
         if query.lower.is_empty() {
             return Vec::new();
         }
-        self.entries
-            .iter()
+        self.entries()
             .filter_map(|e| Some((e.matches(query)?, e)))
             .collect()
     }
+}
+
+/// One file's entries: the module, then its definitions (a name bound
+/// twice is its last binding, as Python sees it).
+fn file_entries(engine: &Engine, path: &str, module: &str) -> Option<Vec<Entry>> {
+    let facts = engine.facts(path)?;
+    let mut entries = vec![Entry::new(path, module, "", Kind::Module, 1)];
+    let mut seen = rustc_hash::FxHashSet::default();
+    for definition in facts.definitions.iter().rev() {
+        if !seen.insert(definition.qualname.as_str()) {
+            continue;
+        }
+        let kind = match definition.kind {
+            DefinitionKind::Class => Kind::Class,
+            DefinitionKind::Function | DefinitionKind::AsyncFunction => Kind::Function,
+            DefinitionKind::Method => Kind::Method,
+            DefinitionKind::Variable => Kind::Variable,
+        };
+        let line = definition.start_line;
+        entries.push(Entry::new(path, module, &definition.qualname, kind, line));
+    }
+    Some(entries)
 }
 
 #[cfg(test)]

@@ -344,7 +344,9 @@ impl Service {
     /// The symbol index of the current state, built once per state.
     fn symbol_index(&self) -> std::sync::Arc<SymbolIndex> {
         self.symbols
-            .get(self.engine.changes(), || SymbolIndex::build(&self.engine))
+            .get_or_update(self.engine.changes(), |previous| {
+                SymbolIndex::build(&self.engine, previous)
+            })
     }
 
     /// Definitions matching `query`, best first, grouped into clusters.
@@ -675,8 +677,7 @@ impl Service {
     fn subclasses(&self, file: &str, class: &str) -> Vec<(String, String)> {
         let index = self.symbol_index();
         index
-            .entries
-            .iter()
+            .entries()
             .filter(|e| e.kind == Kind::Class && !(e.file == file && e.qualname == class))
             .filter(|e| {
                 self.engine
