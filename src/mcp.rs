@@ -485,6 +485,10 @@ impl XfileServer {
         let (root, cell, watch) = (self.root.clone(), self.service.clone(), self.watch.clone());
         tokio::spawn(async move {
             if let Ok(live) = cell.get_or_init(|| open(root)).await {
+                // Hot spots are computed off the request path; an update
+                // cancels and restarts the computation.
+                let hot = live.clone();
+                tokio::task::spawn_blocking(move || hot.read(Service::precompute_hot_spots));
                 let logged = live.clone();
                 let watcher = Watch::start(live.clone(), watch::Options::default(), move |_| {
                     log_warnings(&logged)

@@ -399,3 +399,84 @@ fn the_index_follows_edits_like_a_fresh_index() {
         "shop/models.py::Order.refund_order"
     );
 }
+
+/// Hot spots: precomputed clusters serve searches and are computed again
+/// once a file they touch changes or their seed gains a dependent.
+#[test]
+fn hot_spots_serve_searches_and_are_invalidated_by_edits() {
+    let dir = common::copy_fixture("symbol_search");
+    let root = dir.path().canonicalize().unwrap();
+    let live = xfile::service::live::Live::open(&root).unwrap();
+    // Order is re-exported by the package: an entry point.
+    let computed = live.read(|s| s.precompute_hot_spots());
+    assert!(computed > 0);
+    assert_eq!(
+        live.read(|s| s.hot_spot_hits("shop/models.py::Order")),
+        Some(0)
+    );
+    let callers = |live: &xfile::service::live::Live| -> Vec<String> {
+        let options = SearchOptions {
+            expand: Expand {
+                callers: true,
+                ..Expand::default()
+            },
+            ..SearchOptions::default()
+        };
+        let answer = live.read(|s| s.search("shop.models.Order", &options).unwrap());
+        let related = &answer.clusters[0].related;
+        // What was not asked for stays not loaded, even from the cache.
+        assert_eq!(related.callees.state, State::NotLoaded);
+        related
+            .callers
+            .data
+            .iter()
+            .map(|r| r.symbol.clone())
+            .collect()
+    };
+    let before = callers(&live);
+    assert_eq!(
+        before,
+        [
+            "shop/services.py::OrderService.place",
+            "shop/api.py::handle"
+        ]
+    );
+    assert_eq!(
+        live.read(|s| s.hot_spot_hits("shop/models.py::Order")),
+        Some(1)
+    );
+
+    // A new file calls Order: the seed file has a new dependent.
+    let new = root.join("shop/checkout.py");
+    std::fs::write(
+        &new,
+        "from shop.models import Order\n\n\ndef checkout():\n    return Order()\n",
+    )
+    .unwrap();
+    live.apply(&[new], "api").unwrap();
+    let after = callers(&live);
+    assert!(
+        after.contains(&"shop/checkout.py::checkout".to_string()),
+        "{after:?}"
+    );
+    // The same answer as without any cache.
+    let fresh = Service::open(&root).unwrap();
+    let options = SearchOptions {
+        expand: Expand {
+            callers: true,
+            ..Expand::default()
+        },
+        ..SearchOptions::default()
+    };
+    let expected: Vec<String> = fresh
+        .search("shop.models.Order", &options)
+        .unwrap()
+        .clusters[0]
+        .related
+        .callers
+        .data
+        .iter()
+        .map(|r| r.symbol.clone())
+        .collect();
+    assert_eq!(after, expected);
+}

@@ -100,6 +100,8 @@ pub struct Service {
     symbols: PerState<search::SymbolIndex>,
     /// Clusters a search answered with, for expansion by id.
     clusters: Arc<search::ClusterCache>,
+    /// Clusters of the likeliest searches, computed ahead.
+    hot: Arc<search::HotSpots>,
     timings: model::PhaseTimings,
 }
 
@@ -181,6 +183,7 @@ impl Service {
             suppression: Arc::new(suppression),
             warnings: PerState::new(),
             symbols: PerState::new(),
+            hot: Arc::default(),
             clusters: Arc::new(search::ClusterCache::new(std::time::Duration::from_secs(
                 config.cache_expiry_minutes.saturating_mul(60),
             ))),

@@ -10,6 +10,7 @@
 //! (`expand_cluster_relationship`). Clusters are kept for expansion in a
 //! small cache that forgets them after `cache_expiry_minutes`.
 
+mod hot;
 mod index;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,7 @@ use super::Service;
 use super::calls::Direction;
 use super::context::count_tokens;
 use crate::python::{Definition, DefinitionKind};
+pub(crate) use hot::HotSpots;
 pub use index::MatchKind;
 pub(crate) use index::SymbolIndex;
 use index::{Entry, Kind, Query};
@@ -421,7 +423,27 @@ impl Service {
                 include_preview: options.include_preview,
                 kept_at: Instant::now(),
             };
-            let cluster = self.cluster(&seeds, &kept, options);
+            let cluster = match seeds.as_slice() {
+                [(matched, _, entry)] if options.include_preview => {
+                    let cached = match self.hot_cluster(entry) {
+                        hot::Lookup::Hit(cluster) => Some(*cluster),
+                        hot::Lookup::Stale => Some(self.refresh_hot(entry)),
+                        hot::Lookup::Absent => None,
+                    };
+                    match cached {
+                        Some(mut cluster) => {
+                            cluster.seeds[0].matched = *matched;
+                            if kept.depth != hot::HOT_DEPTH {
+                                self.cluster(&seeds, &kept, options)
+                            } else {
+                                only_asked(cluster, options.expand)
+                            }
+                        }
+                        None => self.cluster(&seeds, &kept, options),
+                    }
+                }
+                _ => self.cluster(&seeds, &kept, options),
+            };
             let tokens = cluster.token_usage.get("total").copied().unwrap_or(0);
             if spent + tokens > budget && !clusters.is_empty() {
                 note = Some(format!(
@@ -770,6 +792,27 @@ impl Service {
         }
         text
     }
+}
+
+/// A hot spot's cluster (every relationship loaded) with what the search
+/// did not ask for set back to not loaded, as a computed one would be.
+fn only_asked(mut cluster: Cluster, expand: Expand) -> Cluster {
+    let related = &mut cluster.related;
+    for (wanted, container, name) in [
+        (expand.callers, &mut related.callers, "callers"),
+        (expand.callees, &mut related.callees, "callees"),
+        (expand.type_family, &mut related.type_family, "typeFamily"),
+    ] {
+        if !wanted {
+            *container = Container::not_loaded();
+            if let Some(spent) = cluster.token_usage.remove(name)
+                && let Some(total) = cluster.token_usage.get_mut("total")
+            {
+                *total -= spent;
+            }
+        }
+    }
+    cluster
 }
 
 fn minimal(file: &str, d: &Definition, relation: &'static str, include_preview: bool) -> Related {
