@@ -149,11 +149,7 @@ fn cheap_containers_load_at_once_and_expensive_ones_when_asked() {
 
     // Expanded in the search: callers, callees and the type family.
     let options = SearchOptions {
-        expand: Expand {
-            callers: true,
-            callees: true,
-            type_family: true,
-        },
+        expand: Expand::all(),
         ..SearchOptions::default()
     };
     let answer = service.search("Order.save", &options).unwrap();
@@ -233,11 +229,7 @@ fn more_related_symbols_than_fit_are_truncated_with_their_count() {
 fn sections_keep_to_their_token_budgets() {
     let service = open();
     let options = SearchOptions {
-        expand: Expand {
-            callers: true,
-            callees: true,
-            type_family: true,
-        },
+        expand: Expand::all(),
         ..SearchOptions::default()
     };
     let answer = service.search("save", &options).unwrap();

@@ -147,11 +147,7 @@ impl Service {
     /// The cluster of `entry` alone, every relationship expanded, cached.
     fn compute_hot(&self, entry: &super::Entry) -> Cluster {
         let options = SearchOptions {
-            expand: Expand {
-                callers: true,
-                callees: true,
-                type_family: true,
-            },
+            expand: Expand::all(),
             ..SearchOptions::default()
         };
         let kept = KeptCluster {

@@ -53,6 +53,17 @@ pub struct Expand {
     pub type_family: bool,
 }
 
+impl Expand {
+    /// Every expensive relationship.
+    pub fn all() -> Expand {
+        Expand {
+            callers: true,
+            callees: true,
+            type_family: true,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
     pub max_clusters: usize,
