@@ -10,6 +10,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use xfile::engine::Engine;
 use xfile::service::Service;
 use xfile::service::live::Live;
+use xfile::service::search::SearchOptions;
 use xfile::watch::{self, Watch};
 use xfile::workspace::discover;
 
@@ -174,6 +175,66 @@ fn read_with_context(c: &mut Criterion) {
     });
 }
 
+/// Queries of each kind `scripts/search_quality.py` draws: exact names,
+/// qualified names, word parts and one-typo variants.
+const SEARCH_QUERIES: [&str; 20] = [
+    "ModelAdmin",
+    "get_object_or_404",
+    "QuerySet",
+    "cached_property",
+    "sequence_reset_sql",
+    "QuerySet.filter",
+    "Model.save",
+    "db.models.Model",
+    "models.base.Model",
+    "auth.forms.UserCreationForm",
+    "model admin",
+    "get object",
+    "reverse lazy",
+    "check local fields",
+    "tuple lookup mixin",
+    "ModelAdmn",
+    "get_obejct_or_404",
+    "QuerySst",
+    "chaacters",
+    "_svtup_environment",
+];
+
+/// `search` (what `search_with_context` answers, default options) in-process
+/// over a fixed mix of queries; the target is p95 under 20 ms, so the
+/// percentiles over all the queries are printed as well.
+fn search(c: &mut Criterion) {
+    let Some(root) = tree() else { return };
+    let service = Service::open(&root).expect("opens");
+    let options = SearchOptions::default();
+    // The symbol index is built on the first search of a state.
+    service.search("Model", &options).expect("searches");
+    let mut samples: Vec<Duration> = Vec::new();
+    for _ in 0..15 {
+        for query in SEARCH_QUERIES {
+            let start = std::time::Instant::now();
+            service.search(query, &options).expect("searches");
+            samples.push(start.elapsed());
+        }
+    }
+    samples.sort();
+    eprintln!(
+        "search ({} queries): p50 {:?}, p95 {:?}, max {:?} over {} runs",
+        SEARCH_QUERIES.len(),
+        samples[samples.len() / 2],
+        samples[samples.len() * 95 / 100],
+        samples[samples.len() - 1],
+        samples.len()
+    );
+    c.bench_function("django/search", |b| {
+        b.iter(|| {
+            for query in SEARCH_QUERIES {
+                service.search(query, &options).expect("searches");
+            }
+        })
+    });
+}
+
 /// Write on disk → fresh `get_dependents` answer, through the watcher, on a
 /// copy of the tree (the target is p95 under 50 ms for each kind of change):
 /// an import of `django/utils/text.py` added to and removed from a file that
@@ -295,5 +356,11 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-criterion_group!(index, benches, read_with_context, watcher_end_to_end);
+criterion_group!(
+    index,
+    benches,
+    read_with_context,
+    search,
+    watcher_end_to_end
+);
 criterion_main!(index);
