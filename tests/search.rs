@@ -38,6 +38,8 @@ fn each_matching_mode_finds_the_intended_definition() {
             "shop/models.py::Entity",
             MatchKind::Qualified,
         ),
+        // Re-exported by the package: found under the name it is imported by.
+        ("shop.Order", "shop/models.py::Order", MatchKind::Qualified),
         (
             "shop/models.py::Entity.save",
             "shop/models.py::Entity.save",
@@ -59,9 +61,19 @@ fn each_matching_mode_finds_the_intended_definition() {
             MatchKind::WordParts,
         ),
         (
-            "ctive_use",
+            "active",
             "shop/models.py::get_active_user",
             MatchKind::Substring,
+        ),
+        (
+            "ctive_use",
+            "shop/models.py::get_active_user",
+            MatchKind::Infix,
+        ),
+        (
+            "GetActiveUser",
+            "shop/models.py::get_active_user",
+            MatchKind::SameWords,
         ),
         (
             "OrdreService",

@@ -22,6 +22,8 @@ pub(crate) struct Entry {
     lower_name: String,
     lower_dotted: String,
     words: Vec<String>,
+    /// Lower-case letters and digits only.
+    squashed: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -51,11 +53,17 @@ impl Kind {
 #[serde(rename_all = "snake_case")]
 pub enum MatchKind {
     Exact,
+    /// The same letters with other separators or case: `get cols` for
+    /// `get_cols`, `truncatewordshtml` for `truncatewords_html`.
+    SameWords,
     Qualified,
     Prefix,
     WordParts,
+    /// The query starts a word of the name.
     Substring,
     Fuzzy,
+    /// The query is inside a word of the name.
+    Infix,
 }
 
 /// The entries of every file, each file's kept with the revision and
@@ -63,6 +71,11 @@ pub enum MatchKind {
 /// the files that changed (or whose module name did).
 pub(crate) struct SymbolIndex {
     files: Vec<FileEntries>,
+    /// Definitions again under the dotted names packages re-export them
+    /// as (`django.core.cache.InvalidCacheKey`), for qualified queries.
+    /// Rebuilt for every state: where an import resolves can change
+    /// without the package's own file changing.
+    aliases: Vec<Entry>,
 }
 
 struct FileEntries {
@@ -119,6 +132,7 @@ impl Entry {
             lower_name: name.to_lowercase(),
             lower_dotted: dotted.to_lowercase(),
             words: words(&name),
+            squashed: squash(&name),
             name,
             dotted,
             kind,
@@ -135,11 +149,13 @@ impl Entry {
         }
     }
 
-    /// How `query` matches this entry, if it does.
-    fn matches(&self, query: &Query) -> Option<MatchKind> {
+    /// How `query` matches this entry, if it does, and how closely within
+    /// that kind (0 is closest: the exact case, fewer typos, fewer words
+    /// beyond the query's).
+    fn matches(&self, query: &Query) -> Option<(MatchKind, u8)> {
         if let Some((path, qualname)) = &query.path {
             let found = self.file == *path && self.qualname == *qualname;
-            return found.then_some(MatchKind::Qualified);
+            return found.then_some((MatchKind::Qualified, 0));
         }
         if query.qualified {
             let q = &query.lower;
@@ -147,32 +163,56 @@ impl Entry {
                 && (self.lower_dotted.len() == q.len()
                     || self.lower_dotted.as_bytes()[self.lower_dotted.len() - q.len() - 1] == b'.');
             let qualname = self.qualname.eq_ignore_ascii_case(&query.text);
-            return (suffix || qualname).then_some(MatchKind::Qualified);
-        }
-        if self.name == query.text {
-            return Some(MatchKind::Exact);
+            let case = u8::from(!self.dotted.ends_with(&query.text));
+            return (suffix || qualname).then_some((MatchKind::Qualified, case));
         }
         if self.lower_name == query.lower {
-            return Some(MatchKind::Exact);
+            return Some((MatchKind::Exact, u8::from(self.name != query.text)));
+        }
+        if self.squashed == query.squashed {
+            return Some((MatchKind::SameWords, 0));
         }
         if self.lower_name.starts_with(&query.lower) {
-            return Some(MatchKind::Prefix);
+            return Some((MatchKind::Prefix, 0));
         }
         if query.words.len() > 1 && in_order_prefixes(&query.words, &self.words) {
-            return Some(MatchKind::WordParts);
+            let extra = self.words.len().saturating_sub(query.words.len());
+            return Some((MatchKind::WordParts, extra.min(255) as u8));
         }
-        if query.lower.len() >= 3 && self.lower_name.contains(&query.lower) {
-            return Some(MatchKind::Substring);
+        let substring = query.lower.len() >= 3 && self.lower_name.contains(&query.lower);
+        if substring && self.word_start_match(&query.lower) {
+            return Some((MatchKind::Substring, 0));
         }
         let typos = match query.lower.chars().count() {
             0..=3 => 0,
             4..=7 => 1,
             _ => 2,
         };
-        let close = typos > 0
-            && self.lower_name.len().abs_diff(query.lower.len()) <= typos
-            && strsim::osa_distance(&self.lower_name, &query.lower) <= typos;
-        close.then_some(MatchKind::Fuzzy)
+        if typos > 0 && self.lower_name.len().abs_diff(query.lower.len()) <= typos {
+            let distance = strsim::osa_distance(&self.lower_name, &query.lower);
+            if distance <= typos {
+                let case = u8::from(strsim::osa_distance(&self.name, &query.text) > distance);
+                return Some((MatchKind::Fuzzy, (distance as u8) * 2 + case));
+            }
+        }
+        substring.then_some((MatchKind::Infix, 0))
+    }
+}
+
+impl Entry {
+    /// Whether `lower` occurs in the name where a word starts (after `_`,
+    /// at a capital, or at the start).
+    fn word_start_match(&self, lower: &str) -> bool {
+        self.lower_name.match_indices(lower).any(|(at, _)| {
+            at == 0
+                || self.name.as_bytes().get(at - 1) == Some(&b'_')
+                // Lower-casing may move byte offsets in non-ASCII names:
+                // `get` keeps a bad offset from panicking.
+                || self
+                    .name
+                    .get(at..)
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_uppercase()))
+        })
     }
 }
 
@@ -185,12 +225,21 @@ fn in_order_prefixes(query: &[String], name: &[String]) -> bool {
         .all(|q| rest.by_ref().any(|word| word.starts_with(q.as_str())))
 }
 
+/// Lower-case letters and digits, separators dropped.
+fn squash(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
 pub(crate) struct Query {
     /// `path::Qualified.name`: that definition only.
     path: Option<(String, String)>,
     text: String,
     lower: String,
     words: Vec<String>,
+    squashed: String,
     qualified: bool,
 }
 
@@ -206,6 +255,7 @@ impl Query {
             path,
             lower: text.to_lowercase(),
             words: words(&text),
+            squashed: squash(&text),
             qualified,
             text,
         }
@@ -248,21 +298,77 @@ impl SymbolIndex {
                 })
             })
             .collect();
-        SymbolIndex { files }
+        let mut index = SymbolIndex {
+            files,
+            aliases: Vec::new(),
+        };
+        index.aliases = index.reexports(engine);
+        index
+    }
+
+    /// The entries of definitions a package `__init__` binds, named by the
+    /// package's dotted name and the bound name.
+    fn reexports(&self, engine: &Engine) -> Vec<Entry> {
+        let by_id: rustc_hash::FxHashMap<(&str, &str), &Entry> = self
+            .entries()
+            .map(|e| ((e.file.as_str(), e.qualname.as_str()), e))
+            .collect();
+        let mut aliases = Vec::new();
+        for kept in &self.files {
+            let Some(init) = kept.entries.first() else {
+                continue;
+            };
+            if !init.file.ends_with("__init__.py") || kept.module.is_empty() {
+                continue;
+            }
+            for imported in engine.imported_names(&init.file) {
+                let Some(target) = by_id.get(&(imported.file.as_str(), imported.symbol.as_str()))
+                else {
+                    continue;
+                };
+                let dotted = format!("{}.{}", kept.module, imported.name);
+                if dotted == target.dotted {
+                    continue;
+                }
+                aliases.push(Entry {
+                    lower_dotted: dotted.to_lowercase(),
+                    dotted,
+                    ..(*target).clone()
+                });
+            }
+        }
+        aliases
     }
 
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.files.iter().flat_map(|f| f.entries.iter())
     }
 
-    /// Every entry `query` matches, with how.
-    pub fn find(&self, query: &Query) -> Vec<(MatchKind, &Entry)> {
+    /// Every entry `query` matches, with how and how closely; a
+    /// qualified query also matches re-exported names (each definition
+    /// once, by its best match).
+    pub fn find(&self, query: &Query) -> Vec<((MatchKind, u8), &Entry)> {
         if query.lower.is_empty() {
             return Vec::new();
         }
-        self.entries()
+        let mut found: Vec<((MatchKind, u8), &Entry)> = self
+            .entries()
             .filter_map(|e| Some((e.matches(query)?, e)))
-            .collect()
+            .collect();
+        if query.qualified && query.path.is_none() {
+            let mut seen: rustc_hash::FxHashSet<(&str, &str)> = found
+                .iter()
+                .map(|(_, e)| (e.file.as_str(), e.qualname.as_str()))
+                .collect();
+            for alias in &self.aliases {
+                if let Some(quality) = alias.matches(query)
+                    && seen.insert((alias.file.as_str(), alias.qualname.as_str()))
+                {
+                    found.push((quality, alias));
+                }
+            }
+        }
+        found
     }
 }
 

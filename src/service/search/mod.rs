@@ -43,6 +43,8 @@ const MINIMAL_TIER: usize = 25;
 const RELATED_CAP: usize = 15;
 /// Seeds per cluster.
 const SEEDS_PER_CLUSTER: usize = 3;
+/// Matches ranked by use; the rest (worse matches) are counted only.
+const RANKED: usize = 500;
 /// Clusters kept for expansion.
 const KEPT_CLUSTERS: usize = 256;
 
@@ -378,15 +380,15 @@ impl Service {
         let total_matches = found.len();
         // Rank: match quality, then use across the project, then nearness
         // to the file in hand, then kind, then the shorter path.
-        let mut ranked: Vec<(MatchKind, usize, usize, &Entry)> = Vec::new();
-        found.sort_by_key(|(m, _)| *m);
-        for (matched, entry) in found.into_iter().take(500) {
+        let mut ranked: Vec<((MatchKind, u8), usize, usize, &Entry)> = Vec::new();
+        found.sort_by_key(|(quality, _)| *quality);
+        for (quality, entry) in found.into_iter().take(RANKED) {
             let used = self.engine.usage_count(&entry.file, &entry.qualname);
             let near = options
                 .context_file
                 .as_deref()
                 .map_or(0, |context| shared_dirs(context, &entry.file));
-            ranked.push((matched, used, near, entry));
+            ranked.push((quality, used, near, entry));
         }
         ranked.sort_by(|a, b| {
             (
@@ -406,7 +408,7 @@ impl Service {
         });
         // Group the ranked seeds by container (class, else file), in rank order.
         let mut groups: Vec<(String, Vec<Found>)> = Vec::new();
-        for (matched, used, _, entry) in ranked {
+        for ((matched, _), used, _, entry) in ranked {
             let key = container_key(entry);
             let open = groups.len() < options.max_clusters.clamp(1, 20);
             match groups.iter_mut().find(|(k, _)| *k == key) {
