@@ -222,6 +222,14 @@ impl Service {
         self.hot.len()
     }
 
+    /// The hot spots cached, as `path::Qualified.name`.
+    pub fn hot_spot_ids(&self) -> Vec<String> {
+        let entries = self.hot.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids: Vec<String> = entries.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
     /// How often searches were served the cached cluster of `symbol`
     /// (`path::Qualified.name`), if it is a hot spot.
     pub fn hot_spot_hits(&self, symbol: &str) -> Option<u64> {
