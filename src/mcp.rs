@@ -490,8 +490,10 @@ impl XfileServer {
                 let hot = live.clone();
                 tokio::task::spawn_blocking(move || hot.read(Service::precompute_hot_spots));
                 let logged = live.clone();
+                let refreshing = Arc::new(std::sync::atomic::AtomicBool::new(false));
                 let watcher = Watch::start(live.clone(), watch::Options::default(), move |_| {
-                    log_warnings(&logged)
+                    log_warnings(&logged);
+                    refresh_hot_spots(&logged, &refreshing);
                 });
                 *watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
             }
@@ -609,6 +611,22 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
         Err(message) => tracing::error!("indexing failed: {message}"),
     }
     opened
+}
+
+/// Computes again, on a thread of its own, the hot spots an update made
+/// stale; one refresh at a time (a refresh running covers the updates
+/// that come meanwhile only if they came before it looked, so the next
+/// search still checks).
+fn refresh_hot_spots(live: &Arc<Live>, refreshing: &Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::Ordering;
+    if refreshing.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let (live, refreshing) = (live.clone(), refreshing.clone());
+    std::thread::spawn(move || {
+        live.read(Service::refresh_hot_spots);
+        refreshing.store(false, Ordering::Release);
+    });
 }
 
 /// Appends warnings not logged yet to `warnings.jsonl` (TDD §3.9.5).

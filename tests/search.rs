@@ -458,7 +458,16 @@ fn hot_spots_serve_searches_and_are_invalidated_by_edits() {
     )
     .unwrap();
     live.apply(&[new], "api").unwrap();
+    // The refresh after an update computes the stale entry again, so the
+    // next search is served from the cache, fresh.
+    assert!(live.read(|s| s.refresh_hot_spots()) >= 1);
+    assert_eq!(live.read(|s| s.refresh_hot_spots()), 0);
+    let hits = live.read(|s| s.hot_spot_hits("shop/models.py::Order"));
     let after = callers(&live);
+    assert_eq!(
+        live.read(|s| s.hot_spot_hits("shop/models.py::Order")),
+        hits.map(|n| n + 1)
+    );
     assert!(
         after.contains(&"shop/checkout.py::checkout".to_string()),
         "{after:?}"
@@ -483,4 +492,14 @@ fn hot_spots_serve_searches_and_are_invalidated_by_edits() {
         .map(|r| r.symbol.clone())
         .collect();
     assert_eq!(after, expected);
+
+    // Without a refresh, the search itself finds the entry stale.
+    let other = root.join("shop/returns.py");
+    std::fs::write(
+        &other,
+        "from shop.models import Order\n\n\ndef give_back():\n    return Order()\n",
+    )
+    .unwrap();
+    live.apply(&[other], "api").unwrap();
+    assert!(callers(&live).contains(&"shop/returns.py::give_back".to_string()));
 }

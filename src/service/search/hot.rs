@@ -184,8 +184,33 @@ impl Service {
         cluster
     }
 
+    /// Computes again every cached hot spot an update made stale (the
+    /// files it shows or its seed's dependents changed), so the next search
+    /// finds it fresh. Returns how many.
+    pub fn refresh_hot_spots(&self) -> usize {
+        let ids = self.hot_spot_ids();
+        let index = self.symbol_index();
+        let mut refreshed = 0;
+        for entry in index
+            .entries()
+            .filter(|e| ids.binary_search(&e.id()).is_ok())
+        {
+            if let Lookup::Stale = self.check_hot(entry, false) {
+                self.refresh_hot(entry);
+                refreshed += 1;
+            }
+        }
+        refreshed
+    }
+
     /// The cached cluster of `entry`, if it is a hot spot and still valid.
     pub(crate) fn hot_cluster(&self, entry: &super::Entry) -> Lookup {
+        self.check_hot(entry, true)
+    }
+
+    /// Whether `entry`'s hot spot is there and valid; `hit` counts it as
+    /// served and answers its cluster.
+    fn check_hot(&self, entry: &super::Entry, hit: bool) -> Lookup {
         let id = entry.id();
         let mut entries = self.hot.entries.lock().unwrap_or_else(|e| e.into_inner());
         let Some(hot) = entries.get_mut(&id) else {
@@ -199,11 +224,14 @@ impl Service {
         if !valid {
             return Lookup::Stale;
         }
+        if !hit {
+            return Lookup::Absent;
+        }
         hot.hits += 1;
         Lookup::Hit(Box::new(hot.cluster.clone()))
     }
 
-    /// Computes a stale hot spot again.
+    /// Computes a stale hot spot again, keeping its hit count.
     pub(crate) fn refresh_hot(&self, entry: &super::Entry) -> Cluster {
         let hits = {
             let entries = self.hot.entries.lock().unwrap_or_else(|e| e.into_inner());
@@ -212,7 +240,7 @@ impl Service {
         let cluster = self.compute_hot(entry);
         let mut entries = self.hot.entries.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(hot) = entries.get_mut(&entry.id()) {
-            hot.hits = hits + 1;
+            hot.hits = hits;
         }
         cluster
     }
