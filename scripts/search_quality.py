@@ -23,7 +23,9 @@ Test code (a file under a `tests` directory or named test*.py) holds most
 definitions of a project like Django; at most a quarter of each kind's
 targets come from it (--test-share). Only targets with an intended answer
 are drawn: names defined at most 3
-times in the tree; words that start the words of at most 3 distinct names;
+times in the tree; words that start the words of at most 3 distinct names
+and are not exactly the words of another name (`get date list` would mean
+`get_date_list`, not `get_date_list_period`);
 qualified names that at most 3 definitions share (a module path: one).
 
 The rank of a query is the position of the intended definition among the
@@ -214,6 +216,10 @@ def build_queries(definitions, imports, count, seed, test_share):
                 matching |= group
                 if len(matching) > 3:
                     return None
+            # Another name made of exactly these words is the right answer
+            # to them, not the intended one: no intended answer, no query.
+            if list(w) == content and d.name not in group:
+                return None
         return " ".join(content)
 
     def make(kind, d):
