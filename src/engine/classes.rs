@@ -114,6 +114,16 @@ impl ClassTable {
         self.mro.get(&class).map(Vec::as_slice)
     }
 
+    /// The classes whose order holds `class` (its subclasses, direct or
+    /// not), not itself.
+    pub(crate) fn subclasses(&self, class: Class) -> Vec<Class> {
+        self.mro
+            .iter()
+            .filter(|(other, order)| **other != class && order.contains(&class))
+            .map(|(&other, _)| other)
+            .collect()
+    }
+
     /// `MroStart` and `MroNext` facts of every class, sorted.
     pub(crate) fn mro_facts(&self) -> Vec<InputFact> {
         let mut facts = Vec::new();

@@ -534,6 +534,27 @@ impl Engine {
     /// The method resolution order of class `class` (a qualified name) of
     /// `path` as (file, class) pairs, itself first, cut before the first
     /// base outside the project or unknown; empty for an unknown class.
+    /// The classes of the project whose resolution order holds `class` of
+    /// `path` (its subclasses, direct or not), as (file, class), sorted.
+    pub fn subclasses(&self, path: &str, class: &str) -> Vec<(String, String)> {
+        let interner = self.interner();
+        let (Some(node), Some(sym)) = (interner.find_node(path), interner.find_sym(class)) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(String, String)> = db::class_table(&self.db, self.project)
+            .subclasses((node, sym))
+            .into_iter()
+            .map(|(file, class)| {
+                (
+                    interner.node_text(file).to_string(),
+                    interner.sym_text(class).to_string(),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
     pub fn mro(&self, path: &str, class: &str) -> Vec<(String, String)> {
         let interner = self.interner();
         let (Some(node), Some(sym)) = (interner.find_node(path), interner.find_sym(class)) else {

@@ -693,7 +693,7 @@ impl Service {
                 );
             }
         }
-        for (sub_file, sub) in self.subclasses(file, class) {
+        for (sub_file, sub) in self.engine.subclasses(file, class) {
             add(
                 &sub_file,
                 &sub,
@@ -705,23 +705,6 @@ impl Service {
             );
         }
         family
-    }
-
-    /// Classes whose method resolution order holds `class` of `file`:
-    /// its subclasses, direct or not, in this file or others.
-    fn subclasses(&self, file: &str, class: &str) -> Vec<(String, String)> {
-        let index = self.symbol_index();
-        index
-            .entries()
-            .filter(|e| e.kind == Kind::Class && !(e.file == file && e.qualname == class))
-            .filter(|e| {
-                self.engine
-                    .mro(&e.file, &e.qualname)
-                    .iter()
-                    .any(|(f, c)| f == file && c == class)
-            })
-            .map(|e| (e.file.clone(), e.qualname.clone()))
-            .collect()
     }
 
     /// The other top-level definitions of the seeds' files.
