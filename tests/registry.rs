@@ -531,3 +531,37 @@ fn a_missing_registry_directory_is_created() {
         .expect("add");
     assert!(deep.join("registry.sqlite3").is_file());
 }
+
+#[test]
+fn processes_started_at_once_share_a_new_registry() {
+    let world = World::new();
+    let dirs: Vec<PathBuf> = (0..6)
+        .map(|i| {
+            let dir = world.project(&format!("p{i}"));
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            dir
+        })
+        .collect();
+    // All of them find no database and race to create and migrate it.
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|dir| {
+            Command::new(env!("CARGO_BIN_EXE_xfile"))
+                .args(["project", "add"])
+                .arg(dir)
+                .env("XFILE_HOME", world.home())
+                .current_dir(world.dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+    }
+    let registry = world.registry();
+    assert_eq!(names(&registry), ["p0", "p1", "p2", "p3", "p4", "p5"]);
+}

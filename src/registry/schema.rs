@@ -36,21 +36,24 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX membership_by_project ON membership(project_id);",
 ];
 
-/// The schema version this program writes.
-const VERSION: i64 = MIGRATIONS.len() as i64;
-
 fn version(conn: &Connection, path: &Path) -> Result<i64, RegistryError> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
         .map_err(|e| classify(path, e))
 }
 
-/// Brings the database at `path` up to [`VERSION`].
+/// Brings the database at `path` up to the last of [`MIGRATIONS`].
 pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), RegistryError> {
+    apply(conn, path, MIGRATIONS)
+}
+
+/// Applies the `steps` the database lacks, all or none.
+fn apply(conn: &mut Connection, path: &Path, steps: &[&str]) -> Result<(), RegistryError> {
+    let target = steps.len() as i64;
     // Most opens find the schema current: check without taking the write
     // lock, so a CLI command does not wait on a busy server for nothing.
     let found = version(conn, path)?;
-    check_not_newer(found, path)?;
-    if found == VERSION {
+    check_not_newer(found, target, path)?;
+    if found == target {
         return Ok(());
     }
     let tx = conn
@@ -58,7 +61,7 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), Registry
         .map_err(|e| classify(path, e))?;
     // Another process may have migrated while this one waited for the lock.
     let found = version(&tx, path)?;
-    check_not_newer(found, path)?;
+    check_not_newer(found, target, path)?;
     if found == 0 {
         // Version 0 is also any SQLite file that is not a registry: do not
         // add tables to someone else's database.
@@ -69,25 +72,76 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), Registry
             return Err(RegistryError::Corrupt(path.to_path_buf()));
         }
     }
-    for step in &MIGRATIONS[found as usize..] {
+    for step in &steps[found as usize..] {
         tx.execute_batch(step).map_err(|e| classify(path, e))?;
     }
-    tx.pragma_update(None, "user_version", VERSION)
+    tx.pragma_update(None, "user_version", target)
         .map_err(|e| classify(path, e))?;
     tx.commit().map_err(|e| classify(path, e))
 }
 
-fn check_not_newer(found: i64, path: &Path) -> Result<(), RegistryError> {
+fn check_not_newer(found: i64, known: i64, path: &Path) -> Result<(), RegistryError> {
     if found < 0 {
         // xfile never writes a negative version: another program's file.
         return Err(RegistryError::Corrupt(path.to_path_buf()));
     }
-    if found > VERSION {
+    if found > known {
         return Err(RegistryError::TooNew {
             path: path.to_path_buf(),
             found,
-            supported: VERSION,
+            supported: known,
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tables(conn: &Connection) -> Vec<String> {
+        let mut statement = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+            .expect("prepare");
+        let rows = statement.query_map([], |row| row.get(0)).expect("query");
+        rows.collect::<Result<_, _>>().expect("rows")
+    }
+
+    #[test]
+    fn a_database_gets_the_steps_it_lacks_and_a_failed_step_changes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("registry.sqlite3");
+        let mut conn = Connection::open(&path).expect("open");
+        let one = ["CREATE TABLE a (x INTEGER)"];
+        apply(&mut conn, &path, &one).expect("step 1");
+        assert_eq!(version(&conn, &path).expect("version"), 1);
+
+        let broken = [one[0], "CREATE TABLE b (x INTEGER); CREATE TABLE oops ("];
+        let error = apply(&mut conn, &path, &broken).expect_err("bad step");
+        assert_eq!(error.code(), "registry_error");
+        assert_eq!(version(&conn, &path).expect("version"), 1);
+        assert_eq!(tables(&conn), ["a"]);
+
+        let two = [one[0], "CREATE TABLE b (x INTEGER)"];
+        apply(&mut conn, &path, &two).expect("step 2");
+        assert_eq!(version(&conn, &path).expect("version"), 2);
+        assert_eq!(tables(&conn), ["a", "b"]);
+        // Already current: nothing to do, and an older program refuses it.
+        apply(&mut conn, &path, &two).expect("current");
+        let error = apply(&mut conn, &path, &one).expect_err("older program");
+        assert_eq!(error.code(), "registry_too_new");
+    }
+
+    #[test]
+    fn the_schema_is_current_after_migrating() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("registry.sqlite3");
+        let mut conn = Connection::open(&path).expect("open");
+        migrate(&mut conn, &path).expect("migrate");
+        assert_eq!(
+            version(&conn, &path).expect("version"),
+            MIGRATIONS.len() as i64
+        );
+        assert_eq!(tables(&conn), ["collections", "membership", "projects"]);
+    }
 }
