@@ -193,6 +193,12 @@ fn projects_and_collections_through_the_api() {
         .remove_project(world.project("plugin").to_str().expect("UTF-8"))
         .expect("remove by path");
     assert_eq!(names(&registry), ["app"]);
+    // A project whose directory is gone can still be removed by its path.
+    std::fs::remove_dir_all(world.project("webapp")).expect("delete webapp");
+    registry
+        .remove_project(&app.path)
+        .expect("remove a deleted directory");
+    assert!(names(&registry).is_empty());
 }
 
 #[test]

@@ -63,7 +63,8 @@ fn check_name(name: &str) -> Result<(), RegistryError> {
 }
 
 /// The project registered under `name_or_path`: a name first, else the
-/// canonical form of a path to a registered directory.
+/// canonical form of a path to a registered directory, else, for a
+/// directory deleted since, the absolute path as registered.
 fn find_project(conn: &Connection, name_or_path: &str) -> rusqlite::Result<Option<Project>> {
     let by_name = conn
         .query_row(
@@ -75,12 +76,14 @@ fn find_project(conn: &Connection, name_or_path: &str) -> rusqlite::Result<Optio
     if by_name.is_some() {
         return Ok(by_name);
     }
-    let Some(path) = Path::new(name_or_path)
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.to_str().map(str::to_string))
-    else {
-        return Ok(None);
+    let given = Path::new(name_or_path);
+    let path = match given.canonicalize() {
+        Ok(canonical) => match canonical.to_str() {
+            Some(text) => text.to_string(),
+            None => return Ok(None),
+        },
+        Err(_) if given.is_absolute() => name_or_path.to_string(),
+        Err(_) => return Ok(None),
     };
     conn.query_row(
         &format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE path = ?1"),
