@@ -1,4 +1,7 @@
-//! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`].
+//! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`]
+//! and, for `project` and `collection`, over [`crate::registry::Registry`].
+
+mod registry;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -131,6 +134,17 @@ enum Command {
     Warnings { file: Option<String> },
     /// Serve MCP on stdio for the root.
     Serve,
+    /// The registry of projects (in $XFILE_HOME, else the user's data
+    /// directory): add, list, remove.
+    Project {
+        #[command(subcommand)]
+        command: registry::ProjectCommand,
+    },
+    /// Named sets of registered projects: create, add, remove, list, delete.
+    Collection {
+        #[command(subcommand)]
+        command: registry::CollectionCommand,
+    },
     /// Watch the tree and print, for each update, the files that changed
     /// and the relationships and warnings that came and went, until
     /// interrupted.
@@ -214,6 +228,12 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
+    // The registry is the user's, not a root's: no root, no engine.
+    match cli.command {
+        Command::Project { command } => return registry::project(command, cli.json),
+        Command::Collection { command } => return registry::collection(command, cli.json),
+        _ => {}
+    }
     let root = match &cli.root {
         Some(root) => root.clone(),
         None => workspace::find_root(&std::env::current_dir()?),
@@ -385,7 +405,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let file = file.as_deref().map(file_arg).transpose()?;
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
-        Command::Serve => {}
+        Command::Serve | Command::Project { .. } | Command::Collection { .. } => {}
         Command::Watch { trace, dump } => {
             drop(out);
             watch(service, cli.json, trace, dump);
