@@ -543,3 +543,31 @@ fn long_answers_page_within_the_answer_budget() {
         assert!(tokens <= 600, "{tool} {args}: {tokens} tokens");
     }
 }
+
+/// A single line longer than the whole answer budget (minified code) is cut
+/// inside the line, and the read says so.
+#[test]
+fn a_line_longer_than_the_budget_is_cut_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<String> = (0..20_000).map(|i| i.to_string()).collect();
+    std::fs::write(
+        dir.path().join("blob.py"),
+        format!("DATA = [{}]\nOTHER = 1\n", values.join(", ")),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join(".cross_file_context_links.yml"),
+        "answer_token_limit: 600\n",
+    )
+    .unwrap();
+    let service = xfile::service::Service::open(dir.path()).unwrap();
+    let text = service
+        .read_with_options("blob.py", &xfile::service::ReadOptions::default())
+        .unwrap();
+    assert!(
+        xfile::service::context::count_tokens(&text) <= 600,
+        "{text}"
+    );
+    assert!(text.contains("[line 1 is cut after "), "{text}");
+    assert!(text.contains("read on with start_line=2]"), "{text}");
+}

@@ -141,7 +141,8 @@ pub fn read_with_context(
         // Without context the text stays bare, as a plain read gives it,
         // unless the budget cut it.
         let heading = if cut { heading.as_str() } else { "" };
-        return Ok(format!("{heading}{}", slice_lines(content, lines)));
+        let text = bounded_text(content, lines, content_budget);
+        return Ok(format!("{heading}{text}"));
     }
     let depth = options
         .import_depth
@@ -159,8 +160,28 @@ pub fn read_with_context(
         tracing::warn!("cannot write the injection log: {error}");
     }
     out.push_str(&heading);
-    out.push_str(&slice_lines(content, lines));
+    out.push_str(&bounded_text(content, lines, content_budget));
     Ok(out)
+}
+
+/// The text of `lines`, which [`fit_lines`] fitted to `budget` unless a
+/// single line is longer than the whole budget (minified code): that line
+/// is cut at `budget` bytes (a token is at least a byte) and says so.
+fn bounded_text(content: &str, lines: Lines, budget: usize) -> String {
+    let text = slice_lines(content, lines);
+    if text.len() <= budget || lines.start != lines.end || count_tokens(&text) <= budget {
+        return text;
+    }
+    let mut end = budget;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[line {} is cut after {end} of its {} bytes by the answer budget]\n",
+        &text[..end],
+        lines.start,
+        text.len()
+    )
 }
 
 /// Tokens kept for the headings around the file's lines.
