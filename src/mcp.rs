@@ -48,12 +48,12 @@ pub enum Format {
     Json,
 }
 
-/// One page of a list answer.
+/// One page of a list answer. Fields whose names say it all carry no
+/// description: every word here is repeated in each client's tool list
+/// (limit defaults to 100; cursor is the previous page's next_cursor).
 #[derive(Deserialize, JsonSchema)]
 pub struct PageArgs {
-    /// Default 100.
     pub limit: Option<usize>,
-    /// The previous page's next_cursor.
     pub cursor: Option<String>,
     #[serde(default)]
     pub format: Format,
@@ -61,7 +61,6 @@ pub struct PageArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct FileArgs {
-    /// Python file path.
     pub file_path: String,
     #[serde(flatten)]
     pub page: PageArgs,
@@ -69,7 +68,6 @@ pub struct FileArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct ReadArgs {
-    /// Python file path.
     pub file_path: String,
     /// First line (1-based).
     pub start_line: Option<u32>,
@@ -84,7 +82,6 @@ pub struct ReadArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct DependentsArgs {
-    /// Python file path.
     pub file_path: String,
     /// A definition: `User` or `User.save`.
     pub symbol: Option<String>,
@@ -94,11 +91,10 @@ pub struct DependentsArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct CallGraphArgs {
-    /// `app/models.py::User.save` or `app.models.User.save`.
+    /// `app/models.py::User.save` or dotted.
     pub symbol: String,
     /// 1 (default) to 5.
     pub depth: Option<usize>,
-    /// Default 100.
     pub limit: Option<usize>,
     #[serde(default)]
     pub format: Format,
@@ -106,7 +102,6 @@ pub struct CallGraphArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct OutlineArgs {
-    /// Python file path.
     pub file_path: String,
     #[serde(default)]
     pub format: Format,
@@ -125,9 +120,7 @@ pub struct GraphArgs {
     /// Default summary.
     #[serde(default)]
     pub detail: Detail,
-    /// Default 100.
     pub limit: Option<usize>,
-    /// The previous page's next_cursor.
     pub cursor: Option<String>,
 }
 
@@ -155,18 +148,14 @@ pub struct ExpandArgs {
 pub struct SearchArgs {
     /// A name, part of one, or qualified (`User.save`).
     pub query: String,
-    /// Default 5.
     pub max_clusters: Option<usize>,
     /// Call depth of callers/callees (default 2).
     pub expansion_depth: Option<usize>,
-    /// Default true.
     pub include_preview: Option<bool>,
     /// Load these at once (default none).
     pub expand_relationships: Option<ExpandArgs>,
     /// Rank definitions near this file first.
     pub context_file: Option<String>,
-    /// Expand this cluster of an earlier answer instead (query unused).
-    pub cluster_id: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -220,16 +209,11 @@ pub struct ExplainArgs {
 
 /// Tools left out of the tool list unless `enabled_tools` names them, but
 /// still answering when called by name: the operations tools serve
-/// whoever operates xfile, not the agent's task; the rules' query and
-/// explanation tools and cluster expansion (which `search_with_context`
-/// also does, with `clusterId`) keep the default list short.
-const UNLISTED_TOOLS: [&str; 6] = [
+/// whoever operates xfile, not the agent's task.
+const UNLISTED_TOOLS: [&str; 3] = [
     "get_recent_injections",
     "get_cache_statistics",
     "explain_recomputation",
-    "query_relation",
-    "explain",
-    "expand_cluster_relationship",
 ];
 
 /// Where the relation catalogue is served.
@@ -809,7 +793,7 @@ impl XfileServer {
 
     #[tool(
         title = "Search symbols",
-        description = "Find definitions by name, part of a name, qualified name or with a typo, grouped in clusters with their file and class neighbours; callers, callees and typeFamily load when asked."
+        description = "Find definitions by name, part of one, qualified name or with a typo, in clusters of related symbols."
     )]
     async fn search_with_context(
         &self,
@@ -817,21 +801,6 @@ impl XfileServer {
     ) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
             let expand = args.expand_relationships.unwrap_or_default();
-            if let Some(id) = &args.cluster_id {
-                // Nothing asked for expands everything expandable.
-                let none = !(expand.callers || expand.callees || expand.type_family);
-                let mut expansions = Vec::new();
-                for (wanted, relationship) in [
-                    (expand.callers, Expandable::Callers),
-                    (expand.callees, Expandable::Callees),
-                    (expand.type_family, Expandable::TypeFamily),
-                ] {
-                    if wanted || expand.all || none {
-                        expansions.push(s.expand_cluster(id, relationship)?);
-                    }
-                }
-                return Ok(ok_json(&expansions));
-            }
             let options = SearchOptions {
                 max_clusters: args.max_clusters.unwrap_or(5),
                 expansion_depth: args.expansion_depth.unwrap_or(2),

@@ -34,11 +34,12 @@ fn lists_the_default_tools_compactly_with_portable_schemas_and_annotations() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     names.sort();
-    // The operations tools, the rules' query and explanation tools and
-    // cluster expansion are left out of the list by default.
+    // The operations tools are left out of the list by default.
     assert_eq!(
         names,
         [
+            "expand_cluster_relationship",
+            "explain",
             "get_callees",
             "get_callers",
             "get_dependencies",
@@ -47,6 +48,7 @@ fn lists_the_default_tools_compactly_with_portable_schemas_and_annotations() {
             "get_relationship_graph",
             "get_symbol",
             "get_warnings",
+            "query_relation",
             "read_with_context",
             "search_with_context"
         ]
@@ -107,7 +109,7 @@ fn enabled_and_excluded_tools_change_the_list() {
     let (is_error, _) = client.call("get_cache_statistics", json!({}));
     assert!(!is_error);
     // An unlisted tool still answers by name; an excluded one does not.
-    let (is_error, text) = client.call("query_relation", json!({"pattern": "DependsOn(_, _)"}));
+    let (is_error, text) = client.call("explain_recomputation", json!({}));
     assert!(!is_error, "{text}");
     let response = client.request(
         "tools/call",

@@ -335,14 +335,7 @@ fn search_and_expansion_over_mcp() {
     assert_eq!(cluster["related"]["colocated"]["state"], "loaded");
     let id = cluster["id"].as_str().unwrap();
 
-    // By clusterId through the search tool, and by the expansion tool.
-    let (_, text) = client.call(
-        "search_with_context",
-        json!({"query": "", "clusterId": id, "expandRelationships": {"typeFamily": true}}),
-    );
-    let expansions: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(expansions[0]["relationship"], "typeFamily");
-    assert_eq!(expansions[0]["container"]["state"], "loaded");
+    // Expanded by id.
     let (is_error, text) = client.call(
         "expand_cluster_relationship",
         json!({"clusterId": id, "relationshipType": "callers"}),

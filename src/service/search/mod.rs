@@ -306,7 +306,8 @@ impl ClusterCache {
     }
 }
 
-/// The relationship types `expand_cluster_relationship` expands.
+// The relationship types `expand_cluster_relationship` expands (a plain
+// comment: a doc comment would repeat in the tool list).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(inline)]
