@@ -67,6 +67,11 @@ pub fn cut_to_budget(text: &str, budget: usize) -> String {
 /// The longest run of whole first lines of `text` within `budget` tokens
 /// (counted line by line: the tokenizer splits at line ends).
 pub fn lines_within(text: &str, budget: usize) -> &str {
+    // A token is at least a byte: text no longer than the budget in bytes
+    // is never counted.
+    if text.len() <= budget {
+        return text;
+    }
     let mut spent = 0;
     let mut end = 0;
     for line in text.split_inclusive('\n') {
@@ -75,6 +80,28 @@ pub fn lines_within(text: &str, budget: usize) -> &str {
             break;
         }
         end += line.len();
+    }
+    &text[..end]
+}
+
+/// The longest prefix of `text`, cut at a character, within `budget`
+/// tokens: never shorter than `budget` bytes (a token is at least a byte),
+/// longer where the text allows.
+pub fn prefix_within(text: &str, budget: usize) -> &str {
+    if text.len() <= budget || super::context::count_tokens(text) <= budget {
+        return text;
+    }
+    let floor = |mut end: usize| {
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        end
+    };
+    // Code runs about 4 bytes a token: try that, then less, down to the
+    // length that fits for certain.
+    let mut end = floor(text.len().min(budget.saturating_mul(4)));
+    while end > budget && super::context::count_tokens(&text[..end]) > budget {
+        end = floor((end * 3 / 4).max(budget));
     }
     &text[..end]
 }
@@ -192,4 +219,22 @@ pub fn query(result: &QueryResult, tuples: &[Vec<serde_json::Value>]) -> String 
         let _ = writeln!(out, "  {}", values.join(", "));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::context::count_tokens;
+
+    #[test]
+    fn prefixes_and_lines_stay_within_the_budget() {
+        let text = "value = [1, 2, 3]  # é\n".repeat(200);
+        for budget in [1, 7, 50, 400] {
+            let prefix = prefix_within(&text, budget);
+            assert!(count_tokens(prefix) <= budget && prefix.len() + 3 >= budget.min(text.len()));
+            let lines = lines_within(&text, budget);
+            assert!(count_tokens(lines) <= budget && lines.ends_with('\n') || lines.is_empty());
+        }
+        assert_eq!(prefix_within("short", 10), "short");
+    }
 }

@@ -166,20 +166,21 @@ pub fn read_with_context(
 
 /// The text of `lines`, which [`fit_lines`] fitted to `budget` unless a
 /// single line is longer than the whole budget (minified code): that line
-/// is cut at `budget` bytes (a token is at least a byte) and says so.
+/// is cut at the budget and says so.
 fn bounded_text(content: &str, lines: Lines, budget: usize) -> String {
     let text = slice_lines(content, lines);
-    if text.len() <= budget || lines.start != lines.end || count_tokens(&text) <= budget {
-        return text;
-    }
-    let mut end = budget;
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    let kept = if lines.start == lines.end {
+        super::text::prefix_within(text, budget)
+    } else {
+        text
+    };
+    if kept.len() == text.len() {
+        return text.to_string();
     }
     format!(
-        "{}\n[line {} is cut after {end} of its {} bytes by the answer budget]\n",
-        &text[..end],
+        "{kept}\n[line {} is cut after {} of its {} bytes by the answer budget]\n",
         lines.start,
+        kept.len(),
         text.len()
     )
 }
@@ -188,39 +189,21 @@ fn bounded_text(content: &str, lines: Lines, budget: usize) -> String {
 const CONTENT_HEADINGS: usize = 60;
 
 /// The first of `lines` whose text fits `budget` tokens (at least one
-/// line), and whether that cut any. A token is at least a byte, so text
-/// no longer than the budget in bytes is never counted.
+/// line), and whether that cut any.
 fn fit_lines(content: &str, lines: Lines, budget: usize) -> (Lines, bool) {
-    let first = lines.start as usize - 1;
-    let count = (lines.end - lines.start + 1) as usize;
-    let text = || content.split_inclusive('\n').skip(first).take(count);
-    let bytes = if lines.whole {
-        content.len()
-    } else {
-        text().map(str::len).sum()
-    };
-    if bytes <= budget {
+    let text = slice_lines(content, lines);
+    let kept = super::text::lines_within(text, budget);
+    if kept.len() == text.len() {
         return (lines, false);
     }
-    let mut spent = 0;
-    let mut end = lines.start;
-    for (line, number) in text().zip(lines.start..) {
-        spent += count_tokens(line);
-        if spent > budget && number > lines.start {
-            break;
-        }
-        end = number;
-    }
-    let cut = end < lines.end;
-    let whole = lines.whole && !cut;
-    (
-        Lines {
-            end,
-            whole,
-            ..lines
-        },
-        cut,
-    )
+    let count = u32::try_from(kept.split_inclusive('\n').count()).unwrap_or(u32::MAX);
+    let end = lines.start + count.max(1) - 1;
+    let fitted = Lines {
+        end,
+        whole: false,
+        ..lines
+    };
+    (fitted, end < lines.end)
 }
 
 /// The lines to read and, for a partial read, the file's line count.
@@ -253,15 +236,23 @@ fn line_range(
     Ok((Lines { start, end, whole }, Some(total)))
 }
 
-fn slice_lines(content: &str, lines: Lines) -> String {
+/// The text of `lines`: whole lines of `content`, without copying.
+fn slice_lines(content: &str, lines: Lines) -> &str {
     if lines.whole {
-        return content.to_string();
+        return content;
     }
-    content
-        .split_inclusive('\n')
-        .skip(lines.start as usize - 1)
-        .take((lines.end - lines.start + 1) as usize)
-        .collect()
+    let mut offsets =
+        std::iter::once(0).chain(content.split_inclusive('\n').scan(0, |at, line| {
+            *at += line.len();
+            Some(*at)
+        }));
+    let start = offsets
+        .nth(lines.start as usize - 1)
+        .unwrap_or(content.len());
+    let end = offsets
+        .nth((lines.end - lines.start) as usize)
+        .unwrap_or(content.len());
+    &content[start..end.max(start)]
 }
 
 /// Text and its token count.

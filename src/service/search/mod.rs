@@ -840,20 +840,15 @@ fn dedup(mut found: Vec<Related>) -> Vec<Related> {
 
 /// `text` cut to at most `limit` tokens, with `...` when cut.
 fn cap_tokens(text: &str, limit: usize) -> String {
-    if text.len() <= limit || count_tokens(text) <= limit {
+    let kept = super::text::prefix_within(text, limit);
+    if kept.len() == text.len() {
         return text.to_string();
     }
-    let mut end = text.len().min(limit * 4);
-    loop {
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        let cut = format!("{}...", &text[..end]);
-        if count_tokens(&cut) <= limit || end == 0 {
-            return cut;
-        }
-        end = end * 3 / 4;
-    }
+    // `...` is one token.
+    format!(
+        "{}...",
+        super::text::prefix_within(kept, limit.saturating_sub(1))
+    )
 }
 
 fn kind_name(kind: DefinitionKind) -> &'static str {
