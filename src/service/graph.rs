@@ -66,8 +66,7 @@ pub fn answer(
 ) -> Result<GraphAnswer, CursorError> {
     let under = |path: &str| prefix.is_none_or(|p| path.starts_with(p));
     // Each part is built only when asked for: never the whole export.
-    let relationships = || {
-        let mut relationships = service.relationships();
+    let under_prefix = |mut relationships: Vec<Relationship>| {
         relationships.retain(|r| under(&r.source_file));
         relationships
     };
@@ -89,10 +88,11 @@ pub fn answer(
     let budget = service.answer_token_limit();
     Ok(match detail {
         Detail::Summary => {
-            let (relationships, warnings, cycles) = (relationships(), warnings(), cycles());
             // File counts for the prefix need every relationship: a file
             // under it counts the relationships that target it too.
-            let files = files(&service.relationships());
+            let all = service.relationships();
+            let files = files(&all);
+            let (relationships, warnings, cycles) = (under_prefix(all), warnings(), cycles());
             let mut by_type: BTreeMap<&'static str, usize> = BTreeMap::new();
             for r in &relationships {
                 *by_type.entry(r.relationship_type.as_str()).or_default() += 1;
@@ -130,7 +130,8 @@ pub fn answer(
             GraphAnswer::Files(page(files(&all), cursor, limit, budget)?)
         }
         Detail::Relationships => {
-            GraphAnswer::Relationships(page(relationships(), cursor, limit, budget)?)
+            let relationships = under_prefix(service.relationships());
+            GraphAnswer::Relationships(page(relationships, cursor, limit, budget)?)
         }
         Detail::Warnings => GraphAnswer::Warnings(page(warnings(), cursor, limit, budget)?),
         Detail::Cycles => GraphAnswer::Cycles(page(cycles(), cursor, limit, budget)?),
