@@ -514,17 +514,20 @@ impl XfileServer {
             // Calls beyond the answer budget are cut like calls beyond the
             // limit: the answer says how many there are.
             let budget = s.answer_token_limit();
-            let mut answer = render(&graph);
-            while graph.calls.len() > 1 && count_tokens(&answer) > budget {
-                let keep = graph.calls.len() * budget / count_tokens(&answer).max(1);
-                graph.calls.truncate(keep.clamp(1, graph.calls.len() - 1));
+            let shown = |n: usize| {
+                let mut cut = graph.clone();
+                cut.calls.truncate(n);
+                count_tokens(&render(&cut))
+            };
+            let keep = paging::fitting(graph.calls.len(), budget.saturating_sub(FRAME_TOKENS), shown);
+            if keep < graph.calls.len() {
+                graph.calls.truncate(keep);
                 graph.truncated = Some(format!(
-                    "{} of {} calls listed, cut by the {budget}-token answer budget; ask with a smaller depth",
-                    graph.calls.len(),
+                    "{keep} of {} calls listed, cut by the {budget}-token answer budget; ask with a smaller depth",
                     graph.total
                 ));
-                answer = render(&graph);
             }
+            let answer = render(&graph);
             Ok(text_result(answer))
         })
         .await
@@ -912,11 +915,14 @@ impl XfileServer {
                 }
             };
             // Whole derivations go until the answer fits.
-            while explanation.derivations.len() > 1 && count_tokens(&render(&explanation)) > budget
-            {
-                explanation.derivations.pop();
-                explanation.more += 1;
-            }
+            let shown = |n: usize| {
+                let mut cut = explanation.clone();
+                cut.derivations.truncate(n);
+                count_tokens(&render(&cut))
+            };
+            let keep = paging::fitting(explanation.derivations.len(), budget, shown);
+            explanation.more += explanation.derivations.len() - keep;
+            explanation.derivations.truncate(keep);
             let mut text = render(&explanation);
             if !json && count_tokens(&text) > budget {
                 text = text::cut_to_budget(&text, budget);

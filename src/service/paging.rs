@@ -90,12 +90,11 @@ pub fn page_by<T>(
     let limit = limit.clamp(1, MAX_LIMIT);
     let mut items: Vec<T> = items.into_iter().skip(start).take(limit).collect();
     let mut note = None;
-    // Halve until the page fits the budget; a single item always goes.
-    while items.len() > 1 && cost(&items) > token_budget {
-        items.truncate(items.len() / 2);
+    let keep = fitting(items.len(), token_budget, |n| cost(&items[..n]));
+    if keep < items.len() {
+        items.truncate(keep);
         note = Some(format!(
-            "cut to {} items by the {token_budget}-token answer budget",
-            items.len()
+            "cut to {keep} items by the {token_budget}-token answer budget"
         ));
     }
     let end = start + items.len();
@@ -106,6 +105,22 @@ pub fn page_by<T>(
         total,
         note,
     })
+}
+
+/// How many of the first `len` items fit `budget` tokens (at least one),
+/// where `cost(n)` is the size of an answer with the first `n`: shrinks in
+/// proportion to the excess until the answer fits. Every answer cut item
+/// by item (pages, call graphs, explanations) fits this way.
+pub fn fitting(len: usize, budget: usize, cost: impl Fn(usize) -> usize) -> usize {
+    let mut n = len;
+    while n > 1 {
+        let spent = cost(n);
+        if spent <= budget {
+            break;
+        }
+        n = (n * budget / spent).clamp(1, n - 1);
+    }
+    n
 }
 
 fn tokens_of<T: Serialize>(items: &[T]) -> usize {
