@@ -132,8 +132,18 @@ enum Command {
     },
     /// Warnings about code static analysis cannot follow, all or for FILE.
     Warnings { file: Option<String> },
-    /// Serve MCP on stdio for the root.
-    Serve,
+    /// Serve MCP on stdio for the root, or for registered projects.
+    Serve {
+        /// Serve the projects of this registered collection.
+        #[arg(long, conflicts_with_all = ["projects", "global"])]
+        collection: Option<String>,
+        /// Serve these registered projects (comma-separated names).
+        #[arg(long, value_delimiter = ',', conflicts_with = "global")]
+        projects: Vec<String>,
+        /// Serve every registered project, and allow managing the registry.
+        #[arg(long)]
+        global: bool,
+    },
     /// The registry of projects (in $XFILE_HOME, else the user's data
     /// directory): add, list, remove.
     Project {
@@ -238,7 +248,30 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Some(root) => root.clone(),
         None => workspace::find_root(&std::env::current_dir()?),
     };
-    if let Command::Serve = cli.command {
+    if let Command::Serve {
+        collection,
+        projects,
+        global,
+    } = &cli.command
+    {
+        let scope = if *global {
+            Some(crate::federation::Scope::global())
+        } else if let Some(collection) = collection {
+            Some(crate::federation::Scope {
+                level: crate::federation::Level::Collection,
+                ids: vec![collection.clone()],
+            })
+        } else if !projects.is_empty() {
+            Some(crate::federation::Scope {
+                level: crate::federation::Level::Project,
+                ids: projects.clone(),
+            })
+        } else {
+            None
+        };
+        if let Some(scope) = scope {
+            return registry::serve(scope);
+        }
         let root = workspace::canonical_root(&root)?;
         return crate::mcp::serve(root).map_err(|e| Failure {
             message: format!("MCP server stopped: {e}"),
@@ -405,7 +438,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let file = file.as_deref().map(file_arg).transpose()?;
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
-        Command::Serve | Command::Project { .. } | Command::Collection { .. } => {}
+        Command::Serve { .. } | Command::Project { .. } | Command::Collection { .. } => {}
         Command::Watch { trace, dump } => {
             drop(out);
             watch(service, cli.json, trace, dump);

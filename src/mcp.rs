@@ -6,9 +6,11 @@
 //! `{"code", "message", "suggestion"}`; the server never exits on a bad
 //! request. stdout carries only protocol.
 
+mod projects;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -22,8 +24,9 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::sync::OnceCell;
 
+use crate::federation::links;
+use crate::federation::{Level, Scope, SessionError};
 use crate::service::calls::Direction;
 use crate::service::context::count_tokens;
 use crate::service::graph::{self, Detail};
@@ -32,9 +35,9 @@ use crate::service::paging::{self, CursorError};
 use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
 use crate::service::text;
 use crate::service::{ReadError, ReadOptions, Service};
-use crate::watch::{self, Watch};
 use crate::workspace::PathError;
 use crate::workspace::config::Config;
+use projects::{Member, Projects};
 
 // How a list answer is written: text (the default, lines like the CLI's)
 // or json. No doc comment and no field descriptions: the enum says it, and
@@ -166,6 +169,55 @@ pub struct ExpandClusterArgs {
     pub relationship_type: Expandable,
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct SessionArgs {
+    pub scope: Level,
+    /// Collection or project names (none for global).
+    #[serde(default)]
+    pub ids: Vec<String>,
+    /// Seconds (default 3600).
+    pub ttl: Option<u64>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CrossRefsArgs {
+    /// `User`, `models.User` or `corelib.models.User`.
+    pub symbol_name: String,
+    pub limit: Option<usize>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CollectionMapArgs {
+    /// Default: every project in scope.
+    pub collection: Option<String>,
+}
+
+#[derive(Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum RegistryAction {
+    ProjectAdd,
+    ProjectList,
+    ProjectRemove,
+    CollectionCreate,
+    CollectionAdd,
+    CollectionRemove,
+    CollectionList,
+    CollectionDelete,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct RegistryArgs {
+    pub action: RegistryAction,
+    /// The project or collection acted on.
+    pub name: Option<String>,
+    /// project_add: its directory.
+    pub path: Option<String>,
+    /// collection_add/remove: the project; collection_create: members.
+    #[serde(default)]
+    pub projects: Vec<String>,
+}
+
 /// Notices (skipped files, encoding fallbacks, configuration problems)
 /// spelled out in a warnings answer; the count says how many there are.
 const NOTICES: usize = 20;
@@ -257,17 +309,25 @@ fn paged<T: Serialize>(
     })
 }
 
-type Shared = Arc<OnceCell<Result<Arc<Live>, String>>>;
+tokio::task_local! {
+    /// What the request being answered asked for beyond its tool's
+    /// arguments: a session, and a project named in a path.
+    static REQUEST: Request;
+}
 
-/// How long a tool waits for the first index before answering `indexing`.
-const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+#[derive(Clone, Default)]
+struct Request {
+    session: Option<String>,
+    project: Option<String>,
+}
+
+fn current_request() -> Request {
+    REQUEST.try_with(Request::clone).unwrap_or_default()
+}
 
 #[derive(Clone)]
 pub struct XfileServer {
-    root: PathBuf,
-    service: Shared,
-    /// The file watcher, once the first index is done.
-    watch: Arc<Mutex<Option<Watch>>>,
+    projects: Arc<Projects>,
     tool_router: ToolRouter<Self>,
     /// Tools that answer but are not in the tool list.
     unlisted: Arc<Vec<String>>,
@@ -440,60 +500,87 @@ fn failure(error: ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(body.to_string())])
 }
 
+/// The tools that work across projects: listed only by a server of
+/// registered projects.
+const FEDERATION_TOOLS: [&str; 4] = [
+    "create_session",
+    "cross_refs",
+    "collection_map",
+    "manage_registry",
+];
+
 impl XfileServer {
+    /// A server of the project at `root`.
     pub fn new(root: PathBuf) -> Self {
         let (config, _) = Config::load(&root);
+        Self::serving(Projects::root(root), &config)
+    }
+
+    fn serving(projects: Projects, config: &Config) -> Self {
+        let federated = projects.federated();
         let mut tool_router = Self::tool_router();
         for route in tool_router.map.values_mut() {
-            portable_schema(Arc::make_mut(&mut route.attr.input_schema));
-            // Every tool only reads the project (the logs are xfile's own).
-            route.attr.annotations = Some(ToolAnnotations::new().read_only(true).idempotent(true));
+            let schema = Arc::make_mut(&mut route.attr.input_schema);
+            portable_schema(schema);
+            if federated {
+                with_session_argument(schema);
+            }
+            // Every tool only reads the projects (the logs and the registry
+            // are xfile's own).
+            let read_only = route.attr.name != "manage_registry";
+            route.attr.annotations = Some(
+                ToolAnnotations::new()
+                    .read_only(read_only)
+                    .idempotent(read_only),
+            );
         }
-        let choice = ToolChoice::new(&config, tool_router.map.keys().map(|k| k.as_ref()));
+        let mut choice = ToolChoice::new(config, tool_router.map.keys().map(|k| k.as_ref()));
+        if !federated {
+            choice
+                .unlisted
+                .extend(FEDERATION_TOOLS.iter().map(|t| t.to_string()));
+        }
         for name in choice.excluded {
             tool_router.disable_route(name);
         }
         Self {
-            root,
-            service: Arc::new(OnceCell::new()),
-            watch: Arc::new(Mutex::new(None)),
+            projects: Arc::new(projects),
             tool_router,
             unlisted: Arc::new(choice.unlisted),
         }
     }
 
-    /// Starts the first index, and building the tokenizer, in the
-    /// background; the file watcher starts once the index is there.
+    /// Starts the first index of every project served, and building the
+    /// tokenizer, in the background; each project's file watcher starts
+    /// once its index is there.
     pub fn start_indexing(&self) {
         tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""));
-        let (root, cell, watch) = (self.root.clone(), self.service.clone(), self.watch.clone());
-        tokio::spawn(async move {
-            if let Ok(live) = cell.get_or_init(|| open(root)).await {
-                // Hot spots are computed off the request path; an update
-                // cancels and restarts the computation.
-                let hot = live.clone();
-                tokio::task::spawn_blocking(move || hot.read(Service::precompute_hot_spots));
-                let logged = live.clone();
-                let refreshing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-                let watcher = Watch::start(live.clone(), watch::Options::default(), move |_| {
-                    log_warnings(&logged);
-                    refresh_hot_spots(&logged, &refreshing);
-                });
-                *watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
-            }
-        });
+        self.projects.start();
     }
 
-    /// Answers with `f` on a snapshot of the service that is no older than
-    /// the `involved` files on disk, off the async workers (a freshness
-    /// update may parse files).
+    /// The projects the current request sees: its session's scope (else
+    /// the server's), narrowed to the project a `project:path` names.
+    fn members(&self) -> Result<Vec<Arc<Member>>, ToolError> {
+        let request = current_request();
+        let mut members = self.projects.in_scope(request.session.as_deref())?;
+        if let Some(project) = request.project {
+            members.retain(|m| m.name == project);
+        }
+        Ok(members)
+    }
+
+    /// Answers with `f` on a snapshot of each project in scope that is no
+    /// older than the `involved` files on disk, off the async workers (a
+    /// freshness update may parse files).
     async fn fresh(
         &self,
         involved: Involved,
-        f: impl Fn(&Service) -> Result<CallToolResult, ToolError> + Send + 'static,
+        f: impl Fn(&Service) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
     ) -> CallToolResult {
-        self.with_live(move |live| live.read_fresh(&involved, &f))
-            .await
+        self.with_live(move |live, shares| {
+            live.read_fresh(&involved, |s| f(&projects::share(s, shares)))
+        })
+        .await
     }
 
     /// A call-graph walk over fresh files (any file may hold a caller).
@@ -533,71 +620,111 @@ impl XfileServer {
         .await
     }
 
-    /// Runs `f` on the live service, waiting for the first index if needed.
+    /// The project a `project:path` argument names (the prefix is taken
+    /// off the argument), if it names one in scope.
+    fn project_prefix(&self, arguments: &mut JsonObject, session: Option<&str>) -> Option<String> {
+        let members = self.projects.in_scope(session).ok()?;
+        for key in ["file_path", "target_file", "context_file"] {
+            let Some(serde_json::Value::String(value)) = arguments.get_mut(key) else {
+                continue;
+            };
+            let Some((project, path)) = value.split_once(':') else {
+                continue;
+            };
+            if members.iter().any(|m| m.name == project) {
+                let project = project.to_string();
+                *value = path.to_string();
+                return Some(project);
+            }
+        }
+        None
+    }
+
+    /// For answers that follow references into other projects: the
+    /// projects and the members in scope, when serving several.
+    fn cross_project(&self) -> Option<(Arc<Projects>, Vec<Arc<Member>>)> {
+        if !self.projects.federated() {
+            return None;
+        }
+        let members = self
+            .projects
+            .in_scope(current_request().session.as_deref())
+            .ok()?;
+        Some((self.projects.clone(), members))
+    }
+
+    /// Runs `f` on each project in scope (with the number of projects
+    /// sharing the answer), waiting for a single project's first index if
+    /// needed.
     async fn with_live(
         &self,
-        f: impl FnOnce(&Live) -> Result<CallToolResult, ToolError> + Send + 'static,
+        f: impl Fn(&Live, usize) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
     ) -> CallToolResult {
-        let root = self.root.clone();
-        let waiting = self.service.get_or_init(|| open(root));
-        let Ok(ready) = tokio::time::timeout(INDEX_WAIT, waiting).await else {
-            return failure(ToolError {
-                code: "indexing",
-                message: format!(
-                    "the first index of {} is still running after {} s",
-                    self.root.display(),
-                    INDEX_WAIT.as_secs()
-                ),
-                suggestion: "Try again in a moment; large projects take a while to index.",
-            });
+        match self.members() {
+            Ok(members) => projects::gather(members, self.projects.federated(), Arc::new(f)).await,
+            Err(error) => failure(error),
+        }
+    }
+
+    /// Runs `f` off the async workers on snapshots of the ready projects
+    /// in scope and the index of references across them.
+    async fn across(
+        &self,
+        f: impl Fn(&[links::Peer], &links::CrossIndex, usize) -> Result<CallToolResult, ToolError>
+        + Send
+        + 'static,
+    ) -> CallToolResult {
+        if !self.projects.federated() {
+            return failure(projects::not_federated());
+        }
+        let members = match self.members() {
+            Ok(members) => members,
+            Err(error) => return failure(error),
         };
-        let outcome = match ready {
-            Ok(live) => {
-                let live = live.clone();
-                tokio::task::spawn_blocking(move || f(&live))
-                    .await
-                    .unwrap_or_else(|e| {
-                        Err(ToolError {
-                            code: "internal",
-                            message: format!("the request failed: {e}"),
-                            suggestion: "Retry; if it keeps failing, report it with the server log.",
-                        })
-                    })
-            }
-            Err(message) => Err(ToolError {
-                code: "index_failed",
-                message: message.clone(),
-                suggestion: "Restart the server with an existing --root.",
-            }),
-        };
-        outcome.unwrap_or_else(failure)
+        let projects = self.projects.clone();
+        tokio::task::spawn_blocking(move || {
+            let budget = Config::default().answer_token_limit;
+            let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+            projects.across(&members, |peers, index| f(peers, index, budget))
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ToolError {
+                code: "internal",
+                message: format!("the request failed: {e}"),
+                suggestion: "Retry; if it keeps failing, report it with the server log.",
+            })
+        })
+        .unwrap_or_else(failure)
     }
 }
 
-async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
-    let opened = tokio::task::spawn_blocking(move || {
-        Live::open(&root).map(Arc::new).map_err(|e| e.to_string())
-    })
-    .await
-    .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")));
-    match &opened {
-        Ok(live) => {
-            let summary = live.read(Service::summary);
-            tracing::info!(
-                files = summary.files,
-                parse_errors = summary.parse_errors,
-                ms = summary.wall_time_ms,
-                "indexed {}",
-                summary.project_root
-            );
-            for notice in &summary.notices {
-                tracing::warn!(path = %notice.path, "{}", notice.message);
-            }
-            log_warnings(live);
-        }
-        Err(message) => tracing::error!("indexing failed: {message}"),
+/// Notes appended to a text answer (a JSON answer gets them as `notes`).
+fn with_notes(mut result: CallToolResult, notes: &[String]) -> CallToolResult {
+    if notes.is_empty() {
+        return result;
     }
-    opened
+    let text = first_text(&result);
+    let joined = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(serde_json::Value::Object(mut object)) => {
+            object.insert("notes".into(), serde_json::json!(notes));
+            serde_json::Value::Object(object).to_string()
+        }
+        _ => format!("{text}\nNotes:\n- {}", notes.join("\n- ")),
+    };
+    result.content = vec![ContentBlock::text(joined)];
+    result
+}
+
+/// Adds the optional `session_id` argument a server of registered
+/// projects takes on every tool (the server reads it before the tool).
+fn with_session_argument(schema: &mut JsonObject) {
+    if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(
+            "session_id".into(),
+            serde_json::json!({"type": "string", "description": "From create_session."}),
+        );
+    }
 }
 
 /// Computes again, on a thread of its own, the hot spots an update made
@@ -651,8 +778,16 @@ impl XfileServer {
     )]
     async fn get_dependencies(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
         let involved = Involved::Dependencies(args.file_path.clone());
+        let across = self.cross_project();
         self.fresh(involved, move |s| {
-            let list = s.dependencies(&args.file_path)?;
+            let mut list = s.dependencies(&args.file_path)?;
+            if let Some((projects, members)) = &across {
+                projects.across(members, |peers, _| {
+                    if let Some(me) = peers.iter().position(|p| p.service.root() == s.root()) {
+                        links::dependencies_across(peers, me, &mut list);
+                    }
+                });
+            }
             paged(
                 list,
                 &args.page,
@@ -670,18 +805,39 @@ impl XfileServer {
     )]
     async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
         let involved = Involved::Dependents(args.file_path.clone());
+        let across = self.cross_project();
         self.fresh(involved, move |s| {
-            let list = match &args.symbol {
+            let mut list = match &args.symbol {
                 Some(symbol) => s.dependents_of_symbol(&args.file_path, symbol)?,
                 None => s.dependents(&args.file_path)?,
             };
-            paged(
+            let mut notes = Vec::new();
+            if let Some((projects, members)) = &across {
+                let file = s.resolve_file(&args.file_path)?;
+                let (crossed, unlinked) = projects.across(members, |peers, index| {
+                    match peers.iter().position(|p| p.service.root() == s.root()) {
+                        Some(me) => links::dependents_across(peers, index, me, &file),
+                        None => Default::default(),
+                    }
+                });
+                let wanted = |r: &crate::service::model::Relationship| match &args.symbol {
+                    Some(symbol) => r
+                        .target_symbol
+                        .as_deref()
+                        .is_some_and(|t| t == symbol || t.starts_with(&format!("{symbol}."))),
+                    None => true,
+                };
+                list.extend(crossed.into_iter().filter(wanted));
+                notes = unlinked;
+            }
+            let page = paged(
                 list,
                 &args.page,
                 s.answer_token_limit(),
                 "relationships",
                 text::relationships,
-            )
+            )?;
+            Ok(with_notes(page, &notes))
         })
         .await
     }
@@ -842,6 +998,184 @@ impl XfileServer {
     }
 
     #[tool(
+        title = "Create a session",
+        description = "Open a session that sees the registered projects of a scope (global, collection or project); pass its session_id to other tools."
+    )]
+    async fn create_session(&self, Parameters(args): Parameters<SessionArgs>) -> CallToolResult {
+        let projects = self.projects.clone();
+        let caller = current_request().session;
+        let outcome = (|| {
+            let scope = Scope {
+                level: args.scope,
+                ids: args.ids,
+            };
+            if (scope.level == Level::Global) != scope.ids.is_empty() {
+                return Err(ToolError {
+                    code: "invalid_parameter",
+                    message: "a global scope names no ids; a collection or project scope names at least one".to_string(),
+                    suggestion: "Pass ids with the collection or project names, or none for global.",
+                });
+            }
+            let outer = projects.scope(caller.as_deref())?;
+            let names = projects.with_registry(|registry, _| {
+                let names: Vec<String> = scope
+                    .projects(registry)?
+                    .into_iter()
+                    .map(|p| p.name)
+                    .collect();
+                if !scope.within(&outer, registry)? {
+                    return Err(SessionError::Insufficient(
+                        "a session sees no more than the server or session that creates it"
+                            .to_string(),
+                    )
+                    .into());
+                }
+                Ok(names)
+            })?;
+            let ttl = args.ttl.map_or(
+                crate::federation::scope::DEFAULT_TTL,
+                std::time::Duration::from_secs,
+            );
+            let (id, expires) = projects.sessions.create(scope.clone(), ttl)?;
+            Ok(ok_json(&serde_json::json!({
+                "session_id": id,
+                "scope": scope,
+                "projects": names,
+                "expires_at": humantime::format_rfc3339_seconds(expires).to_string(),
+            })))
+        })();
+        outcome.unwrap_or_else(failure)
+    }
+
+    #[tool(
+        title = "Cross-project references",
+        description = "Imports, calls and subclasses in one project of a symbol defined in another, with file, line and the line's text."
+    )]
+    async fn cross_refs(&self, Parameters(args): Parameters<CrossRefsArgs>) -> CallToolResult {
+        let unready = self
+            .members()
+            .map(|m| projects::unready_notes(&m))
+            .unwrap_or_default();
+        self.across(move |peers, index, budget| {
+            let mut answer = links::cross_refs(peers, index, &args.symbol_name);
+            answer.notes.extend(unready.iter().cloned());
+            let limit = args
+                .limit
+                .unwrap_or(paging::DEFAULT_LIMIT)
+                .min(paging::MAX_LIMIT);
+            let shown = |n: usize| {
+                count_tokens(&serde_json::to_string(&answer.first(n)).unwrap_or_default())
+            };
+            let keep = paging::fitting(
+                answer.total.min(limit),
+                budget.saturating_sub(FRAME_TOKENS),
+                shown,
+            );
+            Ok(ok_json(&answer.first(keep)))
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Collection map",
+        description = "The projects in scope with their symbol counts, and which reference which (counts and symbols), as JSON for a graph."
+    )]
+    async fn collection_map(
+        &self,
+        Parameters(args): Parameters<CollectionMapArgs>,
+    ) -> CallToolResult {
+        if let Some(collection) = &args.collection {
+            // Only a collection within the caller's scope.
+            let caller = current_request().session;
+            let scope = Scope {
+                level: Level::Collection,
+                ids: vec![collection.clone()],
+            };
+            let allowed = self.projects.scope(caller.as_deref()).and_then(|outer| {
+                self.projects
+                    .with_registry(|registry, _| Ok(scope.within(&outer, registry)?))
+            });
+            match allowed {
+                Ok(true) => {}
+                Ok(false) => {
+                    return failure(
+                        SessionError::Insufficient(format!(
+                            "collection {collection} is not within this session's scope"
+                        ))
+                        .into(),
+                    );
+                }
+                Err(error) => return failure(error),
+            }
+        }
+        let members = match self.members() {
+            Ok(members) => members,
+            Err(error) => return failure(error),
+        };
+        let names: Option<Vec<String>> = match &args.collection {
+            Some(collection) => match self.projects.with_registry(|registry, _| {
+                Ok(registry
+                    .members(collection)?
+                    .into_iter()
+                    .map(|p| p.name)
+                    .collect())
+            }) {
+                Ok(names) => Some(names),
+                Err(error) => return failure(error),
+            },
+            None => None,
+        };
+        let members: Vec<Arc<Member>> = members
+            .into_iter()
+            .filter(|m| names.as_ref().is_none_or(|n| n.contains(&m.name)))
+            .collect();
+        let unready = projects::unready_notes(&members);
+        let projects = self.projects.clone();
+        let collection = args.collection;
+        tokio::task::spawn_blocking(move || {
+            projects.across(&members, |peers, index| {
+                let mut map = links::collection_map(peers, index, collection.as_deref());
+                map.notes.extend(unready.iter().cloned());
+                ok_json(&map)
+            })
+        })
+        .await
+        .unwrap_or_else(|e| {
+            failure(ToolError {
+                code: "internal",
+                message: format!("the request failed: {e}"),
+                suggestion: "Retry; if it keeps failing, report it with the server log.",
+            })
+        })
+    }
+
+    #[tool(
+        title = "Manage the registry",
+        description = "Add, list and remove registered projects and collections (needs a global scope)."
+    )]
+    async fn manage_registry(&self, Parameters(args): Parameters<RegistryArgs>) -> CallToolResult {
+        let caller = current_request().session;
+        let outcome = self.projects.scope(caller.as_deref()).and_then(|scope| {
+            if scope.level != Level::Global {
+                return Err(SessionError::Insufficient(
+                    "managing the registry needs a global scope".to_string(),
+                )
+                .into());
+            }
+            self.projects.with_registry(|registry, base| {
+                if base.level != Level::Global {
+                    return Err(SessionError::Insufficient(
+                        "managing the registry needs a server started with --global".to_string(),
+                    )
+                    .into());
+                }
+                registry_action(registry, &args)
+            })
+        });
+        outcome.unwrap_or_else(failure)
+    }
+
+    #[tool(
         title = "Recent context injections",
         description = "The latest context injections: which definitions were added to which file reads, with token counts and cache hits."
     )]
@@ -849,7 +1183,7 @@ impl XfileServer {
         &self,
         Parameters(args): Parameters<InjectionArgs>,
     ) -> CallToolResult {
-        self.with_live(move |live| {
+        self.with_live(move |live, _| {
             live.read(|s| {
                 let limit = args.limit.unwrap_or(10).min(paging::MAX_LIMIT);
                 let events = s.recent_injections(args.target_file.as_deref(), limit)?;
@@ -865,7 +1199,7 @@ impl XfileServer {
         description = "Statistics of the cache of injected snippets: hits, misses, refreshes, evictions, size against the limit."
     )]
     async fn get_cache_statistics(&self) -> CallToolResult {
-        self.with_live(|live| Ok(ok_json(&live.read(Service::cache_statistics))))
+        self.with_live(|live, _| Ok(ok_json(&live.read(Service::cache_statistics))))
             .await
     }
 
@@ -937,13 +1271,11 @@ impl XfileServer {
         description = "The recent model updates: files changed, incremental queries re-run and reused, whether the rules re-ran, phase times, and the file watcher's state."
     )]
     async fn explain_recomputation(&self) -> CallToolResult {
-        let watcher = self
-            .watch
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(Watch::status);
-        self.with_live(move |live| {
+        let projects = self.projects.clone();
+        self.with_live(move |live, _| {
+            let watcher = projects
+                .member_at(live.root())
+                .and_then(|m| m.watch_status());
             Ok(ok_json(&serde_json::json!({
                 "watcher": watcher,
                 "updates": live.recent_updates(),
@@ -969,6 +1301,49 @@ fn internal(error: serde_json::Error) -> ToolError {
         message: format!("cannot write the answer: {error}"),
         suggestion: "Retry; if it keeps failing, report it with the server log.",
     }
+}
+
+/// One `manage_registry` action on the registry.
+fn registry_action(
+    registry: &mut crate::registry::Registry,
+    args: &RegistryArgs,
+) -> Result<CallToolResult, ToolError> {
+    let name = || {
+        args.name.as_deref().ok_or(ToolError {
+            code: "invalid_parameter",
+            message: "this action needs name".to_string(),
+            suggestion: "Pass name: the project or collection acted on.",
+        })
+    };
+    let project = || {
+        args.projects.first().map(String::as_str).ok_or(ToolError {
+            code: "invalid_parameter",
+            message: "this action needs projects: [the project]".to_string(),
+            suggestion: "Pass projects with the project's name.",
+        })
+    };
+    Ok(match args.action {
+        RegistryAction::ProjectAdd => {
+            let path = args.path.as_deref().ok_or(ToolError {
+                code: "invalid_parameter",
+                message: "project_add needs path".to_string(),
+                suggestion: "Pass path: the project's directory.",
+            })?;
+            ok_json(&registry.add_project(std::path::Path::new(path), args.name.as_deref())?)
+        }
+        RegistryAction::ProjectList => ok_json(&registry.projects()?),
+        RegistryAction::ProjectRemove => ok_json(&registry.remove_project(name()?)?),
+        RegistryAction::CollectionCreate => {
+            let members: Vec<&str> = args.projects.iter().map(String::as_str).collect();
+            ok_json(&registry.create_collection(name()?, &members)?)
+        }
+        RegistryAction::CollectionAdd => ok_json(&registry.add_to_collection(name()?, project()?)?),
+        RegistryAction::CollectionRemove => {
+            ok_json(&registry.remove_from_collection(name()?, project()?)?)
+        }
+        RegistryAction::CollectionList => ok_json(&registry.collections()?),
+        RegistryAction::CollectionDelete => ok_json(&registry.delete_collection(name()?)?),
+    })
 }
 
 /// The shape of `get_relationship_graph` answers: the summary's counts, or
@@ -1001,9 +1376,32 @@ impl ServerHandler for XfileServer {
                 .build(),
         )
         .with_server_info(Implementation::new("xfile", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "Cross-file context for this Python project: read files with read_with_context, check impact with get_dependents and get_callers.",
-        )
+        .with_instructions(if self.projects.federated() {
+            "Cross-file context for several Python projects: name a file as project:path, find references between projects with cross_refs and collection_map, narrow what you see with create_session."
+        } else {
+            "Cross-file context for this Python project: read files with read_with_context, check impact with get_dependents and get_callers."
+        })
+    }
+
+    /// Reads what the server handles before the tool: `session_id`, and a
+    /// `project:` prefix on a path argument naming a served project.
+    async fn call_tool(
+        &self,
+        mut request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let mut asked = Request::default();
+        if let Some(arguments) = request.arguments.as_mut() {
+            asked.session = match arguments.remove("session_id") {
+                Some(serde_json::Value::String(id)) => Some(id),
+                _ => None,
+            };
+            if self.projects.federated() {
+                asked.project = self.project_prefix(arguments, asked.session.as_deref());
+            }
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        REQUEST.scope(asked, self.tool_router.call(call)).await
     }
 
     async fn list_tools(
@@ -1051,10 +1449,24 @@ impl ServerHandler for XfileServer {
     }
 }
 
-/// Serves MCP on stdio until the client closes the connection. Logs go to
-/// stderr, filtered by `XFILE_LOG` (for example `XFILE_LOG=debug`; default
-/// `warn,xfile=info`).
+/// Serves MCP on stdio for the project at `root` until the client closes
+/// the connection. Logs go to stderr, filtered by `XFILE_LOG` (for example
+/// `XFILE_LOG=debug`; default `warn,xfile=info`).
 pub fn serve(root: PathBuf) -> anyhow::Result<()> {
+    tracing_to_stderr();
+    tracing::info!(root = %root.display(), "xfile MCP server starting");
+    run(move || XfileServer::new(root))
+}
+
+/// Serves the registered projects `scope` names (`--collection`,
+/// `--projects`, `--global`), like [`serve`].
+pub fn serve_registered(registry: crate::registry::Registry, scope: Scope) -> anyhow::Result<()> {
+    tracing_to_stderr();
+    tracing::info!(scope = ?scope, "xfile MCP server starting");
+    run(move || XfileServer::serving(Projects::registry(registry, scope), &Config::default()))
+}
+
+fn tracing_to_stderr() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("XFILE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,xfile=info"));
     let _ = tracing_subscriber::fmt()
@@ -1062,13 +1474,15 @@ pub fn serve(root: PathBuf) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
-    tracing::info!(root = %root.display(), "xfile MCP server starting");
+}
+
+fn run(server: impl FnOnce() -> XfileServer) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let server = XfileServer::new(root);
+        let server = server();
         server.start_indexing();
         let running = server.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;

@@ -180,3 +180,21 @@ pub(super) fn collection(command: CollectionCommand, json: bool) -> Result<(), F
     writeln!(out, "{done}")?;
     Ok(())
 }
+
+/// `serve --collection`, `--projects`, `--global`: checks that the scope
+/// names registered projects (so a typo fails here, with the names to
+/// choose from), then serves them over MCP.
+pub(super) fn serve(scope: crate::federation::Scope) -> Result<(), Failure> {
+    let registry = Registry::open()?;
+    let projects = scope.projects(&registry)?;
+    if projects.is_empty() {
+        return Err(Failure {
+            message: "no registered project is in that scope; add some with `xfile project add PATH` and `xfile collection add NAME PROJECT`".to_string(),
+            status: 2,
+        });
+    }
+    crate::mcp::serve_registered(registry, scope).map_err(|e| Failure {
+        message: format!("MCP server stopped: {e}"),
+        status: 1,
+    })
+}

@@ -70,8 +70,10 @@ impl Live {
         &self.root
     }
 
-    /// The current snapshot, waiting while an update withdrew it.
-    fn snapshot(&self) -> Service {
+    /// The current snapshot, waiting while an update withdrew it. Hold it
+    /// briefly and inside `salsa::Cancelled::catch`: the next update
+    /// cancels its queries and waits for it to be dropped.
+    pub fn snapshot(&self) -> Service {
         let mut published = lock(&self.published);
         loop {
             if let Some(service) = published.as_ref() {

@@ -7,6 +7,7 @@ pub mod calls;
 pub mod changes;
 pub mod context;
 pub mod explain;
+pub mod external;
 pub mod graph;
 pub mod injections;
 pub mod jsonl;
@@ -98,6 +99,13 @@ pub struct Service {
     warnings: PerState<warnings::Warnings>,
     /// The symbol index `search` matches against, per engine state.
     symbols: PerState<search::SymbolIndex>,
+    /// References to third-party modules and the modules provided, for
+    /// links across projects.
+    external: PerState<external::ExternalRefs>,
+    modules: PerState<external::Modules>,
+    /// An answer budget smaller than the configured one, for answers that
+    /// share it between projects.
+    budget: Option<usize>,
     /// Clusters a search answered with, for expansion by id.
     clusters: Arc<search::ClusterCache>,
     /// Clusters of the likeliest searches, computed ahead.
@@ -183,6 +191,9 @@ impl Service {
             suppression: Arc::new(suppression),
             warnings: PerState::new(),
             symbols: PerState::new(),
+            external: PerState::new(),
+            modules: PerState::new(),
+            budget: None,
             hot: Arc::default(),
             clusters: Arc::new(search::ClusterCache::new(std::time::Duration::from_secs(
                 config.cache_expiry_minutes.saturating_mul(60),
@@ -226,7 +237,18 @@ impl Service {
 
     /// Tokens one page of a tool answer may take (`answer_token_limit`).
     pub fn answer_token_limit(&self) -> usize {
-        usize::try_from(self.config.answer_token_limit).unwrap_or(usize::MAX)
+        let configured = usize::try_from(self.config.answer_token_limit).unwrap_or(usize::MAX);
+        self.budget
+            .map_or(configured, |share| share.min(configured))
+    }
+
+    /// This snapshot with an answer budget of at most `tokens`: an answer
+    /// that several projects share gives each a part.
+    pub fn with_answer_budget(&self, tokens: usize) -> Service {
+        Service {
+            budget: Some(tokens),
+            ..self.clone()
+        }
     }
 
     pub fn config(&self) -> &Config {

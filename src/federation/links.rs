@@ -1,0 +1,458 @@
+//! References across projects: an import, call or base that is
+//! `<third-party:pkg…>` in one project lands in another that provides the
+//! top-level module `pkg`. The fail-safe holds across projects too: a
+//! top-level module two projects in scope provide links nowhere, and says
+//! so in a note.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::service::Service;
+use crate::service::external::{ExternalRef, Landing};
+use crate::service::model::{Metadata, Relationship};
+
+/// One project's snapshot, under its name.
+pub struct Peer {
+    pub name: String,
+    pub service: Service,
+}
+
+/// Which projects provide each top-level module.
+struct Providers<'a> {
+    peers: &'a [Peer],
+    by_top: BTreeMap<String, Vec<usize>>,
+}
+
+/// Where a project's external reference lands.
+enum Lands {
+    /// No project in scope provides its top-level module (or the one that
+    /// does holds no such definition): it stays third-party.
+    Outside,
+    Project(usize, Landing),
+    /// Several projects provide the module: no link.
+    Ambiguous(Vec<usize>),
+}
+
+impl<'a> Providers<'a> {
+    fn new(peers: &'a [Peer]) -> Self {
+        let mut by_top: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, peer) in peers.iter().enumerate() {
+            for top in peer.service.modules().tops() {
+                by_top.entry(top.to_string()).or_default().push(i);
+            }
+        }
+        Providers { peers, by_top }
+    }
+
+    /// Where `r`, a reference of project `from`, lands.
+    fn land(&self, from: usize, r: &ExternalRef) -> Lands {
+        let top = r.module.split('.').next().unwrap_or(&r.module);
+        let providers: Vec<usize> = self
+            .by_top
+            .get(top)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&p| p != from)
+            .collect();
+        match providers.as_slice() {
+            [] => Lands::Outside,
+            [one] => match self.peers[*one].service.land(&r.module, r.name.as_deref()) {
+                Some(landing) => Lands::Project(*one, landing),
+                None => Lands::Outside,
+            },
+            several => Lands::Ambiguous(several.to_vec()),
+        }
+    }
+
+    /// The note for a module several projects provide.
+    fn ambiguous_note(&self, module: &str, providers: &[usize]) -> String {
+        let names: Vec<&str> = providers
+            .iter()
+            .map(|&p| self.peers[p].name.as_str())
+            .collect();
+        let top = module.split('.').next().unwrap_or(module);
+        format!(
+            "{top} is provided by {}: references to it link to none of them",
+            names.join(" and ")
+        )
+    }
+}
+
+/// One reference in a `cross_refs` answer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct CrossReference {
+    pub file: String,
+    pub line: u32,
+    /// `import`, `function_call` or `inheritance`.
+    pub kind: &'static str,
+    /// The referring line, trimmed.
+    pub context: String,
+    /// `path::Qualified.name` (or the module's path) in the defining project.
+    pub target: String,
+}
+
+/// The references from one project into another.
+#[derive(Clone, Debug, Serialize)]
+pub struct CrossGroup {
+    /// The referring project.
+    pub from_project: String,
+    /// The project that defines the symbol.
+    pub to_project: String,
+    pub references: Vec<CrossReference>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CrossRefs {
+    pub symbol: String,
+    pub cross_refs: Vec<CrossGroup>,
+    /// References in all groups, listed or not.
+    pub total: usize,
+    /// Set when references are left out: how many are listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl CrossRefs {
+    /// The answer with its first `n` references, in group order.
+    pub fn first(&self, n: usize) -> CrossRefs {
+        let mut left = n;
+        let mut cut = CrossRefs {
+            cross_refs: Vec::new(),
+            ..self.clone()
+        };
+        for group in &self.cross_refs {
+            if left == 0 {
+                break;
+            }
+            let references: Vec<CrossReference> =
+                group.references.iter().take(left).cloned().collect();
+            left -= references.len();
+            cut.cross_refs.push(CrossGroup {
+                references,
+                ..group.clone()
+            });
+        }
+        if n < self.total {
+            cut.truncated = Some(format!(
+                "{n} of {} references listed; ask with a qualified name (models.User) for fewer",
+                self.total
+            ));
+        }
+        cut
+    }
+}
+
+/// The last component of a dotted or qualified name.
+fn last(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// The source line `line` of `file` in `service`, trimmed and bounded.
+fn context_line(service: &Service, file: &str, line: u32) -> String {
+    const MAX_CHARS: usize = 160;
+    let text = service
+        .engine()
+        .text(file)
+        .and_then(|t| t.lines().nth(line.saturating_sub(1) as usize))
+        .unwrap_or("")
+        .trim();
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+fn target_text(landing: &Landing) -> String {
+    match &landing.symbol {
+        Some(symbol) => format!("{}::{symbol}", landing.file),
+        None => landing.file.clone(),
+    }
+}
+
+/// Whether a landing is the definition `symbol` names: a bare name
+/// matches the definition's (or module's) last name, a dotted one the end
+/// of its dotted name (`models.User`, `corelib.models.User`, `User.save`).
+fn names(service: &Service, landing: &Landing, symbol: &str) -> bool {
+    let module = service.engine().module_name(&landing.file);
+    let dotted = match &landing.symbol {
+        Some(qualname) => format!("{module}.{qualname}"),
+        None => module,
+    };
+    dotted == symbol || dotted.ends_with(&format!(".{symbol}"))
+}
+
+/// Every external reference of the projects in scope resolved once: the
+/// ones that land in another project, by name and by target file, and the
+/// notes on modules the fail-safe left unlinked. Built per set of project
+/// states (see `Federation::index`), so answers are lookups.
+pub struct CrossIndex {
+    links: Vec<Link>,
+    by_name: rustc_hash::FxHashMap<String, Vec<usize>>,
+    by_target: rustc_hash::FxHashMap<(usize, String), Vec<usize>>,
+    /// Notes on modules several projects provide, with those projects.
+    notes: BTreeMap<String, Vec<usize>>,
+}
+
+/// One external reference of project `from` landing in project `to`.
+struct Link {
+    from: usize,
+    to: usize,
+    r: ExternalRef,
+    landing: Landing,
+}
+
+impl CrossIndex {
+    pub fn build(peers: &[Peer]) -> CrossIndex {
+        let providers = Providers::new(peers);
+        let mut links = Vec::new();
+        let mut notes = BTreeMap::new();
+        for (from, peer) in peers.iter().enumerate() {
+            for r in peer.service.external_refs().all() {
+                match providers.land(from, r) {
+                    Lands::Outside => {}
+                    Lands::Ambiguous(several) => {
+                        let note = providers.ambiguous_note(&r.module, &several);
+                        notes.insert(note, several);
+                    }
+                    Lands::Project(to, landing) => links.push(Link {
+                        from,
+                        to,
+                        r: r.clone(),
+                        landing,
+                    }),
+                }
+            }
+        }
+        let mut by_name: rustc_hash::FxHashMap<String, Vec<usize>> = Default::default();
+        let mut by_target: rustc_hash::FxHashMap<(usize, String), Vec<usize>> = Default::default();
+        for (i, link) in links.iter().enumerate() {
+            let name = match &link.landing.symbol {
+                Some(symbol) => last(symbol).to_string(),
+                None => last(
+                    &peers[link.to]
+                        .service
+                        .engine()
+                        .module_name(&link.landing.file),
+                )
+                .to_string(),
+            };
+            by_name.entry(name).or_default().push(i);
+            by_target
+                .entry((link.to, link.landing.file.clone()))
+                .or_default()
+                .push(i);
+        }
+        CrossIndex {
+            links,
+            by_name,
+            by_target,
+            notes,
+        }
+    }
+
+    /// Notes on the modules `project` is one of several to provide (all
+    /// notes for none).
+    fn notes_for(&self, project: Option<usize>) -> Vec<String> {
+        self.notes
+            .iter()
+            .filter(|(_, providers)| project.is_none_or(|p| providers.contains(&p)))
+            .map(|(note, _)| note.clone())
+            .collect()
+    }
+}
+
+/// References in one project to `symbol` defined in another, grouped by
+/// (referring, defining) project, deduplicated, in path and line order.
+pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str) -> CrossRefs {
+    let mut groups: BTreeMap<(usize, usize), BTreeSet<CrossReference>> = BTreeMap::new();
+    for &i in index.by_name.get(last(symbol)).into_iter().flatten() {
+        let link = &index.links[i];
+        if !names(&peers[link.to].service, &link.landing, symbol) {
+            continue;
+        }
+        let from = &peers[link.from];
+        groups
+            .entry((link.from, link.to))
+            .or_default()
+            .insert(CrossReference {
+                context: context_line(&from.service, &link.r.file, link.r.line),
+                file: link.r.file.clone(),
+                line: link.r.line,
+                kind: link.r.kind.as_str(),
+                target: target_text(&link.landing),
+            });
+    }
+    let cross_refs: Vec<CrossGroup> = groups
+        .into_iter()
+        .map(|((from, to), references)| CrossGroup {
+            from_project: peers[from].name.clone(),
+            to_project: peers[to].name.clone(),
+            references: references.into_iter().collect(),
+        })
+        .collect();
+    CrossRefs {
+        symbol: symbol.to_string(),
+        total: cross_refs.iter().map(|g| g.references.len()).sum(),
+        truncated: None,
+        cross_refs,
+        notes: index.notes_for(None),
+    }
+}
+
+/// A project in a collection map.
+#[derive(Clone, Debug, Serialize)]
+pub struct MapProject {
+    pub path: String,
+    /// Definitions (classes, functions, methods, module-level names).
+    pub symbol_count: usize,
+}
+
+/// References from one project into another.
+#[derive(Clone, Debug, Serialize)]
+pub struct MapEdge {
+    pub from: String,
+    pub to: String,
+    pub cross_refs: usize,
+    /// The defining project's definitions (or modules) referred to, sorted.
+    pub symbols: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CollectionMap {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collection: Option<String>,
+    pub projects: BTreeMap<String, MapProject>,
+    pub edges: Vec<MapEdge>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Symbol names listed per edge at most (the count says all).
+const EDGE_SYMBOLS: usize = 50;
+
+/// The projects and the references between them, for a graph view.
+pub fn collection_map(
+    peers: &[Peer],
+    index: &CrossIndex,
+    collection: Option<&str>,
+) -> CollectionMap {
+    let mut edges: BTreeMap<(usize, usize), (usize, BTreeSet<String>)> = BTreeMap::new();
+    for link in &index.links {
+        let edge = edges.entry((link.from, link.to)).or_default();
+        edge.0 += 1;
+        let name = match &link.landing.symbol {
+            Some(symbol) => symbol.clone(),
+            None => peers[link.to]
+                .service
+                .engine()
+                .module_name(&link.landing.file),
+        };
+        edge.1.insert(name);
+    }
+    CollectionMap {
+        collection: collection.map(str::to_string),
+        projects: peers
+            .iter()
+            .map(|peer| {
+                let engine = peer.service.engine();
+                let symbol_count = engine
+                    .paths()
+                    .filter_map(|p| engine.facts(p))
+                    .map(|f| f.definitions.len())
+                    .sum();
+                let project = MapProject {
+                    path: peer.service.root().display().to_string(),
+                    symbol_count,
+                };
+                (peer.name.clone(), project)
+            })
+            .collect(),
+        edges: edges
+            .into_iter()
+            .map(|((from, to), (count, symbols))| MapEdge {
+                from: peers[from].name.clone(),
+                to: peers[to].name.clone(),
+                cross_refs: count,
+                symbols: symbols.into_iter().take(EDGE_SYMBOLS).collect(),
+            })
+            .collect(),
+        notes: index.notes_for(None),
+    }
+}
+
+/// `project:path`, how a file of another project is named.
+fn qualified(project: &str, path: &str) -> String {
+    format!("{project}:{path}")
+}
+
+/// A cross-project relationship: both ends named `project:path`.
+fn relationship(from: &Peer, r: &ExternalRef, to: &Peer, landing: &Landing) -> Relationship {
+    Relationship {
+        source_file: qualified(&from.name, &r.file),
+        target_file: qualified(&to.name, &landing.file),
+        relationship_type: r.kind,
+        line_number: r.line,
+        column: 0,
+        source_symbol: r.source_symbol.clone(),
+        target_symbol: landing.symbol.clone().or_else(|| r.name.clone()),
+        target_line: landing.line,
+        metadata: Metadata::default(),
+    }
+}
+
+/// The relationships of project `to`'s `file` from other projects (what
+/// breaks elsewhere if it changes), in project, path and line order, and
+/// notes on modules the fail-safe left unlinked that `to` provides.
+pub fn dependents_across(
+    peers: &[Peer],
+    index: &CrossIndex,
+    to: usize,
+    file: &str,
+) -> (Vec<Relationship>, Vec<String>) {
+    let found = index
+        .by_target
+        .get(&(to, file.to_string()))
+        .into_iter()
+        .flatten()
+        .map(|&i| {
+            let link = &index.links[i];
+            relationship(&peers[link.from], &link.r, &peers[to], &link.landing)
+        })
+        .collect();
+    (found, index.notes_for(Some(to)))
+}
+
+/// Project `from`'s relationships to third-party modules that land in
+/// another project: the target named `project:path`, the source left as
+/// it is (the answer is `from`'s); the rest are left alone.
+pub fn dependencies_across(peers: &[Peer], from: usize, relationships: &mut [Relationship]) {
+    let providers = Providers::new(peers);
+    for rel in relationships.iter_mut() {
+        let Some(module) = rel
+            .target_file
+            .strip_prefix("<third-party:")
+            .and_then(|m| m.strip_suffix('>'))
+        else {
+            continue;
+        };
+        let r = ExternalRef {
+            file: rel.source_file.clone(),
+            line: rel.line_number,
+            kind: rel.relationship_type,
+            source_symbol: rel.source_symbol.clone(),
+            module: module.to_string(),
+            name: rel.target_symbol.clone(),
+        };
+        if let Lands::Project(to, landing) = providers.land(from, &r) {
+            let mut crossed = relationship(&peers[from], &r, &peers[to], &landing);
+            crossed.source_file = r.file;
+            crossed.column = rel.column;
+            crossed.metadata = std::mem::take(&mut rel.metadata);
+            *rel = crossed;
+        }
+    }
+}

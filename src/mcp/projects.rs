@@ -1,0 +1,553 @@
+//! The projects one server serves: one root (`xfile serve`), or registered
+//! projects (`--collection`, `--projects`, `--global`), each indexed in the
+//! background and watched; which of them a request sees (its session's
+//! scope, else the server's); and answers gathered from each in parallel,
+//! labelled by project, where a project that cannot answer gives a note
+//! instead of failing the answer.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use tokio::sync::OnceCell;
+
+use super::{ToolError, failure, log_warnings, refresh_hot_spots};
+use crate::federation::{CrossIndex, Peer, Scope, SessionError, Sessions};
+use crate::registry::{Registry, RegistryError};
+use crate::service::Service;
+use crate::service::live::Live;
+use crate::watch::{self, Watch};
+
+type Shared = Arc<OnceCell<Result<Arc<Live>, String>>>;
+
+/// A tool's work on one project: its live index and how many projects
+/// share the answer.
+pub(crate) type ProjectWork =
+    Arc<dyn Fn(&Live, usize) -> Result<CallToolResult, ToolError> + Send + Sync>;
+
+/// The project states (name, `Engine::changes`) an index was built at.
+type Built = (Vec<(String, u64)>, Arc<CrossIndex>);
+
+/// How long a tool waits for a project's first index: one served root is
+/// waited for, several are not (a project still indexing gets a note).
+const INDEX_WAIT: Duration = Duration::from_secs(30);
+const INDEX_WAIT_MANY: Duration = Duration::from_secs(5);
+/// How long one project may take to answer a request that several share.
+const PROJECT_TIME_LIMIT: Duration = Duration::from_secs(20);
+/// Least answer budget a project gets when several share one.
+const LEAST_SHARE: usize = 400;
+
+/// What the server was started on.
+enum Served {
+    Root(Arc<Member>),
+    Registry {
+        registry: Mutex<Registry>,
+        /// The projects the server sees without a session.
+        base: Scope,
+    },
+}
+
+pub(crate) struct Projects {
+    served: Served,
+    members: Mutex<BTreeMap<String, Arc<Member>>>,
+    pub(crate) sessions: Sessions,
+    /// The cross-project index and the project states it was built at.
+    index: Mutex<Option<Built>>,
+}
+
+/// One served project.
+pub(crate) struct Member {
+    pub(crate) name: String,
+    pub(crate) root: PathBuf,
+    cell: Shared,
+    watch: Mutex<Option<Watch>>,
+}
+
+/// Why a project gives no answer.
+pub(crate) enum Unready {
+    Indexing,
+    Failed(String),
+}
+
+impl Member {
+    fn new(name: String, root: PathBuf) -> Arc<Member> {
+        Arc::new(Member {
+            name,
+            root,
+            cell: Arc::new(OnceCell::new()),
+            watch: Mutex::new(None),
+        })
+    }
+
+    /// Starts the first index, then hot spots and the file watcher, in
+    /// the background.
+    pub(crate) fn start(self: &Arc<Member>) {
+        let member = self.clone();
+        tokio::spawn(async move {
+            let Ok(live) = member.cell.get_or_init(|| open(member.root.clone())).await else {
+                return;
+            };
+            // Hot spots are computed off the request path; an update
+            // cancels and restarts the computation.
+            let hot = live.clone();
+            tokio::task::spawn_blocking(move || hot.read(Service::precompute_hot_spots));
+            let logged = live.clone();
+            let refreshing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let watcher = Watch::start(live.clone(), watch::Options::default(), move |_| {
+                log_warnings(&logged);
+                refresh_hot_spots(&logged, &refreshing);
+            });
+            *lock(&member.watch) = Some(watcher);
+        });
+    }
+
+    /// The project's live index, waiting for the first index at most `wait`.
+    pub(crate) async fn ready(&self, wait: Duration) -> Result<Arc<Live>, Unready> {
+        let waiting = self.cell.get_or_init(|| open(self.root.clone()));
+        match tokio::time::timeout(wait, waiting).await {
+            Err(_) => Err(Unready::Indexing),
+            Ok(Ok(live)) => Ok(live.clone()),
+            Ok(Err(message)) => Err(Unready::Failed(message.clone())),
+        }
+    }
+
+    /// The live index if the first index is done.
+    fn ready_now(&self) -> Option<Arc<Live>> {
+        self.cell.get().and_then(|r| r.as_ref().ok()).cloned()
+    }
+
+    pub(crate) fn watch_status(&self) -> Option<watch::Status> {
+        lock(&self.watch).as_ref().map(Watch::status)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
+    let opened = tokio::task::spawn_blocking(move || {
+        Live::open(&root).map(Arc::new).map_err(|e| e.to_string())
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")));
+    match &opened {
+        Ok(live) => {
+            let summary = live.read(Service::summary);
+            tracing::info!(
+                files = summary.files,
+                parse_errors = summary.parse_errors,
+                ms = summary.wall_time_ms,
+                "indexed {}",
+                summary.project_root
+            );
+            for notice in &summary.notices {
+                tracing::warn!(path = %notice.path, "{}", notice.message);
+            }
+            log_warnings(live);
+        }
+        Err(message) => tracing::error!("indexing failed: {message}"),
+    }
+    opened
+}
+
+impl From<SessionError> for ToolError {
+    fn from(error: SessionError) -> Self {
+        let suggestion = match error {
+            SessionError::Insufficient(_) => {
+                "Use a session of a wider scope, or a server started with --global."
+            }
+            SessionError::TooMany(_) => "Reuse an open session, or wait for some to expire.",
+            _ => "Create a new session with create_session, or call without session_id.",
+        };
+        ToolError {
+            code: error.code(),
+            message: error.to_string(),
+            suggestion,
+        }
+    }
+}
+
+impl From<RegistryError> for ToolError {
+    fn from(error: RegistryError) -> Self {
+        ToolError {
+            code: error.code(),
+            message: error.to_string(),
+            suggestion: "Check the names with manage_registry {action: project_list} or collection_list.",
+        }
+    }
+}
+
+impl Projects {
+    /// A server of one root.
+    pub(crate) fn root(root: PathBuf) -> Projects {
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".to_string());
+        Projects::new(Served::Root(Member::new(name, root)))
+    }
+
+    /// A server of the registered projects `base` names.
+    pub(crate) fn registry(registry: Registry, base: Scope) -> Projects {
+        Projects::new(Served::Registry {
+            registry: Mutex::new(registry),
+            base,
+        })
+    }
+
+    fn new(served: Served) -> Projects {
+        Projects {
+            served,
+            members: Mutex::default(),
+            sessions: Sessions::default(),
+            index: Mutex::default(),
+        }
+    }
+
+    /// Whether the server serves registered projects (several, or some).
+    pub(crate) fn federated(&self) -> bool {
+        matches!(self.served, Served::Registry { .. })
+    }
+
+    /// Starts indexing every project the server sees without a session.
+    pub(crate) fn start(&self) {
+        match self.in_scope(None) {
+            Ok(members) => {
+                for member in members {
+                    member.start();
+                }
+            }
+            Err(error) => tracing::error!("cannot list the projects to serve: {}", error.message),
+        }
+    }
+
+    /// The server's scope, or `session`'s (a server of one root has no
+    /// sessions and ignores it).
+    pub(crate) fn scope(&self, session: Option<&str>) -> Result<Scope, ToolError> {
+        match (&self.served, session) {
+            (Served::Root(_), _) => Ok(Scope::global()),
+            (Served::Registry { base, .. }, None) => Ok(base.clone()),
+            (Served::Registry { .. }, Some(id)) => Ok(self.sessions.scope(id)?),
+        }
+    }
+
+    /// Runs `f` on the registry, if the server serves registered projects.
+    pub(crate) fn with_registry<T>(
+        &self,
+        f: impl FnOnce(&mut Registry, &Scope) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        match &self.served {
+            Served::Root(_) => Err(not_federated()),
+            Served::Registry { registry, base } => f(&mut lock(registry), base),
+        }
+    }
+
+    /// The projects a request with `session` sees, started if new.
+    pub(crate) fn in_scope(&self, session: Option<&str>) -> Result<Vec<Arc<Member>>, ToolError> {
+        let Served::Registry { registry, .. } = &self.served else {
+            let Served::Root(member) = &self.served else {
+                unreachable!("not a registry server")
+            };
+            return Ok(vec![member.clone()]);
+        };
+        let scope = self.scope(session)?;
+        let projects = scope.projects(&lock(registry))?;
+        let mut members = lock(&self.members);
+        let mut seen = Vec::new();
+        for project in projects {
+            let root = PathBuf::from(&project.path);
+            let current = members
+                .get(&project.name)
+                .filter(|m| m.root == root)
+                .cloned();
+            let member = match current {
+                Some(member) => member,
+                None => {
+                    let member = Member::new(project.name.clone(), root);
+                    if tokio::runtime::Handle::try_current().is_ok() {
+                        member.start();
+                    }
+                    members.insert(project.name, member.clone());
+                    member
+                }
+            };
+            seen.push(member);
+        }
+        Ok(seen)
+    }
+
+    /// The served project whose root holds `root`.
+    pub(crate) fn member_at(&self, root: &Path) -> Option<Arc<Member>> {
+        if let Served::Root(member) = &self.served {
+            return Some(member.clone());
+        }
+        lock(&self.members)
+            .values()
+            .find(|m| m.root == root)
+            .cloned()
+    }
+
+    /// Snapshots of the ready projects among `members`, and the index of
+    /// references across them (built again when a project's state moved).
+    /// Call it inside a read: a snapshot held blocks that project's
+    /// updates, and a cancelled query unwinds to the read's retry.
+    pub(crate) fn peers(&self, members: &[Arc<Member>]) -> (Vec<Peer>, Arc<CrossIndex>) {
+        let peers: Vec<Peer> = members
+            .iter()
+            .filter_map(|m| {
+                Some(Peer {
+                    name: m.name.clone(),
+                    service: m.ready_now()?.snapshot(),
+                })
+            })
+            .collect();
+        let states: Vec<(String, u64)> = peers
+            .iter()
+            .map(|p| (p.name.clone(), p.service.engine().changes()))
+            .collect();
+        let mut index = lock(&self.index);
+        if let Some((at, built)) = index.as_ref()
+            && *at == states
+        {
+            return (peers, built.clone());
+        }
+        let built = Arc::new(CrossIndex::build(&peers));
+        *index = Some((states, built.clone()));
+        (peers, built)
+    }
+}
+
+impl Projects {
+    /// `f` over [`Projects::peers`], again on fresh snapshots when an
+    /// update cancelled it.
+    pub(crate) fn across<T>(
+        &self,
+        members: &[Arc<Member>],
+        mut f: impl FnMut(&[Peer], &CrossIndex) -> T,
+    ) -> T {
+        loop {
+            let outcome = salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
+                let (peers, index) = self.peers(members);
+                f(&peers, &index)
+            }));
+            if let Ok(value) = outcome {
+                return value;
+            }
+            tracing::debug!("cross-project query cancelled by an update; retrying");
+        }
+    }
+}
+
+/// Notes on the `members` whose first index is not done (or failed).
+pub(crate) fn unready_notes(members: &[Arc<Member>]) -> Vec<String> {
+    members
+        .iter()
+        .filter_map(|m| match m.cell.get() {
+            None => Some(format!("{}: still indexing; ask again in a moment", m.name)),
+            Some(Err(message)) => Some(format!("{}: {message}", m.name)),
+            Some(Ok(_)) => None,
+        })
+        .collect()
+}
+
+pub(crate) fn not_federated() -> ToolError {
+    ToolError {
+        code: "not_federated",
+        message: "this server serves one project".to_string(),
+        suggestion: "Start xfile serve with --collection NAME, --projects a,b or --global to serve registered projects.",
+    }
+}
+
+/// Error codes that only say a project does not hold what was asked: left
+/// out of an answer other projects gave.
+const ABSENT: [&str; 4] = [
+    "file_not_found",
+    "symbol_not_found",
+    "outside_root",
+    "not_python",
+];
+
+/// Answers `f` from every member in parallel, each within its share of
+/// the answer budget and the per-project time limit, labelled by project;
+/// projects that cannot answer give a note. One member answers as is.
+pub(crate) async fn gather(
+    members: Vec<Arc<Member>>,
+    labelled: bool,
+    f: ProjectWork,
+) -> CallToolResult {
+    let shares = members.len().max(1);
+    if !labelled && let [member] = members.as_slice() {
+        return match member.ready(INDEX_WAIT).await {
+            Ok(live) => run(live, f, 1).await,
+            Err(unready) => Err(unready_error(member, unready)),
+        }
+        .unwrap_or_else(failure);
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for (order, member) in members.into_iter().enumerate() {
+        let f = f.clone();
+        tasks.spawn(async move {
+            let outcome = match member.ready(INDEX_WAIT_MANY).await {
+                Ok(live) => {
+                    match tokio::time::timeout(PROJECT_TIME_LIMIT, run(live, f, shares)).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => Err(ToolError {
+                            code: "timeout",
+                            message: format!(
+                                "did not answer within {} s",
+                                PROJECT_TIME_LIMIT.as_secs()
+                            ),
+                            suggestion: "Ask again; a large project may still be updating.",
+                        }),
+                    }
+                }
+                Err(unready) => Err(unready_error(&member, unready)),
+            };
+            (order, member.name.clone(), outcome)
+        });
+    }
+    let mut answers = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        if let Ok(answer) = joined {
+            answers.push(answer);
+        }
+    }
+    answers.sort_by_key(|(order, _, _)| *order);
+    combine(answers)
+}
+
+async fn run(
+    live: Arc<Live>,
+    f: ProjectWork,
+    shares: usize,
+) -> Result<CallToolResult, ToolError> {
+    let root = live.root().to_path_buf();
+    if !root.is_dir() {
+        return Err(ToolError {
+            code: "project_missing",
+            message: format!("its directory {} is gone", root.display()),
+            suggestion: "Remove it with manage_registry {action: project_remove}, or restore the directory.",
+        });
+    }
+    tokio::task::spawn_blocking(move || f(&live, shares))
+        .await
+        .unwrap_or_else(|e| {
+            Err(ToolError {
+                code: "internal",
+                message: format!("the request failed: {e}"),
+                suggestion: "Retry; if it keeps failing, report it with the server log.",
+            })
+        })
+}
+
+fn unready_error(member: &Member, unready: Unready) -> ToolError {
+    match unready {
+        Unready::Indexing => ToolError {
+            code: "indexing",
+            message: format!(
+                "the first index of {} is still running",
+                member.root.display()
+            ),
+            suggestion: "Try again in a moment; large projects take a while to index.",
+        },
+        Unready::Failed(message) => ToolError {
+            code: "index_failed",
+            message,
+            suggestion: "Check that the project's directory exists and is readable.",
+        },
+    }
+}
+
+/// The per-project answers as one: JSON answers under `projects` by name,
+/// text ones in sections headed by the project's name; failures as notes,
+/// except a project's "not here" when another answered.
+fn combine(answers: Vec<(usize, String, Result<CallToolResult, ToolError>)>) -> CallToolResult {
+    let answered = answers.iter().any(|(_, _, a)| a.is_ok());
+    let mut notes = Vec::new();
+    let mut parts: Vec<(String, CallToolResult)> = Vec::new();
+    let mut errors = Vec::new();
+    for (_, name, answer) in answers {
+        match answer {
+            Ok(result) if result.is_error == Some(true) => errors.push((name, result)),
+            Ok(result) => parts.push((name, result)),
+            Err(error) if answered && ABSENT.contains(&error.code) => {}
+            Err(error) if !answered && ABSENT.contains(&error.code) => {
+                errors.push((name, failure(error)))
+            }
+            Err(error) => notes.push(format!("{name}: {} ({})", error.message, error.code)),
+        }
+    }
+    if parts.is_empty() {
+        let mut messages: Vec<String> = errors
+            .iter()
+            .map(|(name, result)| format!("{name}: {}", super::first_text(result)))
+            .collect();
+        messages.extend(notes);
+        let code = errors
+            .first()
+            .and_then(|(_, r)| {
+                serde_json::from_str::<serde_json::Value>(&super::first_text(r)).ok()
+            })
+            .and_then(|v| v["code"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "no_answer".to_string());
+        return failure(ToolError {
+            code: leak_code(&code),
+            message: format!("no project answered: {}", messages.join("; ")),
+            suggestion: "Name a file as project:path, or check the project names with collection_map.",
+        });
+    }
+    let json: Option<BTreeMap<String, serde_json::Value>> = parts
+        .iter()
+        .map(|(name, result)| {
+            let value = match &result.structured_content {
+                Some(value) => value.clone(),
+                None => serde_json::from_str(&super::first_text(result)).ok()?,
+            };
+            Some((name.clone(), value))
+        })
+        .collect();
+    if let Some(projects) = json {
+        let value = serde_json::json!({"projects": projects, "notes": notes});
+        return CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+    }
+    let mut text = String::new();
+    for (name, result) in &parts {
+        text.push_str(&format!("## {name}\n{}\n\n", super::first_text(result)));
+    }
+    if !notes.is_empty() {
+        text.push_str(&format!("Notes:\n- {}\n", notes.join("\n- ")));
+    }
+    CallToolResult::success(vec![ContentBlock::text(text.trim_end().to_string())])
+}
+
+/// A code as the `'static` string `ToolError` carries (codes are few and
+/// fixed, so the known ones are matched and the rest named generally).
+fn leak_code(code: &str) -> &'static str {
+    const KNOWN: [&str; 8] = [
+        "file_not_found",
+        "symbol_not_found",
+        "outside_root",
+        "not_python",
+        "invalid_parameter",
+        "ambiguous_symbol",
+        "sensitive_file",
+        "indexing",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == code)
+        .copied()
+        .unwrap_or("no_answer")
+}
+
+/// The budget share of one project among `shares`.
+pub(crate) fn share(service: &Service, shares: usize) -> Service {
+    if shares <= 1 {
+        return service.clone();
+    }
+    let share = (service.answer_token_limit() / shares).max(LEAST_SHARE);
+    service.with_answer_budget(share)
+}
