@@ -642,7 +642,7 @@ impl XfileServer {
 
     /// For answers that follow references into other projects: the
     /// projects and the members in scope, when serving several.
-    fn cross_project(&self) -> Option<(Arc<Projects>, Vec<Arc<Member>>)> {
+    async fn cross_project(&self) -> Option<(Arc<Projects>, Vec<Arc<Member>>)> {
         if !self.projects.federated() {
             return None;
         }
@@ -650,6 +650,7 @@ impl XfileServer {
             .projects
             .in_scope(current_request().session.as_deref())
             .ok()?;
+        projects::settle(&members).await;
         Some((self.projects.clone(), members))
     }
 
@@ -681,11 +682,14 @@ impl XfileServer {
             Ok(members) => members,
             Err(error) => return failure(error),
         };
+        projects::settle(&members).await;
+        let unready = projects::unready_notes(&members);
         let projects = self.projects.clone();
         tokio::task::spawn_blocking(move || {
             let budget = Config::default().answer_token_limit;
             let budget = usize::try_from(budget).unwrap_or(usize::MAX);
-            projects.across(&members, |peers, index| f(peers, index, budget))
+            let answer = projects.across(&members, |peers, index| f(peers, index, budget))?;
+            Ok(with_notes(answer, &unready))
         })
         .await
         .unwrap_or_else(|e| {
@@ -707,7 +711,12 @@ fn with_notes(mut result: CallToolResult, notes: &[String]) -> CallToolResult {
     let text = first_text(&result);
     let joined = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(serde_json::Value::Object(mut object)) => {
-            object.insert("notes".into(), serde_json::json!(notes));
+            let listed = object
+                .entry("notes")
+                .or_insert_with(|| serde_json::json!([]));
+            if let Some(listed) = listed.as_array_mut() {
+                listed.extend(notes.iter().map(|n| serde_json::json!(n)));
+            }
             serde_json::Value::Object(object).to_string()
         }
         _ => format!("{text}\nNotes:\n- {}", notes.join("\n- ")),
@@ -778,7 +787,7 @@ impl XfileServer {
     )]
     async fn get_dependencies(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
         let involved = Involved::Dependencies(args.file_path.clone());
-        let across = self.cross_project();
+        let across = self.cross_project().await;
         self.fresh(involved, move |s| {
             let mut list = s.dependencies(&args.file_path)?;
             if let Some((projects, members)) = &across {
@@ -805,7 +814,7 @@ impl XfileServer {
     )]
     async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
         let involved = Involved::Dependents(args.file_path.clone());
-        let across = self.cross_project();
+        let across = self.cross_project().await;
         self.fresh(involved, move |s| {
             let mut list = match &args.symbol {
                 Some(symbol) => s.dependents_of_symbol(&args.file_path, symbol)?,
@@ -1052,13 +1061,8 @@ impl XfileServer {
         description = "Imports, calls and subclasses in one project of a symbol defined in another, with file, line and the line's text."
     )]
     async fn cross_refs(&self, Parameters(args): Parameters<CrossRefsArgs>) -> CallToolResult {
-        let unready = self
-            .members()
-            .map(|m| projects::unready_notes(&m))
-            .unwrap_or_default();
         self.across(move |peers, index, budget| {
-            let mut answer = links::cross_refs(peers, index, &args.symbol_name);
-            answer.notes.extend(unready.iter().cloned());
+            let answer = links::cross_refs(peers, index, &args.symbol_name);
             let limit = args
                 .limit
                 .unwrap_or(paging::DEFAULT_LIMIT)
@@ -1129,14 +1133,14 @@ impl XfileServer {
             .into_iter()
             .filter(|m| names.as_ref().is_none_or(|n| n.contains(&m.name)))
             .collect();
+        projects::settle(&members).await;
         let unready = projects::unready_notes(&members);
         let projects = self.projects.clone();
         let collection = args.collection;
         tokio::task::spawn_blocking(move || {
             projects.across(&members, |peers, index| {
-                let mut map = links::collection_map(peers, index, collection.as_deref());
-                map.notes.extend(unready.iter().cloned());
-                ok_json(&map)
+                let map = links::collection_map(peers, index, collection.as_deref());
+                with_notes(ok_json(&map), &unready)
             })
         })
         .await

@@ -297,6 +297,7 @@ impl Projects {
     pub(crate) fn peers(&self, members: &[Arc<Member>]) -> (Vec<Peer>, Arc<CrossIndex>) {
         let peers: Vec<Peer> = members
             .iter()
+            .filter(|m| m.root.is_dir())
             .filter_map(|m| {
                 Some(Peer {
                     name: m.name.clone(),
@@ -341,11 +342,27 @@ impl Projects {
     }
 }
 
+/// Waits, for all `members` at once, until each first index is done or
+/// the wait for several projects is over.
+pub(crate) async fn settle(members: &[Arc<Member>]) {
+    let mut waits = tokio::task::JoinSet::new();
+    for member in members {
+        let member = member.clone();
+        waits.spawn(async move { member.ready(INDEX_WAIT_MANY).await.is_ok() });
+    }
+    while waits.join_next().await.is_some() {}
+}
+
 /// Notes on the `members` whose first index is not done (or failed).
 pub(crate) fn unready_notes(members: &[Arc<Member>]) -> Vec<String> {
     members
         .iter()
         .filter_map(|m| match m.cell.get() {
+            _ if !m.root.is_dir() => Some(format!(
+                "{}: its directory {} is gone (project_missing)",
+                m.name,
+                m.root.display()
+            )),
             None => Some(format!("{}: still indexing; ask again in a moment", m.name)),
             Some(Err(message)) => Some(format!("{}: {message}", m.name)),
             Some(Ok(_)) => None,
@@ -419,11 +436,7 @@ pub(crate) async fn gather(
     combine(answers)
 }
 
-async fn run(
-    live: Arc<Live>,
-    f: ProjectWork,
-    shares: usize,
-) -> Result<CallToolResult, ToolError> {
+async fn run(live: Arc<Live>, f: ProjectWork, shares: usize) -> Result<CallToolResult, ToolError> {
     let root = live.root().to_path_buf();
     if !root.is_dir() {
         return Err(ToolError {

@@ -20,9 +20,15 @@ impl Client {
 
     /// Starts the server with extra environment variables.
     pub fn start_with_env(root: &Path, env: &[(&str, &str)]) -> Client {
+        let root = root.to_str().expect("UTF-8 test path");
+        Self::serve(&["--root", root], env)
+    }
+
+    /// Starts `xfile serve ARGS` with extra environment variables.
+    pub fn serve(args: &[&str], env: &[(&str, &str)]) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_xfile"))
-            .args(["serve", "--root"])
-            .arg(root)
+            .arg("serve")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
