@@ -1062,11 +1062,11 @@ impl XfileServer {
     )]
     async fn cross_refs(&self, Parameters(args): Parameters<CrossRefsArgs>) -> CallToolResult {
         self.across(move |peers, index, budget| {
-            let answer = links::cross_refs(peers, index, &args.symbol_name);
             let limit = args
                 .limit
                 .unwrap_or(paging::DEFAULT_LIMIT)
                 .min(paging::MAX_LIMIT);
+            let answer = links::cross_refs(peers, index, &args.symbol_name, limit);
             let shown = |n: usize| {
                 count_tokens(&serde_json::to_string(&answer.first(n)).unwrap_or_default())
             };

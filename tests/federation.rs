@@ -470,3 +470,28 @@ fn serving_an_unknown_collection_fails_with_guidance() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("nope"), "{stderr}");
 }
+
+#[test]
+fn an_edit_in_one_project_shows_in_cross_refs() {
+    let setup = Setup::new();
+    let mut client = setup.serve(&["--collection", "eco"]);
+    let before = call_json(&mut client, "cross_refs", json!({"symbol_name": "make_user"}));
+    assert_eq!(before["total"], 2, "{before}");
+    std::fs::write(
+        setup.path("plugin").join("audit/extra.py"),
+        "from corelib.models import make_user\n\n\ndef seed():\n    return make_user(\"seed\")\n",
+    )
+    .unwrap();
+    // The watcher picks the new file up; poll for up to 10 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let after = call_json(&mut client, "cross_refs", json!({"symbol_name": "make_user"}));
+        if after["total"] == 4 {
+            assert_eq!(after["cross_refs"][0]["from_project"], "plugin", "{after}");
+            assert_eq!(after["cross_refs"][0]["references"][1]["line"], 5, "{after}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not seen: {after}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

@@ -136,13 +136,17 @@ impl CrossRefs {
                 ..group.clone()
             });
         }
-        if n < self.total {
-            cut.truncated = Some(format!(
-                "{n} of {} references listed; ask with a qualified name (models.User) for fewer",
-                self.total
-            ));
-        }
+        cut.say_cut(n);
         cut
+    }
+
+    fn say_cut(&mut self, listed: usize) {
+        self.truncated = (listed < self.total).then(|| {
+            format!(
+                "{listed} of {} references listed; ask with a qualified name (models.User) for fewer",
+                self.total
+            )
+        });
     }
 }
 
@@ -266,41 +270,59 @@ impl CrossIndex {
 }
 
 /// References in one project to `symbol` defined in another, grouped by
-/// (referring, defining) project, deduplicated, in path and line order.
-pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str) -> CrossRefs {
-    let mut groups: BTreeMap<(usize, usize), BTreeSet<CrossReference>> = BTreeMap::new();
-    for &i in index.by_name.get(last(symbol)).into_iter().flatten() {
-        let link = &index.links[i];
-        if !names(&peers[link.to].service, &link.landing, symbol) {
-            continue;
-        }
-        let from = &peers[link.from];
-        groups
-            .entry((link.from, link.to))
-            .or_default()
-            .insert(CrossReference {
-                context: context_line(&from.service, &link.r.file, link.r.line),
-                file: link.r.file.clone(),
-                line: link.r.line,
-                kind: link.r.kind.as_str(),
-                target: target_text(&link.landing),
-            });
-    }
-    let cross_refs: Vec<CrossGroup> = groups
+/// (referring, defining) project, deduplicated, in path and line order:
+/// all counted, the first `limit` listed with their line's text.
+pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str, limit: usize) -> CrossRefs {
+    let mut found: Vec<(usize, usize, &str, u32, &'static str, String)> = index
+        .by_name
+        .get(last(symbol))
         .into_iter()
-        .map(|((from, to), references)| CrossGroup {
-            from_project: peers[from].name.clone(),
-            to_project: peers[to].name.clone(),
-            references: references.into_iter().collect(),
+        .flatten()
+        .map(|&i| &index.links[i])
+        .filter(|link| names(&peers[link.to].service, &link.landing, symbol))
+        .map(|link| {
+            (
+                link.from,
+                link.to,
+                link.r.file.as_str(),
+                link.r.line,
+                link.r.kind.as_str(),
+                target_text(&link.landing),
+            )
         })
         .collect();
-    CrossRefs {
-        symbol: symbol.to_string(),
-        total: cross_refs.iter().map(|g| g.references.len()).sum(),
-        truncated: None,
-        cross_refs,
-        notes: index.notes_for(None),
+    found.sort();
+    found.dedup();
+    let mut groups: Vec<CrossGroup> = Vec::new();
+    for (from, to, file, line, kind, target) in found.iter().take(limit) {
+        let reference = CrossReference {
+            context: context_line(&peers[*from].service, file, *line),
+            file: file.to_string(),
+            line: *line,
+            kind,
+            target: target.clone(),
+        };
+        let (from, to) = (&peers[*from].name, &peers[*to].name);
+        match groups.last_mut() {
+            Some(group) if group.from_project == *from && group.to_project == *to => {
+                group.references.push(reference)
+            }
+            _ => groups.push(CrossGroup {
+                from_project: from.clone(),
+                to_project: to.clone(),
+                references: vec![reference],
+            }),
+        }
     }
+    let mut answer = CrossRefs {
+        symbol: symbol.to_string(),
+        total: found.len(),
+        truncated: None,
+        cross_refs: groups,
+        notes: index.notes_for(None),
+    };
+    answer.say_cut(limit.min(found.len()));
+    answer
 }
 
 /// A project in a collection map.
