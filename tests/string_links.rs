@@ -443,3 +443,33 @@ SignalReceiver(app/receivers.py, 14:23, corelib/signals.py, order_placed)
         "{text}"
     );
 }
+
+#[test]
+fn an_edited_sub_project_pyproject_relinks_its_entry_points_as_a_fresh_index_does() {
+    let dir = common::copy_fixture("string_links");
+    let live = xfile::service::live::Live::open(dir.path()).expect("opens");
+    let pyproject = dir.path().join("plugins/shipping/pyproject.toml");
+    std::fs::write(
+        &pyproject,
+        "[project]\nname = \"shop-shipping\"\n\n[project.entry-points.\"shop.exporters\"]\nshipping = \"shipping.plugin:ShippingPlugin\"\n",
+    )
+    .expect("writes");
+    let report = live.apply(&[pyproject], "test").expect("applies");
+    assert!(report.layout_changed);
+    let plugins = |s: &xfile::service::Service| json!(s.query("PluginOf(_, _, _)").unwrap().tuples);
+    let incremental = live.read(plugins);
+    assert_eq!(
+        incremental,
+        json!([
+            ["app/receivers.py", "corelib/host.py", "shop.plugins"],
+            [
+                "plugins/shipping/shipping/plugin.py",
+                "corelib/host.py",
+                "shop.exporters"
+            ],
+        ])
+    );
+    let fresh = xfile::service::Service::open(dir.path()).expect("opens");
+    assert_eq!(incremental, plugins(&fresh));
+    assert_eq!(live.read(|s| s.string_links()), fresh.string_links());
+}
