@@ -4,7 +4,7 @@
 //! project function that happens to be called `receiver` or a `.connect`
 //! on a database handle relates nothing.
 
-use super::{Builder, Selected};
+use super::Builder;
 use crate::engine::datalog::{
     ConnectsSignal, EntryPointsCall, HookDecorator, HookimplMarker, HookspecMarker, InputFact,
     Node, SendsSignal, SignalDef, Site, Sym,
@@ -69,16 +69,11 @@ impl Builder<'_> {
     /// `name = factory(argument)`: a signal or a pluggy marker when the
     /// factory is Django's or pluggy's and nothing else binds `name`.
     fn factory(&mut self, site: Site, name: &str, factory: &Reference, argument: Option<&str>) {
+        let mut bindings = self.semantic.bindings.iter().filter(|b| b.name == name);
         let bound_once = matches!(
-            super::select(&self.semantic.bindings, name, usize::MAX),
-            Selected::One(binding) if !binding.conditional
-        ) && self
-            .semantic
-            .bindings
-            .iter()
-            .filter(|b| b.name == name)
-            .count()
-            == 1;
+            (bindings.next(), bindings.next()),
+            (Some(binding), None) if !binding.conditional
+        );
         if !bound_once {
             return;
         }
