@@ -9,6 +9,8 @@
 
 use rustc_hash::FxHashSet;
 
+mod links;
+
 use super::datalog::{
     Annotated, AssignedCall, BaseOf, BaseRef, Binds, BindsImported, CallIn, CallRef, ClassDef,
     Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance, ExprName, ExprSelf, ExprSuper,
@@ -52,6 +54,7 @@ pub fn build(
     builder.dynamic();
     builder.classes();
     builder.calls();
+    builder.plugins();
     builder.facts
 }
 

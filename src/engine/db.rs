@@ -26,6 +26,7 @@ use super::classes::{self, ClassTable};
 use super::datalog::{
     self, BaseRef, CycleGroup, InputFact, Node, Outputs, Site, StageProgram, TestModule, Value,
 };
+use super::entry_points::{self, EntryPointSpec};
 use super::intern::Interner;
 use super::layers::{Layer, LayerMatcher};
 use super::modules::{self, SearchPath};
@@ -65,6 +66,9 @@ pub struct Project {
     /// Architecture layers from configuration, top to bottom.
     #[returns(ref)]
     pub layers: Vec<Layer>,
+    /// Entry points the project's `pyproject.toml` files declare.
+    #[returns(ref)]
+    pub entry_points: Vec<EntryPointSpec>,
 }
 
 #[salsa::db]
@@ -301,14 +305,27 @@ pub(crate) fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     facts
 }
 
-/// Project-level base facts (test modules, layers): facts about paths and
-/// configuration rather than one file's code.
+/// Project-level base facts of the declared entry points, each object
+/// reference's module resolved as an import from the declaring
+/// pyproject's directory would be.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn entry_point_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+    db.log().executed("entry_point_facts", None);
+    entry_points::facts(db.interner(), project.entry_points(db), |spec, module| {
+        let search = search_path_of(db, project, &spec.pyproject, false);
+        Resolver::new(db, &spec.pyproject, &search).absolute(module)
+    })
+}
+
+/// Project-level base facts (test modules, layers, entry points): facts
+/// about paths and configuration rather than one file's code.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("project_facts", None);
     let mut facts: Vec<InputFact> = test_modules(db, project)
         .iter()
         .chain(layer_facts(db, project))
+        .chain(entry_point_facts(db, project))
         .copied()
         .collect();
     facts.sort_unstable_by_key(|f| (f.first(), *f));

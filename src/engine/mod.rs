@@ -6,12 +6,14 @@ mod base_facts;
 mod classes;
 pub mod datalog;
 mod db;
+mod entry_points;
 pub(crate) mod explain;
 mod intern;
 mod layers;
 mod modules;
 mod resolve;
 mod semantic;
+mod string_links;
 mod test_modules;
 mod tree;
 
@@ -24,10 +26,12 @@ use salsa::{Durability, Setter};
 use self::datalog::Outputs;
 use self::db::{Database, Project, SourceFile};
 pub use self::db::{Program, Recomputation};
+pub use self::entry_points::{EntryPointSpec, parse as parse_entry_points};
 use self::intern::Interner;
 pub use self::intern::is_marker;
 pub use self::layers::Layer;
 pub use self::semantic::{CallEdge, RefKind, Reference};
+pub use self::string_links::{LinkSite, LinkTuple};
 pub use self::test_modules::TestPatterns;
 use crate::python::{ModuleFacts, Semantic};
 
@@ -97,12 +101,14 @@ impl Engine {
             Vec::new(),
             TestPatterns::default(),
             Vec::new(),
+            Vec::new(),
         )
         .files_durability(Durability::MEDIUM)
         .extra_search_paths_durability(Durability::HIGH)
         .sub_projects_durability(Durability::MEDIUM)
         .test_patterns_durability(Durability::HIGH)
         .layers_durability(Durability::HIGH)
+        .entry_points_durability(Durability::HIGH)
         .new(&db);
         let tree = Arc::new(tree::Tree::new(&db));
         Self {
@@ -307,6 +313,22 @@ impl Engine {
                 .with_durability(Durability::HIGH)
                 .to(layers);
         }
+    }
+
+    /// Sets the entry points the project's `pyproject.toml` files declare.
+    pub fn set_entry_points(&mut self, entry_points: Vec<EntryPointSpec>) {
+        if *self.project.entry_points(&self.db) != entry_points {
+            self.changes += 1;
+            self.project
+                .set_entry_points(&mut self.db)
+                .with_durability(Durability::HIGH)
+                .to(entry_points);
+        }
+    }
+
+    /// The declared entry points, in the order they were set.
+    pub fn entry_points(&self) -> &[EntryPointSpec] {
+        self.project.entry_points(&self.db)
     }
 
     /// Computes every file's facts (on all cores when many are new), then

@@ -12,6 +12,8 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::dynamic;
+
+mod links;
 use super::facts::{
     Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
     Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
@@ -469,6 +471,7 @@ impl<'src> Extractor<'src> {
     }
 
     fn function_def(&mut self, def: &StmtFunctionDef) {
+        self.plugin_decorators(def);
         self.decorators(&def.decorator_list);
         self.parameter_defaults(&def.parameters);
         if let Some(returns) = &def.returns {
@@ -838,6 +841,7 @@ impl<'src> Extractor<'src> {
             Stmt::If(stmt) => self.if_stmt(stmt),
             Stmt::Try(stmt) => self.try_stmt(stmt),
             Stmt::Assign(assign) => {
+                self.plugin_factory(assign);
                 self.visit_expr(&assign.value);
                 self.dunder_all(stmt);
                 self.dunder_metaclass(assign);
@@ -946,6 +950,7 @@ impl<'src> Extractor<'src> {
                     });
                 }
                 self.dynamic_call(call);
+                self.plugin_call(call);
                 visitor::walk_expr(self, expr);
             }
             Expr::Lambda(lambda) => {
@@ -977,6 +982,10 @@ impl<'src> Extractor<'src> {
             Expr::Named(named) => {
                 self.visit_expr(&named.value);
                 self.bind_targets(&named.target, BindingKind::Other);
+            }
+            Expr::Subscript(subscript) => {
+                self.plugin_subscript(subscript);
+                visitor::walk_expr(self, expr);
             }
             _ => visitor::walk_expr(self, expr),
         }

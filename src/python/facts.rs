@@ -66,6 +66,53 @@ pub struct Semantic {
     /// Statically declared types: what a variable or attribute holds, or
     /// what a function returns.
     pub types: Vec<Typed>,
+    /// Uses of string-keyed extension points (Django signals, pluggy
+    /// hooks, entry-point groups) as written, in source order.
+    pub plugins: Vec<PluginUse>,
+}
+
+/// One use of a string-keyed extension point, as written. Whether the
+/// names involved really are Django's, pluggy's or importlib's is left to
+/// resolution (a project function called `receiver` is no receiver).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PluginUse {
+    pub site: SiteId,
+    pub kind: PluginKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PluginKind {
+    /// `name = factory(...)` at module level and under no condition: a
+    /// `Signal()` or a pluggy marker once `factory` resolves to one.
+    /// `argument` is the first positional argument if it is a string
+    /// literal. The site is the target name's.
+    Factory {
+        name: String,
+        factory: Reference,
+        argument: Option<String>,
+    },
+    /// `signal.connect(...)` (`sends` false) or `signal.send(...)`,
+    /// `send_robust`, `asend`, `asend_robust` (`sends` true), where
+    /// `signal` is a name chain. The site is the method name's.
+    SignalCall { signal: Reference, sends: bool },
+    /// A function decorated with `@decorator` or `@decorator(...)`.
+    /// `arguments` are the name chains of the first positional argument
+    /// (itself, or the elements of a list or tuple); `hook` is the name
+    /// the function registers under: its own, or a literal `specname=`
+    /// (`None` for any other `specname`). The site is the decorator's.
+    Decorator {
+        decorator: Reference,
+        arguments: Vec<Reference>,
+        hook: Option<String>,
+    },
+    /// A call that loads the entry points of the literal `group`: through
+    /// `loader` (`entry_points`, `iter_entry_points`) or, when `None`,
+    /// pluggy's `load_setuptools_entrypoints` method. The site is the
+    /// name of the function or method called last.
+    LoadsGroup {
+        loader: Option<Reference>,
+        group: String,
+    },
 }
 
 /// A class statement.

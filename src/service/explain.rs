@@ -216,6 +216,9 @@ impl<'e> Renderer<'e> {
                 text: None,
             });
         }
+        if matches!(relation, "EntryPointDecl" | "EntryPointTarget") {
+            return self.entry_point(values);
+        }
         if relation == "CycleGroup" {
             // Computed from the runtime import graph: the cycle itself is
             // the evidence.
@@ -254,6 +257,33 @@ impl<'e> Renderer<'e> {
             line,
             column: None,
             file,
+        })
+    }
+
+    /// An entry point's declaration in its `pyproject.toml`: the facts
+    /// start with the file, the group and the name.
+    fn entry_point(&self, values: &[Value]) -> Option<SourceRef> {
+        let interner = self.engine.interner();
+        let text = |value: Option<&Value>| match value {
+            Some(Value::Node(node)) => Some(interner.node_text(*node).to_string()),
+            Some(Value::Sym(sym)) => Some(interner.sym_text(*sym).to_string()),
+            _ => None,
+        };
+        let key = (
+            text(values.first())?,
+            text(values.get(1))?,
+            text(values.get(2))?,
+        );
+        let spec = self
+            .engine
+            .entry_points()
+            .iter()
+            .find(|s| (&s.pyproject, &s.group, &s.name) == (&key.0, &key.1, &key.2))?;
+        Some(SourceRef {
+            file: spec.pyproject.clone(),
+            line: Some(spec.line),
+            column: None,
+            text: Some(spec.text.clone()),
         })
     }
 

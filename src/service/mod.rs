@@ -11,6 +11,7 @@ pub mod external;
 pub mod graph;
 pub mod injections;
 pub mod jsonl;
+pub mod links;
 pub mod live;
 pub mod model;
 pub mod outline;
@@ -106,6 +107,8 @@ pub struct Service {
     /// An answer budget smaller than the configured one, for answers that
     /// share it between projects.
     budget: Option<usize>,
+    /// String-keyed links (`links::StringLink`), per engine state.
+    links: PerState<Vec<links::StringLink>>,
     /// Clusters a search answered with, for expansion by id.
     clusters: Arc<search::ClusterCache>,
     /// Clusters of the likeliest searches, computed ahead.
@@ -152,6 +155,9 @@ impl Service {
             message,
         }));
         engine.set_sub_projects(workspace::discover::sub_project_dirs(&markers));
+        let (entry_points, entry_point_notices) = links::declared_entry_points(&root, &markers);
+        engine.set_entry_points(entry_points);
+        notices.extend(entry_point_notices);
         engine.set_unindexed(unindexed);
         engine.set_test_patterns(TestPatterns {
             python_files: pytest.python_files,
@@ -194,6 +200,7 @@ impl Service {
             external: PerState::new(),
             modules: PerState::new(),
             budget: None,
+            links: PerState::new(),
             hot: Arc::default(),
             clusters: Arc::new(search::ClusterCache::new(std::time::Duration::from_secs(
                 config.cache_expiry_minutes.saturating_mul(60),

@@ -183,8 +183,9 @@ pub struct UpdateReport {
     pub reloaded: bool,
     /// An ignore file changed, so the whole tree was walked again.
     pub rescanned: bool,
-    /// A sub-project marker or a file too large to index appeared or went:
-    /// module search paths changed without an indexed file changing.
+    /// A sub-project marker or a file too large to index appeared or went,
+    /// or the declared entry points changed: module search paths or
+    /// project-level facts changed without an indexed file changing.
     pub layout_changed: bool,
     pub datalog_rerun: bool,
     pub queries: crate::engine::Recomputation,

@@ -8,7 +8,8 @@ use std::time::{Instant, SystemTime};
 
 use super::live::Involved;
 use super::model::UpdateReport;
-use super::{Service, elapsed_ms, rfc3339, warnings};
+use super::{Service, elapsed_ms, links, rfc3339, warnings};
+use crate::engine::EntryPointSpec;
 use crate::workspace::config::CONFIG_FILE;
 use crate::workspace::discover::{self, Stamp};
 use crate::workspace::pytest;
@@ -33,6 +34,9 @@ enum Change {
         dirs: Vec<PathBuf>,
         /// Every sub-project marker after the change.
         markers: BTreeSet<String>,
+        /// The declared entry points, read again when a sub-project's
+        /// `pyproject.toml` changed or the sub-projects did.
+        entry_points: Option<(Vec<EntryPointSpec>, Vec<Notice>)>,
     },
 }
 
@@ -54,6 +58,10 @@ impl Pending {
 pub struct Written {
     report: UpdateReport,
     started: Instant,
+}
+
+fn is_sub_pyproject(path: &str) -> bool {
+    path.ends_with("/pyproject.toml")
 }
 
 fn in_scope(root: &Path, scope: &[PathBuf], relative: &str) -> bool {
@@ -176,6 +184,11 @@ impl Service {
             .collect();
         unindexed.sort();
         report.layout_changed = markers != *self.markers || unindexed != self.engine.unindexed();
+        let entry_points = (report.layout_changed || named(&["pyproject.toml"]))
+            .then(|| links::declared_entry_points(&self.root, &markers));
+        if let Some((specs, _)) = &entry_points {
+            report.layout_changed |= specs.as_slice() != self.engine.entry_points();
+        }
         let mut files = Vec::new();
         for file in found.files {
             match self.engine.text(&file.path) {
@@ -195,6 +208,7 @@ impl Service {
                 notices: found.notices,
                 dirs: found.dirs,
                 markers,
+                entry_points,
             },
         })
     }
@@ -217,9 +231,18 @@ impl Service {
                 notices,
                 dirs,
                 markers,
+                entry_points,
             } => {
                 self.engine
                     .set_sub_projects(discover::sub_project_dirs(&markers));
+                if let Some((specs, found)) = entry_points {
+                    self.engine.set_entry_points(specs);
+                    // The root's own pyproject.toml re-indexes from scratch;
+                    // the sub-projects' notices are replaced.
+                    let kept = Arc::make_mut(&mut self.notices);
+                    kept.retain(|n| !(n.kind == NoticeKind::Config && is_sub_pyproject(&n.path)));
+                    kept.extend(found);
+                }
                 self.markers = Arc::new(markers);
                 let known = Arc::make_mut(&mut self.dirs);
                 known.retain(|d| !scope.iter().any(|s| d.starts_with(s)));
