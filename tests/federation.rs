@@ -130,6 +130,41 @@ fn cross_refs_lists_references_into_another_project_exactly() {
 }
 
 #[test]
+fn string_keyed_links_cross_projects() {
+    let setup = Setup::new();
+    let mut client = setup.serve(&["--collection", "eco"]);
+    // The plugin's receiver of corelib's signal, beside its import.
+    let signal = call_json(
+        &mut client,
+        "cross_refs",
+        json!({"symbol_name": "user_saved"}),
+    );
+    assert_eq!(
+        signal["cross_refs"],
+        json!([{"from_project": "plugin", "to_project": "corelib", "references": [
+            {"file": "audit/main.py", "line": 4, "kind": "import",
+             "context": "from corelib.signals import user_saved",
+             "target": "src/corelib/signals.py::user_saved"},
+            {"file": "audit/main.py", "line": 7, "kind": "signal_receiver",
+             "context": "@receiver(user_saved)", "target": "src/corelib/signals.py::user_saved"}
+        ]}])
+    );
+    // The plugin's entry point in the group the app loads.
+    let group = call_json(
+        &mut client,
+        "cross_refs",
+        json!({"symbol_name": "webapp.plugins"}),
+    );
+    assert_eq!(
+        group["cross_refs"],
+        json!([{"from_project": "plugin", "to_project": "webapp", "references": [
+            {"file": "pyproject.toml", "line": 6, "kind": "entry_point",
+             "context": "audit = \"audit.main:register\"", "target": "webapp/plugins.py:5"}
+        ]}])
+    );
+}
+
+#[test]
 fn collection_map_counts_edges_and_symbols() {
     let setup = Setup::new();
     let mut client = setup.serve(&["--collection", "eco"]);
@@ -144,8 +179,10 @@ fn collection_map_counts_edges_and_symbols() {
                 "webapp": {"path": path("webapp"), "symbol_count": 4}
             },
             "edges": [
-                {"from": "plugin", "to": "corelib", "cross_refs": 3,
+                {"from": "plugin", "to": "corelib", "cross_refs": 4,
                  "symbols": ["User", "user_saved"]},
+                {"from": "plugin", "to": "webapp", "cross_refs": 1,
+                 "symbols": ["webapp.plugins"]},
                 {"from": "webapp", "to": "corelib", "cross_refs": 6,
                  "symbols": ["User", "corelib.util", "make_user", "slugify"]}
             ]
@@ -293,7 +330,7 @@ fn sessions_see_only_their_scope() {
     );
     let eco_id = eco["session_id"].as_str().unwrap();
     let map = call_json(&mut client, "collection_map", json!({"session_id": eco_id}));
-    assert_eq!(map["edges"].as_array().unwrap().len(), 2, "{map}");
+    assert_eq!(map["edges"].as_array().unwrap().len(), 3, "{map}");
     // Admin tools need a global scope; unknown and expired ids say so.
     assert_eq!(
         error_code(
@@ -406,7 +443,7 @@ fn a_project_deleted_while_served_gives_a_note_not_a_failure() {
     let setup = Setup::new();
     let mut client = setup.serve(&["--collection", "eco"]);
     let before = call_json(&mut client, "collection_map", json!({}));
-    assert_eq!(before["edges"].as_array().unwrap().len(), 2);
+    assert_eq!(before["edges"].as_array().unwrap().len(), 3);
     std::fs::remove_dir_all(setup.path("plugin")).unwrap();
     // Tools that ask every project still answer, with a note on plugin.
     let (error, warnings) = client.call("get_warnings", json!({}));
@@ -475,7 +512,11 @@ fn serving_an_unknown_collection_fails_with_guidance() {
 fn an_edit_in_one_project_shows_in_cross_refs() {
     let setup = Setup::new();
     let mut client = setup.serve(&["--collection", "eco"]);
-    let before = call_json(&mut client, "cross_refs", json!({"symbol_name": "make_user"}));
+    let before = call_json(
+        &mut client,
+        "cross_refs",
+        json!({"symbol_name": "make_user"}),
+    );
     assert_eq!(before["total"], 2, "{before}");
     std::fs::write(
         setup.path("plugin").join("audit/extra.py"),
@@ -485,10 +526,17 @@ fn an_edit_in_one_project_shows_in_cross_refs() {
     // The watcher picks the new file up; poll for up to 10 s.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let after = call_json(&mut client, "cross_refs", json!({"symbol_name": "make_user"}));
+        let after = call_json(
+            &mut client,
+            "cross_refs",
+            json!({"symbol_name": "make_user"}),
+        );
         if after["total"] == 4 {
             assert_eq!(after["cross_refs"][0]["from_project"], "plugin", "{after}");
-            assert_eq!(after["cross_refs"][0]["references"][1]["line"], 5, "{after}");
+            assert_eq!(
+                after["cross_refs"][0]["references"][1]["line"], 5,
+                "{after}"
+            );
             break;
         }
         assert!(std::time::Instant::now() < deadline, "not seen: {after}");

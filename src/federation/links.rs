@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::service::Service;
 use crate::service::external::{ExternalRef, Landing};
+use crate::service::links::{LinkKind, StringLink};
 use crate::service::model::{Metadata, Relationship};
 
 /// One project's snapshot, under its name.
@@ -195,6 +196,10 @@ fn names(service: &Service, landing: &Landing, symbol: &str) -> bool {
 /// states (see `Federation::index`), so answers are lookups.
 pub struct CrossIndex {
     links: Vec<Link>,
+    /// String-keyed links across projects (signals, hooks, entry points).
+    keyed: Vec<KeyedLink>,
+    /// Indexes into `keyed` by the key's last name (and whole key).
+    keyed_by_name: rustc_hash::FxHashMap<String, Vec<usize>>,
     by_name: rustc_hash::FxHashMap<String, Vec<usize>>,
     by_target: rustc_hash::FxHashMap<(usize, String), Vec<usize>>,
     /// Notes on modules several projects provide, with those projects.
@@ -207,6 +212,142 @@ struct Link {
     to: usize,
     r: ExternalRef,
     landing: Landing,
+}
+
+/// A string-keyed link of project `from` to project `to`: a signal's
+/// receiver or sender to its definition, a hook implementation to its
+/// specification, a plugin's entry point to the host that loads its group.
+struct KeyedLink {
+    from: usize,
+    to: usize,
+    kind: &'static str,
+    key: String,
+    file: String,
+    line: u32,
+    context: String,
+    /// `path::name` or `path:line` of the other end, in `to`.
+    target: String,
+    /// The name a collection map lists for the link.
+    symbol: String,
+}
+
+/// The string-keyed links between projects, and notes where a key has
+/// several possible ends (the fail-safe: no link).
+fn keyed_links(
+    peers: &[Peer],
+    providers: &Providers,
+) -> (Vec<KeyedLink>, BTreeMap<String, Vec<usize>>) {
+    let all: Vec<Vec<StringLink>> = peers.iter().map(|p| p.service.string_links()).collect();
+    // Hook specifications and entry-point loads, by key.
+    let mut ends: BTreeMap<(&'static str, &str), Vec<(usize, &StringLink)>> = BTreeMap::new();
+    for (project, links) in all.iter().enumerate() {
+        for link in links {
+            match link.kind {
+                LinkKind::HookSpec => ends
+                    .entry(("hook", &link.key))
+                    .or_default()
+                    .push((project, link)),
+                LinkKind::EntryPointLoaded => ends
+                    .entry(("group", &link.key))
+                    .or_default()
+                    .push((project, link)),
+                _ => {}
+            }
+        }
+    }
+    let mut keyed = Vec::new();
+    let mut notes = BTreeMap::new();
+    for (from, links) in all.iter().enumerate() {
+        let made =
+            |to: usize, kind: &'static str, link: &StringLink, target: String, symbol: String| {
+                KeyedLink {
+                    from,
+                    to,
+                    kind,
+                    key: link.key.clone(),
+                    file: link.file.clone(),
+                    line: link.line,
+                    context: link.context.clone(),
+                    target,
+                    symbol,
+                }
+            };
+        for link in links {
+            match link.kind {
+                LinkKind::SignalReceiver | LinkKind::SignalSender => {
+                    let Some((module, name)) = link.key.rsplit_once('.') else {
+                        continue;
+                    };
+                    let reference = ExternalRef {
+                        file: link.file.clone(),
+                        line: link.line,
+                        kind: crate::service::model::RelationshipType::Import,
+                        source_symbol: None,
+                        module: module.to_string(),
+                        name: Some(name.to_string()),
+                    };
+                    let kind = if link.kind == LinkKind::SignalReceiver {
+                        "signal_receiver"
+                    } else {
+                        "signal_sender"
+                    };
+                    match providers.land(from, &reference) {
+                        Lands::Project(to, landing) => {
+                            let symbol = landing.symbol.clone().unwrap_or_default();
+                            let defined = all[to].iter().any(|d| {
+                                d.kind == LinkKind::SignalDefinition
+                                    && d.file == landing.file
+                                    && last(&d.key) == symbol
+                            });
+                            if defined {
+                                keyed.push(made(to, kind, link, target_text(&landing), symbol));
+                            }
+                        }
+                        Lands::Ambiguous(several) => {
+                            notes.insert(providers.ambiguous_note(module, &several), several);
+                        }
+                        Lands::Outside => {}
+                    }
+                }
+                LinkKind::HookImpl | LinkKind::EntryPointProvided => {
+                    let (what, kind) = if link.kind == LinkKind::HookImpl {
+                        ("hook", "hook_impl")
+                    } else {
+                        ("group", "entry_point")
+                    };
+                    let others: Vec<&(usize, &StringLink)> = ends
+                        .get(&(what, link.key.as_str()))
+                        .into_iter()
+                        .flatten()
+                        .filter(|(project, _)| *project != from)
+                        .collect();
+                    let projects: BTreeSet<usize> = others.iter().map(|(p, _)| *p).collect();
+                    // A hook has one specification; several projects
+                    // specifying it link to none. A group may have several
+                    // hosts: a plugin is loaded by each.
+                    if what == "hook" && projects.len() > 1 {
+                        let names: Vec<&str> =
+                            projects.iter().map(|&p| peers[p].name.as_str()).collect();
+                        notes.insert(
+                            format!(
+                                "hook {} is specified by {}: implementations link to none of them",
+                                link.key,
+                                names.join(" and ")
+                            ),
+                            projects.into_iter().collect(),
+                        );
+                        continue;
+                    }
+                    for (to, end) in others {
+                        let target = format!("{}:{}", end.file, end.line);
+                        keyed.push(made(*to, kind, link, target, link.key.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (keyed, notes)
 }
 
 impl CrossIndex {
@@ -250,8 +391,22 @@ impl CrossIndex {
                 .or_default()
                 .push(i);
         }
+        let (keyed, keyed_notes) = keyed_links(peers, &providers);
+        notes.extend(keyed_notes);
+        let mut keyed_by_name: rustc_hash::FxHashMap<String, Vec<usize>> = Default::default();
+        for (i, link) in keyed.iter().enumerate() {
+            keyed_by_name
+                .entry(last(&link.key).to_string())
+                .or_default()
+                .push(i);
+            if last(&link.key) != link.key {
+                keyed_by_name.entry(link.key.clone()).or_default().push(i);
+            }
+        }
         CrossIndex {
             links,
+            keyed,
+            keyed_by_name,
             by_name,
             by_target,
             notes,
@@ -291,12 +446,38 @@ pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str, limit: usize
             )
         })
         .collect();
+    let keyed: Vec<&KeyedLink> = index
+        .keyed_by_name
+        .get(symbol)
+        .or_else(|| index.keyed_by_name.get(last(symbol)))
+        .into_iter()
+        .flatten()
+        .map(|&i| &index.keyed[i])
+        .filter(|link| link.key == symbol || link.key.ends_with(&format!(".{symbol}")))
+        .collect();
+    found.extend(keyed.iter().map(|link| {
+        (
+            link.from,
+            link.to,
+            link.file.as_str(),
+            link.line,
+            link.kind,
+            link.target.clone(),
+        )
+    }));
     found.sort();
     found.dedup();
+    let keyed_context = |file: &str, line: u32| {
+        keyed
+            .iter()
+            .find(|k| k.file == file && k.line == line)
+            .map(|k| k.context.clone())
+    };
     let mut groups: Vec<CrossGroup> = Vec::new();
     for (from, to, file, line, kind, target) in found.iter().take(limit) {
         let reference = CrossReference {
-            context: context_line(&peers[*from].service, file, *line),
+            context: keyed_context(file, *line)
+                .unwrap_or_else(|| context_line(&peers[*from].service, file, *line)),
             file: file.to_string(),
             line: *line,
             kind,
@@ -374,6 +555,11 @@ pub fn collection_map(
                 .module_name(&link.landing.file),
         };
         edge.1.insert(name);
+    }
+    for link in &index.keyed {
+        let edge = edges.entry((link.from, link.to)).or_default();
+        edge.0 += 1;
+        edge.1.insert(link.symbol.clone());
     }
     CollectionMap {
         collection: collection.map(str::to_string),
