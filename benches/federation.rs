@@ -114,10 +114,14 @@ fn main() {
         });
     }
     for file in ["django/db/models/base.py", "django/utils/text.py"] {
-        timed(&format!("get_dependents {file} (own + 9 projects)"), || {
-            let own = peers[0].service.dependents(file).expect("indexed").len();
-            let (across, _) = links::dependents_across(&peers, &index, 0, file);
-            own + across.len()
+        timed(&format!("get_dependents {file}: its project"), || {
+            peers[0].service.dependents(file).expect("indexed").len()
+        });
+        timed(&format!("get_dependents {file}: 9 other projects"), || {
+            links::dependents_across(&peers, &index, 0, file).0.len()
         });
     }
+    timed("collection_map", || {
+        links::collection_map(&peers, &index, None).edges.len()
+    });
 }

@@ -23,7 +23,12 @@ pub struct Peer {
 struct Providers<'a> {
     peers: &'a [Peer],
     by_top: BTreeMap<String, Vec<usize>>,
+    /// Landings by (project, module, name): many references name the same
+    /// definition, and finding it reads the module's facts.
+    landed: std::cell::RefCell<LandingMemo>,
 }
+
+type LandingMemo = rustc_hash::FxHashMap<(usize, String, Option<String>), Option<Landing>>;
 
 /// Where a project's external reference lands.
 enum Lands {
@@ -43,7 +48,11 @@ impl<'a> Providers<'a> {
                 by_top.entry(top.to_string()).or_default().push(i);
             }
         }
-        Providers { peers, by_top }
+        Providers {
+            peers,
+            by_top,
+            landed: Default::default(),
+        }
     }
 
     /// Where `r`, a reference of project `from`, lands.
@@ -59,10 +68,19 @@ impl<'a> Providers<'a> {
             .collect();
         match providers.as_slice() {
             [] => Lands::Outside,
-            [one] => match self.peers[*one].service.land(&r.module, r.name.as_deref()) {
-                Some(landing) => Lands::Project(*one, landing),
-                None => Lands::Outside,
-            },
+            [one] => {
+                let key = (*one, r.module.clone(), r.name.clone());
+                let mut landed = self.landed.borrow_mut();
+                let landing = landed.entry(key).or_insert_with(|| {
+                    self.peers[*one]
+                        .service
+                        .land(&r.module, r.name.as_deref())
+                });
+                match landing {
+                    Some(landing) => Lands::Project(*one, landing.clone()),
+                    None => Lands::Outside,
+                }
+            }
             several => Lands::Ambiguous(several.to_vec()),
         }
     }
@@ -178,16 +196,21 @@ fn target_text(landing: &Landing) -> String {
     }
 }
 
-/// Whether a landing is the definition `symbol` names: a bare name
-/// matches the definition's (or module's) last name, a dotted one the end
-/// of its dotted name (`models.User`, `corelib.models.User`, `User.save`).
-fn names(service: &Service, landing: &Landing, symbol: &str) -> bool {
+/// The dotted name of where a reference lands: the module's, then the
+/// qualified name of the definition, if any.
+fn dotted(service: &Service, landing: &Landing) -> String {
     let module = service.engine().module_name(&landing.file);
-    let dotted = match &landing.symbol {
+    match &landing.symbol {
         Some(qualname) => format!("{module}.{qualname}"),
         None => module,
-    };
-    dotted == symbol || dotted.ends_with(&format!(".{symbol}"))
+    }
+}
+
+/// Whether dotted name `name` is `symbol` or ends with it (`models.User`,
+/// `corelib.models.User`, `User.save`).
+fn ends_with(name: &str, symbol: &str) -> bool {
+    name == symbol
+        || (name.ends_with(symbol) && name[..name.len() - symbol.len()].ends_with('.'))
 }
 
 /// Every external reference of the projects in scope resolved once: the
@@ -212,6 +235,18 @@ struct Link {
     to: usize,
     r: ExternalRef,
     landing: Landing,
+    /// Where it lands (`corelib.models.User`) and the name as the
+    /// referring code wrote it (`corelib.User`), for matching names.
+    dotted: String,
+    written: String,
+    /// `path::name` of the landing, as answers show it.
+    target: String,
+}
+
+impl Link {
+    fn named(&self, symbol: &str) -> bool {
+        ends_with(&self.dotted, symbol) || ends_with(&self.written, symbol)
+    }
 }
 
 /// A string-keyed link of project `from` to project `to`: a signal's
@@ -366,6 +401,12 @@ impl CrossIndex {
                     Lands::Project(to, landing) => links.push(Link {
                         from,
                         to,
+                        dotted: dotted(&peers[to].service, &landing),
+                        written: match &r.name {
+                            Some(name) => format!("{}.{name}", r.module),
+                            None => r.module.clone(),
+                        },
+                        target: target_text(&landing),
                         r: r.clone(),
                         landing,
                     }),
@@ -375,17 +416,16 @@ impl CrossIndex {
         let mut by_name: rustc_hash::FxHashMap<String, Vec<usize>> = Default::default();
         let mut by_target: rustc_hash::FxHashMap<(usize, String), Vec<usize>> = Default::default();
         for (i, link) in links.iter().enumerate() {
-            let name = match &link.landing.symbol {
-                Some(symbol) => last(symbol).to_string(),
-                None => last(
-                    &peers[link.to]
-                        .service
-                        .engine()
-                        .module_name(&link.landing.file),
-                )
-                .to_string(),
-            };
-            by_name.entry(name).or_default().push(i);
+                by_name
+                .entry(last(&link.dotted).to_string())
+                .or_default()
+                .push(i);
+            if last(&link.written) != last(&link.dotted) {
+                by_name
+                    .entry(last(&link.written).to_string())
+                    .or_default()
+                    .push(i);
+            }
             by_target
                 .entry((link.to, link.landing.file.clone()))
                 .or_default()
@@ -428,13 +468,13 @@ impl CrossIndex {
 /// (referring, defining) project, deduplicated, in path and line order:
 /// all counted, the first `limit` listed with their line's text.
 pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str, limit: usize) -> CrossRefs {
-    let mut found: Vec<(usize, usize, &str, u32, &'static str, String)> = index
+    let mut found: Vec<(usize, usize, &str, u32, &'static str, &str)> = index
         .by_name
         .get(last(symbol))
         .into_iter()
         .flatten()
         .map(|&i| &index.links[i])
-        .filter(|link| names(&peers[link.to].service, &link.landing, symbol))
+        .filter(|link| link.named(symbol))
         .map(|link| {
             (
                 link.from,
@@ -442,7 +482,7 @@ pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str, limit: usize
                 link.r.file.as_str(),
                 link.r.line,
                 link.r.kind.as_str(),
-                target_text(&link.landing),
+                link.target.as_str(),
             )
         })
         .collect();
@@ -453,7 +493,7 @@ pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str, limit: usize
         .into_iter()
         .flatten()
         .map(|&i| &index.keyed[i])
-        .filter(|link| link.key == symbol || link.key.ends_with(&format!(".{symbol}")))
+        .filter(|link| ends_with(&link.key, symbol))
         .collect();
     found.extend(keyed.iter().map(|link| {
         (
@@ -462,7 +502,7 @@ pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str, limit: usize
             link.file.as_str(),
             link.line,
             link.kind,
-            link.target.clone(),
+            link.target.as_str(),
         )
     }));
     found.sort();
@@ -481,7 +521,7 @@ pub fn cross_refs(peers: &[Peer], index: &CrossIndex, symbol: &str, limit: usize
             file: file.to_string(),
             line: *line,
             kind,
-            target: target.clone(),
+            target: target.to_string(),
         };
         let (from, to) = (&peers[*from].name, &peers[*to].name);
         match groups.last_mut() {
