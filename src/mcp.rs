@@ -585,15 +585,39 @@ impl XfileServer {
 
     /// A call-graph walk over fresh files (any file may hold a caller).
     async fn call_graph(&self, args: CallGraphArgs, direction: Direction) -> CallToolResult {
+        // Callers may be in other projects; callees are the project's own
+        // (calls into other projects show as their targets).
+        let across = match direction {
+            Direction::Callers => self.cross_project().await,
+            Direction::Callees => None,
+        };
         self.fresh(Involved::All, move |s| {
-            let mut graph = s.call_graph(
-                &args.symbol,
-                direction,
-                args.depth.unwrap_or(1),
-                args.limit
-                    .unwrap_or(crate::service::calls::DEFAULT_LIMIT)
-                    .min(crate::service::calls::MAX_LIMIT),
-            )?;
+            let limit = args
+                .limit
+                .unwrap_or(crate::service::calls::DEFAULT_LIMIT)
+                .min(crate::service::calls::MAX_LIMIT);
+            let mut graph =
+                s.call_graph(&args.symbol, direction, args.depth.unwrap_or(1), limit)?;
+            if let Some((projects, members)) = &across {
+                let symbol = s.find_symbol(&args.symbol)?;
+                let calls = projects.across(members, |peers, index| {
+                    match peers.iter().position(|p| p.service.root() == s.root()) {
+                        Some(me) => links::callers_across(peers, index, me, &symbol.file, &symbol.qualname),
+                        None => Vec::new(),
+                    }
+                });
+                graph.total += calls.len();
+                // Direct callers first, as the walk lists them.
+                let direct = graph.calls.iter().take_while(|c| c.depth == 1).count();
+                graph.calls.splice(direct..direct, calls);
+                if graph.calls.len() > limit {
+                    graph.calls.truncate(limit);
+                    graph.truncated = Some(format!(
+                        "{limit} of {} calls listed; ask with a higher limit or a smaller depth",
+                        graph.total
+                    ));
+                }
+            }
             let render = |g: &crate::service::calls::CallGraph| match args.format {
                 Format::Text => text::call_graph(g),
                 Format::Json => serde_json::to_string(g).unwrap_or_default(),

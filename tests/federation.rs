@@ -231,6 +231,24 @@ fn relationships_across_projects_carry_both_projects() {
 }
 
 #[test]
+fn callers_in_other_projects_are_direct_callers() {
+    let setup = Setup::new();
+    let mut client = setup.serve(&["--collection", "eco"]);
+    let (error, callers) =
+        client.call("get_callers", json!({"symbol": "corelib.models.make_user"}));
+    assert!(!error, "{callers}");
+    assert!(
+        callers.contains("webapp:webapp/views.py:11:0")
+            && callers
+                .contains("webapp:webapp/views.py::create -> src/corelib/models.py::make_user"),
+        "{callers}"
+    );
+    // Callees stay within the project.
+    let (_, callees) = client.call("get_callees", json!({"symbol": "webapp.views.create"}));
+    assert!(!callees.contains("corelib:"), "{callees}");
+}
+
+#[test]
 fn two_providers_of_a_package_link_to_neither() {
     let setup = Setup::new();
     let mut client = setup.serve(&["--projects", "corelib,corelib_fork,webapp"]);

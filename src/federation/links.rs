@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::service::Service;
+use crate::service::calls::Call;
 use crate::service::external::{ExternalRef, Landing};
 use crate::service::links::{LinkKind, StringLink};
-use crate::service::model::{Metadata, Relationship};
+use crate::service::model::{Metadata, Relationship, RelationshipType};
 
 /// One project's snapshot, under its name.
 pub struct Peer {
@@ -71,11 +72,9 @@ impl<'a> Providers<'a> {
             [one] => {
                 let key = (*one, r.module.clone(), r.name.clone());
                 let mut landed = self.landed.borrow_mut();
-                let landing = landed.entry(key).or_insert_with(|| {
-                    self.peers[*one]
-                        .service
-                        .land(&r.module, r.name.as_deref())
-                });
+                let landing = landed
+                    .entry(key)
+                    .or_insert_with(|| self.peers[*one].service.land(&r.module, r.name.as_deref()));
                 match landing {
                     Some(landing) => Lands::Project(*one, landing.clone()),
                     None => Lands::Outside,
@@ -209,8 +208,7 @@ fn dotted(service: &Service, landing: &Landing) -> String {
 /// Whether dotted name `name` is `symbol` or ends with it (`models.User`,
 /// `corelib.models.User`, `User.save`).
 fn ends_with(name: &str, symbol: &str) -> bool {
-    name == symbol
-        || (name.ends_with(symbol) && name[..name.len() - symbol.len()].ends_with('.'))
+    name == symbol || (name.ends_with(symbol) && name[..name.len() - symbol.len()].ends_with('.'))
 }
 
 /// Every external reference of the projects in scope resolved once: the
@@ -416,7 +414,7 @@ impl CrossIndex {
         let mut by_name: rustc_hash::FxHashMap<String, Vec<usize>> = Default::default();
         let mut by_target: rustc_hash::FxHashMap<(usize, String), Vec<usize>> = Default::default();
         for (i, link) in links.iter().enumerate() {
-                by_name
+            by_name
                 .entry(last(&link.dotted).to_string())
                 .or_default()
                 .push(i);
@@ -703,4 +701,42 @@ pub fn dependencies_across(peers: &[Peer], from: usize, relationships: &mut [Rel
             *rel = crossed;
         }
     }
+}
+
+/// The calls from other projects of `qualname` in project `to`'s `file`,
+/// as direct callers (callers of those callers are their projects' own
+/// business), files named `project:path`, in project, path and line order.
+pub fn callers_across(
+    peers: &[Peer],
+    index: &CrossIndex,
+    to: usize,
+    file: &str,
+    qualname: &str,
+) -> Vec<Call> {
+    let mut calls: Vec<Call> = index
+        .by_target
+        .get(&(to, file.to_string()))
+        .into_iter()
+        .flatten()
+        .map(|&i| &index.links[i])
+        .filter(|link| {
+            link.r.kind == RelationshipType::FunctionCall
+                && link.landing.symbol.as_deref() == Some(qualname)
+        })
+        .map(|link| {
+            let from = &peers[link.from].name;
+            let caller = link.r.source_symbol.as_deref().unwrap_or("<module>");
+            Call {
+                depth: 1,
+                caller: format!("{from}:{}::{caller}", link.r.file),
+                callee: format!("{file}::{qualname}"),
+                file: qualified(from, &link.r.file),
+                line: link.r.line,
+                column: 0,
+            }
+        })
+        .collect();
+    calls.sort();
+    calls.dedup();
+    calls
 }
