@@ -453,7 +453,7 @@ impl CrossIndex {
 
     /// Notes on the modules `project` is one of several to provide (all
     /// notes for none).
-    fn notes_for(&self, project: Option<usize>) -> Vec<String> {
+    pub fn notes_for(&self, project: Option<usize>) -> Vec<String> {
         self.notes
             .iter()
             .filter(|(_, providers)| project.is_none_or(|p| providers.contains(&p)))
