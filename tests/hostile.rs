@@ -310,6 +310,27 @@ fn xfile_index_finishes_on_a_tree_of_fifos_f3() {
 }
 
 #[test]
+fn serve_answers_every_tool_with_fifo_logs_f3() {
+    let dir = project_of_fifos();
+    let root = dir.path().to_path_buf();
+    let answers = within_a_minute("xfile serve over a tree of FIFOs", move || {
+        let mut client = common::mcp_client::Client::start(&root);
+        let calls = [
+            ("get_warnings", serde_json::json!({})),
+            (
+                "read_with_context",
+                serde_json::json!({"file_path": "main.py"}),
+            ),
+            ("get_recent_injections", serde_json::json!({})),
+        ];
+        calls.map(|(tool, arguments)| (tool, client.call(tool, arguments)))
+    });
+    for (tool, (is_error, text)) in answers {
+        assert!(!is_error, "{tool}: {text}");
+    }
+}
+
+#[test]
 fn every_kind_of_skip_gets_a_notice_with_its_reason_f9() {
     use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
@@ -520,5 +541,99 @@ fn one_from_import_of_100k_names_indexes_in_linear_time_f6() {
     assert!(
         used.contains(&"big.py Some(\"m.py\")".to_string()),
         "{used:?}"
+    );
+}
+
+/// Every warning as text, in order.
+fn warning_text(service: &Service) -> String {
+    let report = service.warnings(None).unwrap();
+    serde_json::to_string_pretty(&report.warnings).unwrap()
+}
+
+#[test]
+fn circular_import_warnings_after_live_churn_match_a_fresh_index_byte_for_byte_f7() {
+    // `import pkg.sub` imports pkg/__init__.py and pkg/sub.py at one site,
+    // and each imports main back: two equally short cycles. Which one a
+    // warning names must not depend on the order files became known.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(&root, "main.py", "import pkg.sub\n");
+    write(&root, "pkg/sub.py", "import main\n");
+    write(&root, "ring/a.py", "import ring.b\n");
+    write(&root, "ring/c.py", "import ring.a\n");
+    let live = Live::open(&root).unwrap();
+    let churn: &[(&str, &str)] = &[
+        ("pkg/__init__.py", "import main\n"),
+        ("ring/b.py", "import ring.c\nimport ring.d\n"),
+        ("ring/d.py", "import ring.a\n"),
+        ("ring/__init__.py", ""),
+        ("pkg/sub.py", "import main\nX = 1\n"),
+        ("ring/a.py", "import ring.b\nimport ring.d\n"),
+    ];
+    for (path, text) in churn {
+        write(&root, path, text);
+        live.apply(&[root.join(path)], "test").unwrap();
+        let fresh = Service::open(&root).unwrap();
+        assert_eq!(
+            live.read(warning_text),
+            warning_text(&fresh),
+            "after writing {path}"
+        );
+    }
+    assert!(live.read(warning_text).contains("Circular import detected"));
+}
+
+#[test]
+fn warnings_after_random_live_churn_match_a_fresh_index_byte_for_byte_f7() {
+    // Files import each other at random, so cycles of equal length come and
+    // go; the live copy learns files in churn order, a fresh index in path
+    // order, and both must name the same cycles.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    // Packages' `__init__` take part too: `import p.m1` runs p/__init__.py.
+    let modules: Vec<(String, String)> = ["p", "q"]
+        .iter()
+        .flat_map(|pkg| {
+            let init = (pkg.to_string(), format!("{pkg}/__init__.py"));
+            let members = (0..5).map(move |i| (format!("{pkg}.m{i}"), format!("{pkg}/m{i}.py")));
+            std::iter::once(init).chain(members)
+        })
+        .collect();
+    write(&root, "p/m0.py", "");
+    let live = Live::open(&root).unwrap();
+    let mut random = common::Lcg(19);
+    let mut with_cycles = 0;
+    for step in 0..60 {
+        let (_, path) = &modules[random.below(modules.len())];
+        let file = root.join(path);
+        if random.below(6) == 0 {
+            let _ = std::fs::remove_file(&file);
+        } else {
+            let mut text = String::new();
+            for _ in 0..1 + random.below(3) {
+                let (other, _) = &modules[random.below(modules.len())];
+                text.push_str(&match (other.split_once('.'), random.below(3)) {
+                    (Some((package, name)), 1) => format!("from {package} import {name}\n"),
+                    (_, 2) => format!("from {other} import *\n"),
+                    _ => format!("import {other}\n"),
+                });
+            }
+            write(&root, path, &text);
+        }
+        live.apply(&[file], "test").unwrap();
+        if step % 4 == 3 {
+            let fresh = Service::open(&root).unwrap();
+            assert_eq!(
+                live.read(warning_text),
+                warning_text(&fresh),
+                "at step {step}"
+            );
+            with_cycles += usize::from(warning_text(&fresh).contains("Circular import"));
+        }
+    }
+    // Not vacuous: most checkpoints had cycles to name.
+    assert!(
+        with_cycles >= 8,
+        "{with_cycles} of 15 checkpoints had cycles"
     );
 }
