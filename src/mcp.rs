@@ -590,8 +590,14 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
                 "indexed {}",
                 summary.project_root
             );
-            for notice in &summary.notices {
+            for notice in summary.notices.iter().take(NOTICES) {
                 tracing::warn!(path = %notice.path, "{}", notice.message);
+            }
+            if summary.notices.len() > NOTICES {
+                tracing::warn!(
+                    "... and {} more notices (`xfile index --json` lists them all)",
+                    summary.notices.len() - NOTICES
+                );
             }
             log_warnings(live);
         }

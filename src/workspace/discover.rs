@@ -541,3 +541,17 @@ pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
     }
     Some(parts.join("/"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::count_lines;
+
+    #[test]
+    fn lines_end_at_lf_crlf_and_a_lone_cr_f9() {
+        assert_eq!(count_lines(b""), 0);
+        assert_eq!(count_lines(b"a\nb\r\nc\rd"), 4);
+        assert_eq!(count_lines(b"a\r\n"), 1);
+        assert_eq!(count_lines(b"a\r\r\n\r"), 3);
+        assert_eq!(count_lines(&b"x = 1\r".repeat(20_000)), 20_000);
+    }
+}
