@@ -394,6 +394,32 @@ fn every_kind_of_skip_gets_a_notice_with_its_reason_f9() {
 }
 
 #[test]
+fn live_updates_keep_one_notice_per_skipped_entry_f9() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(&root, "main.py", "import os\n");
+    write(&root, ".hidden_pkg/a.py", "A = 1\n");
+    mkfifo(&root.join("fifo.py"));
+    let live = Live::open(&root).unwrap();
+    // Changes inside and beside skipped entries, seen by the watcher.
+    write(&root, ".hidden_pkg/b.py", "B = 1\n");
+    write(&root, "other.py", "import main\n");
+    symlink(root.join("missing.py"), root.join("dangling.py")).unwrap();
+    let changed = [".hidden_pkg/b.py", "other.py", "dangling.py", "fifo.py"].map(|p| root.join(p));
+    live.apply(&changed, "test").unwrap();
+    let notices = |s: &Service| -> Vec<String> {
+        s.summary()
+            .notices
+            .iter()
+            .map(|n| format!("{}: {}", n.path, n.message))
+            .collect()
+    };
+    let fresh = Service::open(&root).unwrap();
+    assert_eq!(live.read(notices), notices(&fresh));
+    assert_eq!(notices(&fresh).len(), 3, "{:?}", notices(&fresh));
+}
+
+#[test]
 fn an_unreadable_directory_gets_a_notice_f9() {
     use std::os::unix::fs::PermissionsExt;
     // SAFETY: geteuid has no preconditions.

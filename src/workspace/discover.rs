@@ -203,13 +203,17 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
     // The `ignore` crate opens the ignore files itself, and would block on
     // a FIFO or read a device forever: they are checked before it does.
     if let Some(notice) = unusable_ignore_file(root, root) {
-        notices.push(Notice {
-            message: format!(
-                "{}; ignore files are not honoured in this index",
-                notice.message
-            ),
-            ..notice
-        });
+        // A walk restricted to a scope reports only what lies in it, so
+        // that an update replaces the notices of its scope and no others.
+        if in_scope(&root.join(&notice.path)) {
+            notices.push(Notice {
+                message: format!(
+                    "{}; ignore files are not honoured in this index",
+                    notice.message
+                ),
+                ..notice
+            });
+        }
         builder.git_ignore(false).ignore(false).git_exclude(false);
     }
     builder
@@ -224,15 +228,19 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
             {
                 return false;
             }
-            let skip = refuse_entry(&walk_root, entry);
-            if let Some(notice) = skip {
+            let Some(notice) = refuse_entry(&walk_root, entry) else {
+                return true;
+            };
+            let inside = filter_scope
+                .as_ref()
+                .is_none_or(|scope| scope.iter().any(|s| path.starts_with(s)));
+            if inside {
                 skips
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .extend(notice);
-                return false;
             }
-            true
+            false
         })
         .build_parallel()
         .run(|| {
