@@ -161,7 +161,8 @@ pub(crate) fn read_project_file(
 
 /// Whether a project file that another library will open (the `ignore`
 /// crate's ignore files) is safe to hand over: absent, or a regular file
-/// inside the root that is not sensitive.
+/// inside the root that is not sensitive and no bigger than a settings
+/// file may be (that library reads it whole).
 pub(crate) fn check_project_file(root: &Path, path: &Path) -> Result<(), Refusal> {
     match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -172,6 +173,9 @@ pub(crate) fn check_project_file(root: &Path, path: &Path) -> Result<(), Refusal
     let metadata = std::fs::symlink_metadata(&resolved).map_err(Refusal::from_io)?;
     if !metadata.is_file() {
         return Err(Refusal::NotRegular(file_kind(&metadata)));
+    }
+    if metadata.len() > SETTINGS_BYTES {
+        return Err(Refusal::TooBig(metadata.len(), SETTINGS_BYTES));
     }
     Ok(())
 }
