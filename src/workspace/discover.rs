@@ -374,11 +374,17 @@ fn walk_error(root: &Path, error: &ignore::Error) -> Option<Notice> {
             "symlink loop (leads back to a directory above it); skipped".to_string(),
         ),
         ignore::Error::WithPath { path, err } => match err.io_error() {
-            Some(io) if io.kind() == std::io::ErrorKind::NotFound => (
-                path,
-                NoticeKind::Dangling,
-                "broken symlink (its target does not exist); skipped".to_string(),
-            ),
+            // Not found and not a link: it went away during the walk.
+            Some(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+                    return None;
+                }
+                (
+                    path,
+                    NoticeKind::Dangling,
+                    "broken symlink (its target does not exist); skipped".to_string(),
+                )
+            }
             Some(io) if io.raw_os_error() == Some(libc::ELOOP) => (
                 path,
                 NoticeKind::SymlinkLoop,
@@ -469,6 +475,8 @@ pub fn read_source(
     };
     let (stamp, bytes) = match read::read_project_file(root, path, MAX_SOURCE_BYTES) {
         Ok(read) => read,
+        // Deleted since the walk listed it: simply not there.
+        Err(Refusal::Missing) => return (None, None),
         Err(refusal) => {
             let message = format!("not read: {refusal}; skipped");
             return (None, Some(notice(refusal_kind(&refusal), message)));
