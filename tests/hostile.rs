@@ -331,6 +331,21 @@ fn serve_answers_every_tool_with_fifo_logs_f3() {
 }
 
 #[test]
+fn the_ignore_file_check_keeps_a_git_worktree_ignore_files_f3() {
+    // In a worktree `.git` is a file, so `.git/info/exclude` cannot exist:
+    // that is no reason to stop honouring `.gitignore`.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".git", "gitdir: /nonexistent/worktrees/x\n");
+    write(dir.path(), ".gitignore", "generated/\n");
+    write(dir.path(), "main.py", "import os\n");
+    write(dir.path(), "generated/out.py", "X = 1\n");
+    let service = Service::open(dir.path()).unwrap();
+    let paths: Vec<&str> = service.engine().paths().collect();
+    assert_eq!(paths, ["main.py"]);
+    assert_eq!(service.summary().notices, []);
+}
+
+#[test]
 fn every_kind_of_skip_gets_a_notice_with_its_reason_f9() {
     use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();

@@ -23,7 +23,7 @@ pub enum Refusal {
     Loop,
     #[error("it resolves outside the project root")]
     OutsideRoot,
-    #[error("it resolves to a file that may hold secrets")]
+    #[error("it may hold secrets (by its name, or by the name of the file it links to)")]
     Sensitive,
     #[error("it is not a regular file ({0})")]
     NotRegular(&'static str),
@@ -165,7 +165,16 @@ pub(crate) fn read_project_file(
 /// file may be (that library reads it whole).
 pub(crate) fn check_project_file(root: &Path, path: &Path) -> Result<(), Refusal> {
     match std::fs::symlink_metadata(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // Absent, or under a parent that is a file (`.git/info/exclude`
+        // when `.git` is a worktree's `gitdir:` file): nothing to read.
+        Err(error)
+            if matches!(
+                error.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(());
+        }
         Err(error) => return Err(Refusal::Io(error)),
         Ok(_) => {}
     }
