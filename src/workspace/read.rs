@@ -118,11 +118,26 @@ pub(crate) fn read_bounded(
     Ok(bytes)
 }
 
+/// What is known of the symlinks on a path below the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Links {
+    /// A walk from the (canonical) root saw none down to this file: the
+    /// path is its own target, and resolving it would only cost a dozen
+    /// system calls per file.
+    Absent,
+    /// There may be some: resolve the path.
+    Resolve,
+}
+
 /// Where a project file (a source, the configuration, an ignore or pytest
 /// file) really is: `path` with its links resolved, inside `root`, not
 /// sensitive by the link's name nor by the target's.
-pub(crate) fn resolve_in_root(root: &Path, path: &Path) -> Result<PathBuf, Refusal> {
-    let resolved = path.canonicalize().map_err(|error| {
+pub(crate) fn resolve_in_root(root: &Path, path: &Path, links: Links) -> Result<PathBuf, Refusal> {
+    let resolved = match links {
+        Links::Absent => Ok(path.to_path_buf()),
+        Links::Resolve => path.canonicalize(),
+    };
+    let resolved = resolved.map_err(|error| {
         match std::fs::symlink_metadata(path) {
             // The name is there but does not resolve: a link to nothing,
             // or one that leads back to itself.
@@ -151,9 +166,10 @@ pub(crate) fn resolve_in_root(root: &Path, path: &Path) -> Result<PathBuf, Refus
 pub(crate) fn read_project_file(
     root: &Path,
     path: &Path,
+    links: Links,
     limit: u64,
 ) -> Result<(Stamp, Vec<u8>), Refusal> {
-    let resolved = resolve_in_root(root, path)?;
+    let resolved = resolve_in_root(root, path, links)?;
     let (file, metadata) = open_regular(&resolved, false)?;
     let bytes = read_bounded(file, &metadata, limit)?;
     Ok((Stamp::of(&metadata), bytes))
@@ -178,7 +194,7 @@ pub(crate) fn check_project_file(root: &Path, path: &Path) -> Result<(), Refusal
         Err(error) => return Err(Refusal::Io(error)),
         Ok(_) => {}
     }
-    let resolved = resolve_in_root(root, path)?;
+    let resolved = resolve_in_root(root, path, Links::Resolve)?;
     let metadata = std::fs::symlink_metadata(&resolved).map_err(Refusal::from_io)?;
     if !metadata.is_file() {
         return Err(Refusal::NotRegular(file_kind(&metadata)));
@@ -198,7 +214,7 @@ const SETTINGS_BYTES: u64 = 1024 * 1024;
 /// nothing of a link's target outside the root is echoed (F10).
 pub(crate) fn read_settings(root: &Path, name: &str) -> Result<Option<String>, String> {
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    match read_project_file(&root, &root.join(name), SETTINGS_BYTES) {
+    match read_project_file(&root, &root.join(name), Links::Resolve, SETTINGS_BYTES) {
         Ok((_, bytes)) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| format!("{name}: not read: it is not valid UTF-8")),
@@ -219,7 +235,7 @@ mod tests {
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
         let root = dir.path().canonicalize().unwrap();
-        let refused = read_project_file(&root, &root.join("pipe.py"), 1024);
+        let refused = read_project_file(&root, &root.join("pipe.py"), Links::Resolve, 1024);
         assert!(
             matches!(refused, Err(Refusal::NotRegular("a FIFO"))),
             "{refused:?}"
@@ -232,18 +248,18 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::write(root.join("big.py"), "x = 1\n".repeat(100)).unwrap();
         assert!(matches!(
-            read_project_file(&root, &root.join("big.py"), 10),
+            read_project_file(&root, &root.join("big.py"), Links::Resolve, 10),
             Err(Refusal::TooBig(600, 10))
         ));
         std::fs::write(root.join(".env"), "API_TOKEN = 'x'\n").unwrap();
         std::os::unix::fs::symlink(root.join(".env"), root.join("settings.py")).unwrap();
         assert!(matches!(
-            read_project_file(&root, &root.join("settings.py"), 1024),
+            read_project_file(&root, &root.join("settings.py"), Links::Resolve, 1024),
             Err(Refusal::Sensitive)
         ));
         std::os::unix::fs::symlink(root.join("nothing"), root.join("gone.py")).unwrap();
         assert!(matches!(
-            read_project_file(&root, &root.join("gone.py"), 1024),
+            read_project_file(&root, &root.join("gone.py"), Links::Resolve, 1024),
             Err(Refusal::Dangling)
         ));
     }
