@@ -200,6 +200,10 @@ failure_from! {
 /// the output stops quietly with status 0.
 const QUIET: u8 = 0;
 
+/// Notices the `index` summary lists in text: a tree of a thousand hidden
+/// or broken entries must not bury the rest of the summary.
+const NOTICES_LISTED: usize = 20;
+
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
         let status = match error.kind() {
@@ -314,8 +318,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     writeln!(out, "    {kind}: {count}")?;
                 }
                 writeln!(out, "  notices:        {}", summary.notices.len())?;
-                for notice in &summary.notices {
+                for notice in summary.notices.iter().take(NOTICES_LISTED) {
                     writeln!(out, "    {}: {}", notice.path, notice.message)?;
+                }
+                if let Some(more) = summary.notices.len().checked_sub(NOTICES_LISTED)
+                    && more > 0
+                {
+                    writeln!(
+                        out,
+                        "    ... and {more} more (`xfile index --json` lists them all)"
+                    )?;
                 }
                 let p = &summary.phases;
                 writeln!(

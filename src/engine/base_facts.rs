@@ -7,7 +7,7 @@
 //! rebinding, a local variable, an attribute of something that is not a
 //! module) no fact is produced, so no relationship can be derived.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 mod links;
 
@@ -44,6 +44,7 @@ pub fn build(
             .any(|i| matches!(i.target, ImportTarget::Star { .. })),
         facts: Vec::new(),
         bindings: std::cell::RefCell::new(vec![None; semantic.imports.len()]),
+        index: BindingIndex::new(&semantic.bindings),
     };
     builder
         .facts
@@ -87,6 +88,7 @@ struct Builder<'a> {
     /// What each import binds, once worked out (by index in
     /// `Semantic::imports`): every call through a name asks again.
     bindings: std::cell::RefCell<Vec<Option<Option<ModuleOrName>>>>,
+    index: BindingIndex<'a>,
 }
 
 impl Builder<'_> {
@@ -240,7 +242,7 @@ impl Builder<'_> {
             if self.has_star {
                 self.facts.push(InputFact::Binds(Binds(self.me, name)));
             }
-            match select(&self.semantic.bindings, &binding.name, usize::MAX) {
+            match self.index.select(&binding.name, usize::MAX) {
                 Selected::One(final_binding) => self.final_binding(name, final_binding),
                 Selected::Ambiguous | Selected::Unbound => {}
             }
@@ -344,7 +346,7 @@ impl Builder<'_> {
                     Lookup::GlobalsAt { visible } => visible as usize,
                     _ => usize::MAX,
                 };
-                match select(&self.semantic.bindings, head, visible) {
+                match self.index.select(head, visible) {
                     Selected::Ambiguous => return None,
                     Selected::Unbound => return self.unbound(site, head, rest),
                     Selected::One(binding) => match binding.kind {
@@ -352,7 +354,7 @@ impl Builder<'_> {
                         // A name this file defines, when the binding seen
                         // here is the final one the rules know as `Defines`.
                         _ => {
-                            let last = select(&self.semantic.bindings, head, usize::MAX);
+                            let last = self.index.select(head, usize::MAX);
                             let is_final =
                                 matches!(last, Selected::One(last) if std::ptr::eq(last, binding));
                             if !is_final || !rest.is_empty() {
@@ -490,7 +492,7 @@ impl Builder<'_> {
             Lookup::GlobalsAt { visible } => visible as usize,
         };
         matches!(
-            select(&self.semantic.bindings, head, visible),
+            self.index.select(head, visible),
             Selected::One(Binding {
                 kind: BindingKind::Import(_),
                 ..
@@ -762,19 +764,38 @@ enum Selected<'a> {
     Unbound,
 }
 
-/// The binding of `name` after the first `visible` module-level bindings ran:
-/// the last one wins, but a conditional last binding with rivals is ambiguous.
-fn select<'a>(bindings: &'a [Binding], name: &str, visible: usize) -> Selected<'a> {
-    let mut candidates = bindings
-        .iter()
-        .take(visible)
-        .filter(|binding| binding.name == name);
-    let Some(last) = candidates.next_back() else {
-        return Selected::Unbound;
-    };
-    if last.conditional && candidates.next().is_some() {
-        Selected::Ambiguous
-    } else {
-        Selected::One(last)
+/// The module-level bindings by name, so that looking one up costs the
+/// bindings of that name, not all of them: a file binding 100,000 names
+/// (one `from m import (...)`) looks each up once (F6).
+struct BindingIndex<'a> {
+    bindings: &'a [Binding],
+    /// Per name, the positions of its bindings in `bindings`, ascending.
+    by_name: FxHashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> BindingIndex<'a> {
+    fn new(bindings: &'a [Binding]) -> Self {
+        let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+        for (position, binding) in bindings.iter().enumerate() {
+            by_name.entry(&binding.name).or_default().push(position);
+        }
+        BindingIndex { bindings, by_name }
+    }
+
+    /// The binding of `name` after the first `visible` module-level
+    /// bindings ran: the last one wins, but a conditional last binding with
+    /// rivals is ambiguous.
+    fn select(&self, name: &str, visible: usize) -> Selected<'a> {
+        let positions = self.by_name.get(name).map_or(&[][..], Vec::as_slice);
+        let seen = &positions[..positions.partition_point(|&p| p < visible)];
+        let Some((&last, earlier)) = seen.split_last() else {
+            return Selected::Unbound;
+        };
+        let last = &self.bindings[last];
+        if last.conditional && !earlier.is_empty() {
+            Selected::Ambiguous
+        } else {
+            Selected::One(last)
+        }
     }
 }

@@ -143,8 +143,14 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
                 "indexed {}",
                 summary.project_root
             );
-            for notice in &summary.notices {
+            for notice in summary.notices.iter().take(super::NOTICES) {
                 tracing::warn!(path = %notice.path, "{}", notice.message);
+            }
+            if summary.notices.len() > super::NOTICES {
+                tracing::warn!(
+                    "... and {} more notices (`xfile index --json` lists them all)",
+                    summary.notices.len() - super::NOTICES
+                );
             }
             log_warnings(live);
         }

@@ -2,13 +2,15 @@
 //! (TDD §3.8.5, §3.9.5): one serde value per line, appended, read back
 //! leniently (a line that does not parse is skipped).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub const LOG_DIR: &str = ".cross_file_context_logs";
+use crate::workspace::read;
+
+pub use crate::workspace::LOG_DIR;
 
 /// A log past this size moves to `<name>.1` (replacing the previous one)
 /// before the next append, so logs and their readers stay bounded.
@@ -20,8 +22,11 @@ pub fn log_path(root: &Path, name: &str) -> PathBuf {
 }
 
 /// Appends one line per item in a single write, creating the directory on
-/// demand. Nothing to append opens nothing.
+/// demand. Nothing to append opens nothing. Neither the directory nor the
+/// log may be a symlink (F2): xfile writes only inside its own directory,
+/// so a linked one turns logging off, and the error says so.
 pub fn append<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     if items.is_empty() {
         return Ok(());
     }
@@ -30,20 +35,65 @@ pub fn append<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
         lines.push_str(&serde_json::to_string(item).map_err(std::io::Error::other)?);
         lines.push('\n');
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-        ignore_in_git(dir)?;
+    let dir = path.parent().unwrap_or(path);
+    if std::fs::symlink_metadata(dir).is_err() {
+        // Only the last component: the root exists, and a missing root is
+        // not something a log should create.
+        match std::fs::create_dir(dir) {
+            Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => return Err(error),
+            _ => {}
+        }
     }
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.len() > ROTATE_BYTES) {
-        let mut rotated = path.as_os_str().to_owned();
-        rotated.push(".1");
-        std::fs::rename(path, rotated)?;
+    own_dir(dir)?;
+    ignore_in_git(dir)?;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_symlink() => return Err(refused(path, "a symlink")),
+        // Checked before the open: opening a device can act on it.
+        Ok(m) if !m.is_file() => return Err(refused(path, read::file_kind(&m))),
+        Ok(m) if m.len() > ROTATE_BYTES => {
+            let mut rotated = path.as_os_str().to_owned();
+            rotated.push(".1");
+            std::fs::rename(path, rotated)?;
+        }
+        _ => {}
     }
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)?;
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|error| match error.raw_os_error() {
+            Some(libc::ELOOP) => refused(path, "a symlink"),
+            _ => error,
+        })?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(refused(path, read::file_kind(&metadata)));
+    }
     file.write_all(lines.as_bytes())
+}
+
+/// An error saying that `path` is not one xfile writes to, and what to do.
+fn refused(path: &Path, why: &str) -> std::io::Error {
+    std::io::Error::other(format!(
+        "{} is not a regular file of xfile's ({why}); logging is off until it is removed",
+        path.display()
+    ))
+}
+
+/// Checks that `dir` is a real directory, not a symlink to one.
+fn own_dir(dir: &Path) -> std::io::Result<()> {
+    let metadata = std::fs::symlink_metadata(dir)?;
+    if metadata.is_dir() {
+        return Ok(());
+    }
+    let why = if metadata.is_symlink() {
+        "a symlink"
+    } else {
+        read::file_kind(&metadata)
+    };
+    Err(refused(dir, why))
 }
 
 /// Gives the logs directory its own `.gitignore` (as ruff does for its
@@ -65,13 +115,31 @@ fn ignore_in_git(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Every line that parses as `T`, oldest first; a missing log is empty.
+/// How much of a log is read back: its newest part. Appends rotate at
+/// `ROTATE_BYTES`, so this is all of it unless one batch was huge.
+const READ_BYTES: u64 = 2 * ROTATE_BYTES;
+
+/// Every line that parses as `T`, oldest first, from the newest
+/// `READ_BYTES` of the log; a missing log is empty, and so is one that is
+/// not a regular file in xfile's own directory (never read through a
+/// link, never a FIFO, F2/F3).
 pub fn read<T: DeserializeOwned>(path: &Path) -> Vec<T> {
-    let Ok(file) = std::fs::File::open(path) else {
+    if path.parent().is_none_or(|dir| own_dir(dir).is_err()) {
+        return Vec::new();
+    }
+    let Ok((mut file, metadata)) = read::open_regular(path, false) else {
         return Vec::new();
     };
-    std::io::BufReader::new(file)
-        .lines()
+    let skip = metadata.len().saturating_sub(READ_BYTES);
+    if file.seek(SeekFrom::Start(skip)).is_err() {
+        return Vec::new();
+    }
+    let mut lines = std::io::BufReader::new(file.take(READ_BYTES)).lines();
+    if skip > 0 {
+        // The first line read is the tail of one cut in the middle.
+        lines.next();
+    }
+    lines
         .map_while(Result::ok)
         .filter_map(|line| serde_json::from_str(&line).ok())
         .collect()

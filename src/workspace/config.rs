@@ -93,18 +93,10 @@ impl Config {
     /// Reads the root's configuration file if there is one. Returns the
     /// configuration and one notice per problem found.
     pub fn load(root: &Path) -> (Config, Vec<String>) {
-        let path = root.join(CONFIG_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Config::parse(&text),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                (Config::default(), Vec::new())
-            }
-            Err(error) => (
-                Config::default(),
-                vec![format!(
-                    "{CONFIG_FILE}: cannot read it ({error}); using defaults"
-                )],
-            ),
+        match super::read::read_settings(root, CONFIG_FILE) {
+            Ok(Some(text)) => Config::parse(&text),
+            Ok(None) => (Config::default(), Vec::new()),
+            Err(why) => (Config::default(), vec![format!("{why}; using defaults")]),
         }
     }
 

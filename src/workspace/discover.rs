@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
+use super::read::{self, Links, Refusal};
+
 /// Directories never descended into, whatever the ignore files say.
 pub const SKIPPED_DIRS: &[&str] = &[
     ".git",
@@ -44,6 +46,9 @@ const SENSITIVE: &[&str] = &[
 /// search roots (packaging metadata: it is installed on its own).
 pub const SUB_PROJECT_MARKERS: &[&str] = &["pyproject.toml", "setup.py", "setup.cfg"];
 
+/// xfile's own log directory under the root: never indexed, never noticed.
+pub const LOG_DIR: &str = ".cross_file_context_logs";
+
 /// Files longer than this are skipped (EC-17).
 pub const MAX_LINES: usize = 10_000;
 
@@ -65,6 +70,17 @@ pub enum NoticeKind {
     Unreadable,
     SymlinkOutsideRoot,
     Config,
+    /// A hidden file or directory (name starting with `.`).
+    Hidden,
+    /// A symlink whose target does not exist.
+    Dangling,
+    SymlinkLoop,
+    /// A FIFO, socket or device: never opened.
+    NotRegular,
+    /// A file that may hold secrets, by its name or its link target's.
+    Sensitive,
+    /// A name that is not valid UTF-8.
+    NonUtf8Name,
 }
 
 pub struct SourceText {
@@ -168,56 +184,108 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
     let extra = extra.build().unwrap_or_else(|_| GlobSet::empty());
 
     let found = std::sync::Mutex::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()));
-    let escaped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (walk_root, escapes) = (root.to_path_buf(), escaped.clone());
+    // Entries the walk filter turns away, with their notices.
+    let skipped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    // Linked directories the walk entered: files below one are resolved
+    // before they are read, the others are their own targets.
+    let linked = std::sync::Arc::new(std::sync::RwLock::new(Vec::new()));
+    let (walk_root, skips, links) = (root.to_path_buf(), skipped.clone(), linked.clone());
     let scope: Option<Vec<PathBuf>> = scope.map(<[PathBuf]>::to_vec);
-    ignore::WalkBuilder::new(root)
+    let in_scope = |path: &Path| {
+        scope
+            .as_ref()
+            .is_none_or(|scope| scope.iter().any(|s| path.starts_with(s)))
+    };
+    let filter_scope = scope.clone();
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
         .follow_links(true)
         .require_git(false)
+        // Hidden entries are skipped below, with a notice.
+        .hidden(false);
+    // The `ignore` crate opens the ignore files itself, and would block on
+    // a FIFO or read a device forever: they are checked before it does.
+    if let Some(notice) = unusable_ignore_file(root, root) {
+        // A walk restricted to a scope reports only what lies in it, so
+        // that an update replaces the notices of its scope and no others.
+        if in_scope(&root.join(&notice.path)) {
+            notices.push(Notice {
+                message: format!(
+                    "{}; ignore files are not honoured in this index",
+                    notice.message
+                ),
+                ..notice
+            });
+        }
+        builder.git_ignore(false).ignore(false).git_exclude(false);
+    }
+    builder
         .filter_entry(move |entry| {
             let path = entry.path();
             // Ancestors of a scope path are entered (their ignore files
             // apply), and everything under one; nothing else.
-            if let Some(scope) = &scope
+            if let Some(scope) = &filter_scope
                 && !scope
                     .iter()
                     .any(|s| s.starts_with(path) || path.starts_with(s))
             {
                 return false;
             }
-            let name = entry.file_name().to_string_lossy();
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            if is_dir && SKIPPED_DIRS.contains(&name.as_ref()) {
-                return false;
-            }
-            // A linked directory is entered only if it resolves inside the root.
-            if is_dir && entry.path_is_symlink() && !resolves_inside(&walk_root, entry.path()) {
-                if let Some(relative) = relative_path(&walk_root, entry.path()) {
-                    escapes
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(relative);
+            let Some(notice) = refuse_entry(&walk_root, entry) else {
+                if entry.path_is_symlink() && entry.file_type().is_some_and(|t| t.is_dir()) {
+                    let mut links = links.write().unwrap_or_else(|e| e.into_inner());
+                    links.push(path.to_path_buf());
                 }
-                return false;
+                return true;
+            };
+            let inside = filter_scope
+                .as_ref()
+                .is_none_or(|scope| scope.iter().any(|s| path.starts_with(s)));
+            if inside {
+                skips
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(notice);
             }
-            true
+            false
         })
         .build_parallel()
         .run(|| {
-            let (found, extra) = (&found, &extra);
+            let (found, extra, in_scope, linked) = (&found, &extra, &in_scope, &linked);
             Box::new(move |entry| {
-                if let Ok(entry) = entry {
-                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                    let (file, notice) = visit(root, &entry, extra);
-                    let marker = sub_project_marker(root, &entry);
-                    if file.is_some() || notice.is_some() || is_dir || marker.is_some() {
-                        let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
-                        found.0.extend(file);
-                        found.1.extend(notice);
-                        found.3.extend(marker);
-                        if is_dir {
-                            found.2.push(entry.into_path());
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(error) => {
+                        if let Some(notice) = walk_error(root, &error)
+                            && in_scope(&root.join(&notice.path))
+                        {
+                            let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                            found.1.push(notice);
                         }
+                        return ignore::WalkState::Continue;
+                    }
+                };
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                let links = if entry.path_is_symlink()
+                    || linked
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .any(|dir| entry.path().starts_with(dir))
+                {
+                    Links::Resolve
+                } else {
+                    Links::Absent
+                };
+                let (file, notice) = visit(root, &entry, links, extra);
+                let marker = sub_project_marker(root, &entry);
+                if file.is_some() || notice.is_some() || is_dir || marker.is_some() {
+                    let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                    found.0.extend(file);
+                    found.1.extend(notice);
+                    found.3.extend(marker);
+                    if is_dir {
+                        found.2.push(entry.into_path());
                     }
                 }
                 ignore::WalkState::Continue
@@ -233,21 +301,128 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
     markers.sort();
     markers.dedup();
     notices.extend(found_notices);
-    let escaped = std::mem::take(&mut *escaped.lock().unwrap_or_else(|e| e.into_inner()));
-    notices.extend(escaped.into_iter().map(|path| Notice {
-        path,
-        kind: NoticeKind::SymlinkOutsideRoot,
-        message: "symlinked directory points outside the project root; skipped".into(),
-    }));
+    notices.append(&mut skipped.lock().unwrap_or_else(|e| e.into_inner()));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
     notices.sort_by(|a, b| a.path.cmp(&b.path));
+    notices.dedup();
     Discovery {
         files,
         notices,
         dirs,
         markers,
     }
+}
+
+/// Why the walk does not enter `entry` (below the root), as a notice when
+/// the user should hear of it. Well-known tool directories (`SKIPPED_DIRS`)
+/// and hidden files that are not Python go silently: they would never be
+/// indexed and would only bury the notices that matter. A hidden directory
+/// gets one notice, not one per file inside it.
+fn refuse_entry(root: &Path, entry: &ignore::DirEntry) -> Option<Option<Notice>> {
+    let path = entry.path();
+    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+    let named_python = path.extension().is_some_and(|e| e == "py");
+    let notice = |kind, message: &str| Notice {
+        path: display_relative(root, path),
+        kind,
+        message: message.to_string(),
+    };
+    let Some(name) = entry.file_name().to_str() else {
+        return Some((is_dir || named_python).then(|| {
+            notice(
+                NoticeKind::NonUtf8Name,
+                "name is not valid UTF-8, so no tool could address it; skipped (rename it to index it)",
+            )
+        }));
+    };
+    if is_dir && SKIPPED_DIRS.contains(&name) {
+        return Some(None);
+    }
+    if name.starts_with('.') {
+        let told = is_dir && name != LOG_DIR;
+        return Some(if told {
+            Some(notice(
+                NoticeKind::Hidden,
+                "hidden directory; skipped with everything in it",
+            ))
+        } else {
+            (named_python && !is_dir).then(|| notice(NoticeKind::Hidden, "hidden file; skipped"))
+        });
+    }
+    if is_dir && entry.path_is_symlink() && !resolves_inside(root, path) {
+        return Some(Some(notice(
+            NoticeKind::SymlinkOutsideRoot,
+            "symlinked directory points outside the project root; skipped",
+        )));
+    }
+    if is_dir {
+        return unusable_ignore_file(root, path).map(|mut notice| {
+            notice.message.push_str("; directory skipped");
+            Some(notice)
+        });
+    }
+    None
+}
+
+/// Ignore files the `ignore` crate reads in a directory it enters.
+const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore", ".git/info/exclude"];
+
+/// A notice for the first ignore file in `dir` that must not be handed to
+/// the `ignore` crate (not a regular file, a link out of the root, ...).
+fn unusable_ignore_file(root: &Path, dir: &Path) -> Option<Notice> {
+    IGNORE_FILES.iter().find_map(|name| {
+        let path = dir.join(name);
+        let refusal = read::check_project_file(root, &path).err()?;
+        Some(Notice {
+            path: display_relative(root, &path),
+            kind: refusal_kind(&refusal),
+            message: format!("not read: {refusal}; replace it with a regular file"),
+        })
+    })
+}
+
+/// The notice for an entry the walk could not follow or list.
+fn walk_error(root: &Path, error: &ignore::Error) -> Option<Notice> {
+    let (path, kind, message) = match error {
+        ignore::Error::WithDepth { err, .. } => return walk_error(root, err),
+        ignore::Error::Loop { child, .. } => (
+            child,
+            NoticeKind::SymlinkLoop,
+            "symlink loop (leads back to a directory above it); skipped".to_string(),
+        ),
+        ignore::Error::WithPath { path, err } => match err.io_error() {
+            // Not found and not a link: it went away during the walk.
+            Some(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+                    return None;
+                }
+                (
+                    path,
+                    NoticeKind::Dangling,
+                    "broken symlink (its target does not exist); skipped".to_string(),
+                )
+            }
+            Some(io) if io.raw_os_error() == Some(libc::ELOOP) => (
+                path,
+                NoticeKind::SymlinkLoop,
+                "symlink loop; skipped".to_string(),
+            ),
+            Some(io) => (
+                path,
+                NoticeKind::Unreadable,
+                format!("cannot read: {io}; skipped"),
+            ),
+            None => return None,
+        },
+        // Errors inside ignore files (a bad glob) only weaken the filter.
+        _ => return None,
+    };
+    Some(Notice {
+        path: display_relative(root, path),
+        kind,
+        message,
+    })
 }
 
 /// The root-relative path of a walked sub-project marker file below the
@@ -267,27 +442,19 @@ fn sub_project_marker(root: &Path, entry: &ignore::DirEntry) -> Option<String> {
 fn visit(
     root: &Path,
     entry: &ignore::DirEntry,
+    links: Links,
     extra: &GlobSet,
 ) -> (Option<SourceText>, Option<Notice>) {
     let path = entry.path();
-    let is_python = entry.file_type().is_some_and(|t| t.is_file())
+    let is_python = !entry.file_type().is_some_and(|t| t.is_dir())
         && path.extension().is_some_and(|e| e == "py");
     let Some(relative) = is_python.then(|| relative_path(root, path)).flatten() else {
         return (None, None);
     };
-    let name = entry.file_name().to_string_lossy();
-    if is_sensitive(&name) || extra.is_match(&relative) {
+    if extra.is_match(&relative) {
         return (None, None);
     }
-    if entry.path_is_symlink() && !resolves_inside(root, path) {
-        let notice = Notice {
-            path: relative,
-            kind: NoticeKind::SymlinkOutsideRoot,
-            message: "symlink points outside the project root; skipped".into(),
-        };
-        return (None, Some(notice));
-    }
-    read_source(relative, path)
+    read_source(root, relative, path, links)
 }
 
 fn resolves_inside(root: &Path, path: &Path) -> bool {
@@ -295,31 +462,44 @@ fn resolves_inside(root: &Path, path: &Path) -> bool {
         .is_ok_and(|target| target.starts_with(root))
 }
 
-/// Reads one file, decoding it as UTF-8 or else latin-1 (§3.11.2).
-pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option<Notice>) {
+/// Python sources bigger than this are skipped (a 10,000-line file of
+/// long lines is still far below it).
+pub const MAX_SOURCE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The kind of notice a refused file gets.
+fn refusal_kind(refusal: &Refusal) -> NoticeKind {
+    match refusal {
+        Refusal::Missing | Refusal::Dangling => NoticeKind::Dangling,
+        Refusal::Loop => NoticeKind::SymlinkLoop,
+        Refusal::OutsideRoot => NoticeKind::SymlinkOutsideRoot,
+        Refusal::Sensitive => NoticeKind::Sensitive,
+        Refusal::NotRegular(_) => NoticeKind::NotRegular,
+        Refusal::TooBig(..) => NoticeKind::TooLarge,
+        Refusal::Io(_) => NoticeKind::Unreadable,
+    }
+}
+
+/// Reads one Python file of the project at `path` (`relative` to `root`),
+/// through [`read::read_project_file`], decoding it as UTF-8 or else
+/// latin-1 (§3.11.2).
+fn read_source(
+    root: &Path,
+    relative: String,
+    path: &Path,
+    links: Links,
+) -> (Option<SourceText>, Option<Notice>) {
     let notice = |kind, message: String| Notice {
         path: relative.clone(),
         kind,
         message,
     };
-    let read = || -> std::io::Result<(Stamp, Vec<u8>)> {
-        use std::io::Read;
-        let mut file = std::fs::File::open(path)?;
-        let stamp = Stamp::of(&file.metadata()?);
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
-        Ok((stamp, bytes))
-    };
-    let (stamp, bytes) = match read() {
+    let (stamp, bytes) = match read::read_project_file(root, path, links, MAX_SOURCE_BYTES) {
         Ok(read) => read,
-        Err(error) => {
-            return (
-                None,
-                Some(notice(
-                    NoticeKind::Unreadable,
-                    format!("cannot read: {error}"),
-                )),
-            );
+        // Deleted since the walk listed it: simply not there.
+        Err(Refusal::Missing) => return (None, None),
+        Err(refusal) => {
+            let message = format!("not read: {refusal}; skipped");
+            return (None, Some(notice(refusal_kind(&refusal), message)));
         }
     };
     if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
@@ -331,7 +511,7 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
             )),
         );
     }
-    let lines = bytecount_lines(&bytes);
+    let lines = count_lines(&bytes);
     if lines > MAX_LINES {
         let message = format!("{lines} lines, over the {MAX_LINES}-line limit (EC-17); skipped");
         return (None, Some(notice(NoticeKind::TooLarge, message)));
@@ -361,9 +541,34 @@ pub fn read_source(relative: String, path: &Path) -> (Option<SourceText>, Option
     }
 }
 
-fn bytecount_lines(bytes: &[u8]) -> usize {
+/// Lines as Python counts them: ended by `\n`, `\r\n` or a lone `\r`.
+fn count_lines(bytes: &[u8]) -> usize {
     let newlines = memchr::memchr_iter(b'\n', bytes).count();
-    newlines + usize::from(bytes.last().is_some_and(|&b| b != b'\n'))
+    // Most files hold no `\r`: one vectorized scan says so.
+    let lone_returns = match memchr::memchr(b'\r', bytes) {
+        None => 0,
+        Some(first) => memchr::memchr_iter(b'\r', &bytes[first..])
+            .filter(|&i| bytes.get(first + i + 1) != Some(&b'\n'))
+            .count(),
+    };
+    let ends = newlines + lone_returns;
+    ends + usize::from(bytes.last().is_some_and(|&b| b != b'\n' && b != b'\r'))
+}
+
+/// `path` relative to `root` for a notice: like [`relative_path`], with
+/// bytes that are not UTF-8 written as `\xNN`, never replaced, so two
+/// names never look the same.
+fn display_relative(root: &Path, path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let relative = path.strip_prefix(root).unwrap_or(path);
+    let mut out = String::new();
+    for chunk in relative.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
 }
 
 /// `path` relative to `root` with `/` separators, if it lies under it.
@@ -377,4 +582,18 @@ pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
         return None;
     }
     Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_lines;
+
+    #[test]
+    fn lines_end_at_lf_crlf_and_a_lone_cr_f9() {
+        assert_eq!(count_lines(b""), 0);
+        assert_eq!(count_lines(b"a\nb\r\nc\rd"), 4);
+        assert_eq!(count_lines(b"a\r\n"), 1);
+        assert_eq!(count_lines(b"a\r\r\n\r"), 3);
+        assert_eq!(count_lines(&b"x = 1\r".repeat(20_000)), 20_000);
+    }
 }

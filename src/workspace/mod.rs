@@ -4,11 +4,12 @@
 pub mod config;
 pub mod discover;
 pub mod pytest;
+pub(crate) mod read;
 
 use std::path::{Path, PathBuf};
 
 pub use config::Config;
-pub use discover::{Discovery, Notice, NoticeKind, SourceText};
+pub use discover::{Discovery, LOG_DIR, Notice, NoticeKind, SourceText};
 
 /// A configuration file larger than this is not read.
 pub const CONFIG_FILE_LIMIT: u64 = 1 << 20;
@@ -119,6 +120,12 @@ pub fn resolve_cli_path(root: &Path, cwd: &Path, input: &str) -> Result<String, 
         // not as a file): say that rather than "does not exist".
         return validate(root, &here, input);
     }
+    if !lands_inside(root, &from_root, MAX_LINK_HOPS) {
+        return Err(PathError::OutsideRoot(
+            input.to_string(),
+            root.to_path_buf(),
+        ));
+    }
     Err(PathError::NotFound(format!(
         "{input} (relative to the working directory {} or to the project root {})",
         cwd.display(),
@@ -128,16 +135,20 @@ pub fn resolve_cli_path(root: &Path, cwd: &Path, input: &str) -> Result<String, 
 
 /// The checks every incoming path passes: it exists, lies inside `root`
 /// once symlinks are resolved, and is not a sensitive file. `input` is the
-/// path as the user gave it, for the messages.
+/// path as the user gave it, for the messages. A path outside the root is
+/// refused the same way whether or not it exists, so the answer tells
+/// nothing about the file system outside (F10).
 fn validate(root: &Path, joined: &Path, input: &str) -> Result<String, PathError> {
-    let canonical = joined
-        .canonicalize()
-        .map_err(|_| PathError::NotFound(input.to_string()))?;
+    let outside = || PathError::OutsideRoot(input.to_string(), root.to_path_buf());
+    let Ok(canonical) = joined.canonicalize() else {
+        return Err(if lands_inside(root, joined, MAX_LINK_HOPS) {
+            PathError::NotFound(input.to_string())
+        } else {
+            outside()
+        });
+    };
     if !canonical.starts_with(root) {
-        return Err(PathError::OutsideRoot(
-            input.to_string(),
-            root.to_path_buf(),
-        ));
+        return Err(outside());
     }
     let name = canonical
         .file_name()
@@ -147,4 +158,35 @@ fn validate(root: &Path, joined: &Path, input: &str) -> Result<String, PathError
         return Err(PathError::Sensitive(input.to_string()));
     }
     discover::relative_path(root, &canonical).ok_or_else(|| PathError::NotFound(input.to_string()))
+}
+
+/// Links followed before a path that does not resolve counts as outside
+/// (the kernel's own limit).
+const MAX_LINK_HOPS: u32 = 40;
+
+/// Whether a path that does not resolve would lie inside `root`: its
+/// nearest existing ancestor decides, and a link on the way is followed to
+/// where it points (a dangling link to a missing file outside the root is
+/// outside, as a link to an existing one is).
+fn lands_inside(root: &Path, path: &Path, hops: u32) -> bool {
+    if let Ok(canonical) = path.canonicalize() {
+        return canonical.starts_with(root);
+    }
+    for ancestor in path.ancestors() {
+        match std::fs::symlink_metadata(ancestor) {
+            Ok(metadata) if metadata.is_symlink() => {
+                let (Ok(target), Some(parent), Ok(rest)) = (
+                    std::fs::read_link(ancestor),
+                    ancestor.parent(),
+                    path.strip_prefix(ancestor),
+                ) else {
+                    return false;
+                };
+                return hops > 0 && lands_inside(root, &parent.join(target).join(rest), hops - 1);
+            }
+            Ok(_) => return ancestor.canonicalize().is_ok_and(|c| c.starts_with(root)),
+            Err(_) => {}
+        }
+    }
+    false
 }

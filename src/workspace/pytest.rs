@@ -44,13 +44,13 @@ pub fn is_settings_file(name: &std::ffi::OsStr) -> bool {
 pub fn load(root: &Path) -> (PytestConfig, Vec<(String, String)>) {
     let mut problems = Vec::new();
     for &(name, format) in FILES {
-        let text = match std::fs::read_to_string(root.join(name)) {
-            Ok(text) => text,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(error) => {
+        let text = match super::read::read_settings(root, name) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(why) => {
                 problems.push((
                     name.to_string(),
-                    format!("{name}: cannot read it ({error}); its pytest settings are ignored"),
+                    format!("{why}; its pytest settings are ignored"),
                 ));
                 continue;
             }
