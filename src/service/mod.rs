@@ -8,6 +8,7 @@ pub mod changes;
 pub mod context;
 pub mod explain;
 pub mod graph;
+pub mod history;
 pub mod injections;
 pub mod jsonl;
 pub mod live;
