@@ -209,6 +209,25 @@ impl Repo {
         head.peel_to_commit().map_err(failed)
     }
 
+    /// The content of `path` (inside the root) at `revision`; `None` when
+    /// no file is there.
+    pub fn file_at(&self, revision: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let relative = args::path(&self.root, path)?;
+        args::readable(&relative)?;
+        let tree = self.commit(revision)?.tree().map_err(failed)?;
+        let Some(entry) = tree
+            .lookup_entry_by_path(self.repo_path(&relative))
+            .map_err(failed)?
+        else {
+            return Ok(None);
+        };
+        if !entry.mode().is_blob() {
+            return Ok(None);
+        }
+        let blob = self.repo.find_blob(entry.object_id()).map_err(failed)?;
+        Ok(Some(blob.detach().data))
+    }
+
     /// A root-relative path of the user's, checked, as the work tree
     /// names it.
     fn repo_path(&self, relative: &str) -> String {
