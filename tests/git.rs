@@ -546,3 +546,64 @@ mod injection_fr_005 {
         );
     }
 }
+
+mod cli {
+    use super::*;
+    use std::process::Command;
+
+    fn xfile(root: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+            .args(args)
+            .arg("--root")
+            .arg(root)
+            .output()
+            .expect("xfile runs");
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn git_subcommands_print_markdown_or_json() {
+        let repo = history();
+        let root = repo.path();
+        let (status, out, err) = xfile(&root, &["git", "log", "app/core.py"]);
+        assert_eq!(status, 0, "{err}");
+        let id = &repo.rev("HEAD")[..10];
+        assert_eq!(
+            out,
+            format!(
+                "## git log app/core.py (on branch main)\n\n- `{id}` 2024-01-06 10:00:00 +0000 Ann <ann@example.com>: Move models to core\n"
+            )
+        );
+        let (status, out, _) = xfile(&root, &["git", "blame", "app/core.py", "--json"]);
+        assert_eq!(status, 0);
+        let blame: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(blame["lines"], 11);
+        let (status, out, _) = xfile(
+            &root,
+            &["git", "diff", "--base", "HEAD~1", "--head", "HEAD"],
+        );
+        assert_eq!(status, 0);
+        assert!(
+            out.starts_with("## git diff HEAD~1 -> HEAD\n\n1 files changed, 4 insertions(+), 0 deletions(-)\n\n- renamed app/models.py -> app/core.py (+4 -0)\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn refused_arguments_and_missing_repositories_exit_with_status_2() {
+        let repo = history();
+        let (status, _, err) = xfile(&repo.path(), &["git", "diff", "--base=--output=/tmp/x"]);
+        assert_eq!(status, 2);
+        assert!(err.contains("is not a revision xfile accepts"), "{err}");
+        let (status, _, err) = xfile(&repo.path(), &["impact", "--base", "$(id)"]);
+        assert_eq!(status, 2, "{err}");
+        let plain = tempfile::tempdir().unwrap();
+        let (status, _, err) = xfile(plain.path(), &["git", "log"]);
+        assert_eq!(status, 2);
+        assert!(err.starts_with("xfile: Not a git repository"), "{err}");
+    }
+}

@@ -10,11 +10,16 @@ use gix::traverse::commit::simple::CommitTimeOrder;
 
 use super::{Commit, GitError, HeadState, Repo, args, failed};
 
+/// Commits a log lists by default, and at most.
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_LIMIT: usize = 200;
+
 /// What a log asks for; strings as the user gave them.
 #[derive(Clone, Debug, Default)]
 pub struct LogQuery<'a> {
     /// Root-relative or absolute, inside the root; a file or a directory.
     pub path: Option<&'a str>,
+    /// Commits listed at most (1..=[`MAX_LIMIT`]).
     pub limit: usize,
     /// Commits made at or after this date (see [`GitError::InvalidDate`]).
     pub since: Option<&'a str>,
@@ -94,7 +99,7 @@ impl Repo {
             {
                 continue;
             }
-            if commits.len() == query.limit {
+            if commits.len() == query.limit.clamp(1, MAX_LIMIT) {
                 more = true;
                 break;
             }

@@ -17,7 +17,7 @@ use gix::bstr::ByteSlice;
 
 pub use blame::{Blame, BlameRange};
 pub use diff::{Diff, FileDiff, FileStatus, Hunk, LineChange};
-pub use log::{Log, LogQuery};
+pub use log::{DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, Log, LogQuery, MAX_LIMIT as MAX_LOG_LIMIT};
 
 /// A failure a user can act on; each message says what to do.
 #[derive(Debug, thiserror::Error)]

@@ -13,10 +13,6 @@ use crate::git::{Blame, Commit, Diff, FileStatus, GitError, HeadState, Log, LogQ
 /// Tokens kept for an answer's closing line.
 const CLOSING_TOKENS: usize = 60;
 
-/// Commits a log lists by default, and at most.
-pub const DEFAULT_LOG_LIMIT: usize = 10;
-pub const MAX_LOG_LIMIT: usize = 200;
-
 fn head_text(head: &HeadState) -> String {
     match head {
         HeadState::Branch(name) => format!("on branch {name}"),
@@ -41,9 +37,7 @@ const SHALLOW_NOTE: &str = "The repository is a shallow clone: older history is 
 
 /// `git_log`: the commits, newest first.
 pub fn log(root: &Path, budget: usize, query: &LogQuery<'_>) -> Result<String, GitError> {
-    let mut query = query.clone();
-    query.limit = query.limit.clamp(1, MAX_LOG_LIMIT);
-    let log = Repo::open(root)?.log(&query)?;
+    let log = Repo::open(root)?.log(query)?;
     Ok(log_text(&log, budget))
 }
 
