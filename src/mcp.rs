@@ -278,6 +278,7 @@ impl From<crate::git::GitError> for ToolError {
             GitError::InvalidRevision(_) | GitError::UnknownRevision(_) => {
                 "Pass a branch, tag, HEAD~N or a commit hash; git_log lists commits."
             }
+            GitError::PastEnd(..) => "Ask for a line range inside the file, or omit it.",
             GitError::InvalidPath(..)
             | GitError::OutsideRoot(..)
             | GitError::NotAFile(_)

@@ -127,6 +127,8 @@ fn log_of_a_path_lists_the_commits_that_changed_it_as_git_does_fr_001() {
     assert_eq!(of("app/utils.py"), ["Add utils"]);
     // A directory: the merge changed it, unlike either parent.
     assert_eq!(of("app").len(), 6);
+    // The root itself, named: the whole history.
+    assert_eq!(of(".").len(), 6);
     for path in [
         "app/models.py",
         "app/core.py",
@@ -239,7 +241,10 @@ fn blame_follows_the_rename_and_agrees_with_git_fr_002() {
         ]
     );
     let past = git.blame("app/core.py", Some(40), None);
-    assert!(matches!(past, Err(GitError::InvalidPath(..))), "{past:?}");
+    assert_eq!(
+        past.unwrap_err().to_string(),
+        "app/core.py has 11 lines; ask for lines between 1 and 11"
+    );
 }
 
 #[test]
@@ -329,6 +334,15 @@ fn binary_files_are_listed_without_lines_fr_003() {
     assert!(diff.files[0].hunks.is_empty());
     let text = xfile::service::history::diff_text(&diff, 2000);
     assert!(text.contains("- modified logo.png (binary)"), "{text}");
+    let blame = Repo::open(&repo.path())
+        .unwrap()
+        .blame("logo.png", None, None);
+    assert!(
+        blame
+            .unwrap_err()
+            .to_string()
+            .contains("it is a binary file")
+    );
 }
 
 #[test]

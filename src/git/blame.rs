@@ -34,18 +34,6 @@ pub struct Blame {
     pub shallow: bool,
 }
 
-/// Lines past the end of the file were asked for.
-fn past_end(path: &str, start: u32, lines: u32) -> GitError {
-    GitError::InvalidPath(
-        format!("{path}:{start}"),
-        if lines == 0 {
-            "the file is empty"
-        } else {
-            "start_line is past the end of the file"
-        },
-    )
-}
-
 impl Repo {
     /// Blames `file` (root-relative or absolute), lines `start..=end`
     /// (1-based, both optional).
@@ -63,11 +51,17 @@ impl Repo {
             return Err(GitError::NotAFile(relative));
         }
         let contents = std::fs::read(&on_disk).map_err(|_| GitError::NotAFile(relative.clone()))?;
+        if super::is_binary(&contents) {
+            return Err(GitError::InvalidPath(
+                relative,
+                "it is a binary file; blame reads text",
+            ));
+        }
         let lines = line_count(&contents);
         let first = start.unwrap_or(1).max(1);
         let last = end.unwrap_or(lines).min(lines);
         if first > lines || first > last {
-            return Err(past_end(&relative, first, lines));
+            return Err(GitError::PastEnd(relative, lines));
         }
         let head = self.head_commit()?;
         let repo_path = self.repo_path(&relative);

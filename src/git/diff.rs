@@ -10,12 +10,10 @@ use gix::diff::blob::unified_diff::{ConsumeHunk, ContextSize, DiffLineKind, Hunk
 use gix::diff::blob::{Algorithm, InternedInput, UnifiedDiff, diff_with_slider_heuristics};
 use gix::object::tree::diff::ChangeDetached;
 
-use super::{GitError, Repo, args, failed};
+use super::{GitError, Repo, args, failed, is_binary};
 
 /// Files larger than this (either side) are listed, not diffed.
 const MAX_DIFF_BYTES: usize = 4 << 20;
-/// Git's test for binary content: a NUL byte in the first 8,000 bytes.
-const BINARY_PROBE: usize = 8_000;
 /// Lines of context around each change, as git shows by default.
 const CONTEXT_LINES: u32 = 3;
 
@@ -326,10 +324,6 @@ fn tree_pair(change: ChangeDetached) -> Option<(Option<String>, Option<String>, 
         }
         _ => None,
     }
-}
-
-fn is_binary(content: &[u8]) -> bool {
-    content[..content.len().min(BINARY_PROBE)].contains(&0)
 }
 
 /// Fills in `file`'s counts, changes and hunks.

@@ -56,10 +56,10 @@ impl Repo {
         let tip = self.head_commit()?;
         // Which part of the tree counts: the path, else the root (when it
         // is a directory inside the work tree), else everything.
-        let filter = match &path {
-            Some(p) => Some(self.repo_path(p)),
-            None if !self.prefix.is_empty() => Some(self.prefix.trim_end_matches('/').to_string()),
-            None => None,
+        let filter = match path.as_deref() {
+            Some(p) if !p.is_empty() => Some(self.repo_path(p)),
+            _ if !self.prefix.is_empty() => Some(self.prefix.trim_end_matches('/').to_string()),
+            _ => None,
         };
         let mut entries = EntryMemo::default();
         let sorting = match since {

@@ -40,6 +40,8 @@ pub enum GitError {
     InvalidPath(String, &'static str),
     #[error("{0} is outside the project root {1}; give a path inside the root")]
     OutsideRoot(String, PathBuf),
+    #[error("{0} has {1} lines; ask for lines between 1 and {1}")]
+    PastEnd(String, u32),
     #[error("{0} is not a file in the working tree; give the path of an existing file")]
     NotAFile(String),
     #[error("{0} may hold secrets and is never read")]
@@ -60,7 +62,7 @@ impl GitError {
             GitError::NoCommits => "no_commits",
             GitError::InvalidRevision(_) => "invalid_revision",
             GitError::UnknownRevision(_) => "unknown_revision",
-            GitError::InvalidPath(..) => "invalid_parameter",
+            GitError::InvalidPath(..) | GitError::PastEnd(..) => "invalid_parameter",
             GitError::OutsideRoot(..) => "outside_root",
             GitError::NotAFile(_) => "file_not_found",
             GitError::Sensitive(_) => "sensitive_file",
@@ -74,6 +76,11 @@ impl GitError {
 /// unreadable pack): reported as it is.
 fn failed(error: impl std::fmt::Display) -> GitError {
     GitError::Git(error.to_string())
+}
+
+/// Git's test for binary content: a NUL byte in the first 8,000 bytes.
+fn is_binary(content: &[u8]) -> bool {
+    content[..content.len().min(8_000)].contains(&0)
 }
 
 /// What HEAD is.
@@ -97,9 +104,6 @@ pub struct Commit {
     pub email: String,
     /// Author date, `YYYY-MM-DD HH:MM:SS +zzzz` in the author's zone.
     pub date: String,
-    /// Seconds since the epoch of the author date.
-    #[serde(skip)]
-    pub time: i64,
     /// The first line of the message.
     pub summary: String,
     /// More than one parent: a merge.
@@ -126,7 +130,6 @@ impl Commit {
             author: author.name.to_str_lossy().into_owned(),
             email: author.email.to_str_lossy().into_owned(),
             date: time.format_or_unix(gix::date::time::format::ISO8601),
-            time: time.seconds,
             summary: summary.to_str_lossy().into_owned(),
             merge: commit.parent_ids().nth(1).is_some(),
         })
