@@ -257,14 +257,23 @@ impl Repo {
                     // A link's content is where it points, as git stores it.
                     Ok(meta) if meta.is_symlink() => std::fs::read_link(&path)
                         .map(|target| target.to_string_lossy().into_owned().into_bytes())
-                        .unwrap_or_default(),
+                        .map_err(|e| unreadable(relative, e))?,
                     // Only regular files are read: never a FIFO or a device.
-                    Ok(meta) if meta.is_file() => std::fs::read(&path).unwrap_or_default(),
+                    Ok(meta) if meta.is_file() => {
+                        std::fs::read(&path).map_err(|e| unreadable(relative, e))?
+                    }
                     _ => Vec::new(),
                 }
             }
         })
     }
+}
+
+/// A working-tree file that cannot be read: a wrong diff would be worse.
+fn unreadable(relative: &str, error: std::io::Error) -> GitError {
+    failed(format!(
+        "cannot read {relative} ({error}); check its permissions"
+    ))
 }
 
 /// A tree-to-tree change as (old path, new path, old side, new side);
