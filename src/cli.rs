@@ -1,6 +1,7 @@
 //! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`]
 //! and, for `project` and `collection`, over [`crate::registry::Registry`].
 
+mod git;
 mod registry;
 
 use std::io::{IsTerminal, Write};
@@ -144,6 +145,22 @@ enum Command {
         #[arg(long)]
         global: bool,
     },
+    /// The project's git history: log, blame, diff.
+    Git {
+        #[command(subcommand)]
+        command: git::GitCommand,
+    },
+    /// What the working tree's changes against BASE may break: the changed
+    /// functions, methods and classes, their callers, subclasses and
+    /// importers to a depth, and the tests that cover them.
+    Impact {
+        /// A branch, tag, HEAD~N or commit hash (default HEAD).
+        #[arg(long)]
+        base: Option<String>,
+        /// How far to follow dependents (1 to 5).
+        #[arg(long, default_value_t = crate::service::impact::DEFAULT_DEPTH)]
+        depth: usize,
+    },
     /// The registry of projects (in $XFILE_HOME, else the user's data
     /// directory): add, list, remove.
     Project {
@@ -252,6 +269,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Some(root) => root.clone(),
         None => workspace::find_root(&std::env::current_dir()?),
     };
+    if let Command::Git { command } = cli.command {
+        return git::git(command, &root, cli.json);
+    }
     if let Command::Serve {
         collection,
         projects,
@@ -450,7 +470,18 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let file = file.as_deref().map(file_arg).transpose()?;
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
-        Command::Serve { .. } | Command::Project { .. } | Command::Collection { .. } => {}
+        Command::Impact { base, depth } => {
+            let impact = service.impact(base.as_deref(), depth)?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&impact)?)?;
+            } else {
+                write!(out, "{}", impact.to_text(service.answer_token_limit()))?;
+            }
+        }
+        Command::Serve { .. }
+        | Command::Project { .. }
+        | Command::Collection { .. }
+        | Command::Git { .. } => {}
         Command::Watch { trace, dump } => {
             drop(out);
             watch(service, cli.json, trace, dump);

@@ -1,13 +1,14 @@
 //! xfile: an incremental cross-file context engine for Python projects.
 //!
 //! Layers point one way: [`cli`] and [`mcp`] → [`watch`] → [`service`] → [`engine`] →
-//! [`python`]; [`workspace`] holds the project on disk (root, configuration, files);
+//! [`python`]; the service also reads [`git`] history; [`workspace`] holds the project on disk (root, configuration, files);
 //! [`registry`] the projects and collections a user registered, shared by processes;
 //! [`federation`] scopes, sessions and references across the projects a server serves.
 
 pub mod cli;
 pub mod engine;
 pub mod federation;
+pub mod git;
 pub mod mcp;
 pub mod python;
 pub mod registry;

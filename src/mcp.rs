@@ -30,6 +30,7 @@ use crate::federation::{Level, Scope, SessionError};
 use crate::service::calls::Direction;
 use crate::service::context::count_tokens;
 use crate::service::graph::{self, Detail};
+use crate::service::history;
 use crate::service::live::{Involved, Live};
 use crate::service::paging::{self, CursorError};
 use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
@@ -259,6 +260,92 @@ pub struct ExplainArgs {
     pub json: Option<bool>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct GitLogArgs {
+    /// A file or directory.
+    pub path: Option<String>,
+    /// Default 10.
+    pub limit: Option<usize>,
+    /// A date: 2024-05-01 or `2 weeks ago`.
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// Part of a name or e-mail.
+    pub author: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct GitBlameArgs {
+    pub file_path: String,
+    pub start_line: Option<u32>,
+    pub end_line: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct GitDiffArgs {
+    /// Default HEAD.
+    pub base: Option<String>,
+    /// Default the working tree.
+    pub head: Option<String>,
+    pub path: Option<String>,
+}
+
+/// `depth` stays the CLI's: two levels answer the question in most
+/// projects, and every field costs tool-list tokens.
+#[derive(Deserialize, JsonSchema)]
+pub struct ImpactArgs {
+    /// Default HEAD.
+    pub base: Option<String>,
+}
+
+/// The git history tools: listed only when `enabled_tools` names them or
+/// the group `git` (agents usually have git at hand; these cost tool-list
+/// tokens in every session), and only inside a git work tree. They answer
+/// by name either way. `impact` is listed by default inside a work tree.
+const GIT_GROUP: &str = "git";
+const GIT_TOOLS: [&str; 3] = ["git_log", "git_blame", "git_diff"];
+
+/// The git tools (and `impact`) left out of the list for `root`.
+fn unlisted_git_tools(config: &Config, root: &std::path::Path) -> Vec<String> {
+    let in_work_tree = crate::git::Repo::open(root).is_ok();
+    let enabled = |name: &str| {
+        config
+            .enabled_tools
+            .iter()
+            .any(|e| e == name || e == GIT_GROUP || e == "all")
+    };
+    GIT_TOOLS
+        .iter()
+        .filter(|name| !in_work_tree || !enabled(name))
+        .chain((!in_work_tree).then_some(&"impact"))
+        .map(|name| name.to_string())
+        .collect()
+}
+
+impl From<crate::git::GitError> for ToolError {
+    fn from(error: crate::git::GitError) -> Self {
+        use crate::git::GitError;
+        let suggestion = match &error {
+            GitError::NotARepository(_) => "The git tools need a project inside a git work tree.",
+            GitError::NoCommits => "Commit once, then ask again.",
+            GitError::InvalidRevision(_) | GitError::UnknownRevision(_) => {
+                "Pass a branch, tag, HEAD~N or a commit hash; git_log lists commits."
+            }
+            GitError::PastEnd(..) => "Ask for a line range inside the file, or omit it.",
+            GitError::InvalidPath(..)
+            | GitError::OutsideRoot(..)
+            | GitError::NotAFile(_)
+            | GitError::Sensitive(_) => "Give the path of a file inside the project root.",
+            GitError::InvalidDate(_) => "Write a date as 2024-05-01 or `2 weeks ago`.",
+            GitError::Git(_) => "Check the repository with `git status`, then retry.",
+        };
+        ToolError {
+            code: error.code(),
+            message: error.to_string(),
+            suggestion,
+        }
+    }
+}
+
 /// Tools left out of the tool list unless `enabled_tools` names them, but
 /// still answering when called by name: the operations tools serve
 /// whoever operates xfile, not the agent's task.
@@ -422,7 +509,7 @@ impl ToolChoice {
     fn new<'a>(config: &Config, known: impl Iterator<Item = &'a str>) -> ToolChoice {
         let known: Vec<&str> = known.collect();
         for name in config.enabled_tools.iter().chain(&config.excluded_tools) {
-            if name != "all" && !known.contains(&name.as_str()) {
+            if name != "all" && name != GIT_GROUP && !known.contains(&name.as_str()) {
                 tracing::warn!(
                     "{}: no tool is named `{name}`; the tools are {}",
                     crate::workspace::config::CONFIG_FILE,
@@ -513,10 +600,12 @@ impl XfileServer {
     /// A server of the project at `root`.
     pub fn new(root: PathBuf) -> Self {
         let (config, _) = Config::load(&root);
-        Self::serving(Projects::root(root), &config)
+        let git = unlisted_git_tools(&config, &root);
+        Self::serving(Projects::root(root), &config, git)
     }
 
-    fn serving(projects: Projects, config: &Config) -> Self {
+    /// A server of `projects`, leaving `unlisted` out of the tool list too.
+    fn serving(projects: Projects, config: &Config, unlisted: Vec<String>) -> Self {
         let federated = projects.federated();
         let mut tool_router = Self::tool_router();
         for route in tool_router.map.values_mut() {
@@ -528,11 +617,9 @@ impl XfileServer {
             // Every tool only reads the projects (the logs and the registry
             // are xfile's own).
             let read_only = route.attr.name != "manage_registry";
-            route.attr.annotations = Some(
-                ToolAnnotations::new()
-                    .read_only(read_only)
-                    .idempotent(read_only),
-            );
+            // No idempotentHint: the MCP schema gives it meaning only when
+            // readOnlyHint is false, and it cost 6 tokens a tool in every list.
+            route.attr.annotations = Some(ToolAnnotations::new().read_only(read_only));
         }
         let mut choice = ToolChoice::new(config, tool_router.map.keys().map(|k| k.as_ref()));
         if !federated {
@@ -543,6 +630,7 @@ impl XfileServer {
         for name in choice.excluded {
             tool_router.disable_route(name);
         }
+        choice.unlisted.extend(unlisted);
         Self {
             projects: Arc::new(projects),
             tool_router,
@@ -1327,6 +1415,80 @@ impl XfileServer {
         })
         .await
     }
+
+    #[tool(
+        title = "Change impact",
+        description = "What uncommitted changes may break: changed definitions, their callers, subclasses, importers and tests."
+    )]
+    async fn impact(&self, Parameters(args): Parameters<ImpactArgs>) -> CallToolResult {
+        self.fresh(Involved::All, move |s| {
+            let depth = crate::service::impact::DEFAULT_DEPTH;
+            let impact = s.impact(args.base.as_deref(), depth)?;
+            Ok(text_result(impact.to_text(s.answer_token_limit())))
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Git log",
+        description = "Commits that changed a file or directory (default the project), newest first, with author, date and summary."
+    )]
+    async fn git_log(&self, Parameters(args): Parameters<GitLogArgs>) -> CallToolResult {
+        self.with_live(move |live, _| {
+            live.read(|s| {
+                let query = crate::git::LogQuery {
+                    path: args.path.as_deref(),
+                    limit: args.limit.unwrap_or(crate::git::DEFAULT_LOG_LIMIT),
+                    since: args.since.as_deref(),
+                    until: args.until.as_deref(),
+                    author: args.author.as_deref(),
+                };
+                let text = history::log(s.root(), s.answer_token_limit(), &query)?;
+                Ok(text_result(text))
+            })
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Git blame",
+        description = "Who last changed each run of lines of a file: commit, author, date and summary."
+    )]
+    async fn git_blame(&self, Parameters(args): Parameters<GitBlameArgs>) -> CallToolResult {
+        self.with_live(move |live, _| {
+            live.read(|s| {
+                let text = history::blame(
+                    s.root(),
+                    s.answer_token_limit(),
+                    &args.file_path,
+                    args.start_line,
+                    args.end_line,
+                )?;
+                Ok(text_result(text))
+            })
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Git diff",
+        description = "Files added, removed and modified between two revisions, or the working tree and HEAD, with hunks and line counts."
+    )]
+    async fn git_diff(&self, Parameters(args): Parameters<GitDiffArgs>) -> CallToolResult {
+        self.with_live(move |live, _| {
+            live.read(|s| {
+                let text = history::diff(
+                    s.root(),
+                    s.answer_token_limit(),
+                    args.base.as_deref(),
+                    args.head.as_deref(),
+                    args.path.as_deref(),
+                )?;
+                Ok(text_result(text))
+            })
+        })
+        .await
+    }
 }
 
 /// The text of a result's first content block.
@@ -1507,7 +1669,13 @@ pub fn serve(root: PathBuf) -> anyhow::Result<()> {
 pub fn serve_registered(registry: crate::registry::Registry, scope: Scope) -> anyhow::Result<()> {
     tracing_to_stderr();
     tracing::info!(scope = ?scope, "xfile MCP server starting");
-    run(move || XfileServer::serving(Projects::registry(registry, scope), &Config::default()))
+    // The git tools need one project's work tree: listed serving one root.
+    let git = GIT_TOOLS
+        .iter()
+        .chain(&["impact"])
+        .map(|t| t.to_string())
+        .collect();
+    run(move || XfileServer::serving(Projects::registry(registry, scope), &Config::default(), git))
 }
 
 fn tracing_to_stderr() {

@@ -553,6 +553,36 @@ impl Engine {
             .collect()
     }
 
+    /// Whether `path` is a test module (DD-3: names, `tests/`, pytest settings).
+    pub fn is_test_module(&self, path: &str) -> bool {
+        db::test_matcher(&self.db, self.project).is_test(path)
+    }
+
+    /// The test modules that cover `path` (`TestCovers`), sorted. Only
+    /// the files that depend on it are read: a covering test imports or
+    /// calls into it.
+    pub fn tests_covering(&self, path: &str) -> Vec<String> {
+        let interner = self.interner();
+        let Some(node) = interner.find_node(path) else {
+            return Vec::new();
+        };
+        let mut tests: Vec<String> = self
+            .dependent_nodes(node)
+            .filter_map(|test| {
+                let text = interner.node_text(test);
+                let &file = self.files.get(&*text)?;
+                let covers = &db::file_stage(&self.db, self.project, file).test_covers;
+                covers
+                    .iter()
+                    .any(|c| c.0 == test && c.1 == node)
+                    .then(|| text.to_string())
+            })
+            .collect();
+        tests.sort();
+        tests.dedup();
+        tests
+    }
+
     /// The method resolution order of class `class` (a qualified name) of
     /// `path` as (file, class) pairs, itself first, cut before the first
     /// base outside the project or unknown; empty for an unknown class.

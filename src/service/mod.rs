@@ -9,6 +9,8 @@ pub mod context;
 pub mod explain;
 pub mod external;
 pub mod graph;
+pub mod history;
+pub mod impact;
 pub mod injections;
 pub mod jsonl;
 pub mod links;

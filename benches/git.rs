@@ -1,0 +1,127 @@
+//! Git history and change impact on a generated history of 1,000 commits
+//! over Django 5.2.8: `git_log` (the project, and one file), `git_blame` of
+//! a 2,065-line file with 242 commits of history, and `impact` of a
+//! 10-file change in the working tree. Each is timed through what the MCP
+//! tools call (opening the repository included), p50 and p95.
+//!
+//! Run `scripts/fetch_django.sh`, then `scripts/git_history.py`, then
+//! `cargo bench --bench git`. Figures go in docs/performance.md.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use xfile::git::LogQuery;
+use xfile::service::Service;
+use xfile::service::history;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The answer budget the tools use by default.
+const BUDGET: usize = 8_000;
+const BLAMED: &str = "django/db/models/fields/related.py";
+/// Modules whose first `return` line the impact benchmark edits.
+const CHANGED: [&str; 10] = [
+    "django/utils/text.py",
+    "django/utils/html.py",
+    "django/utils/functional.py",
+    "django/db/models/query.py",
+    "django/db/models/base.py",
+    "django/forms/forms.py",
+    "django/http/request.py",
+    "django/urls/resolvers.py",
+    "django/template/base.py",
+    "django/contrib/auth/models.py",
+];
+
+fn repo() -> Option<PathBuf> {
+    let path = std::env::var_os("XFILE_BENCH_GIT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/django-git")
+        });
+    match path.canonicalize() {
+        Ok(path) if path.join(".git").is_dir() => Some(path),
+        _ => {
+            eprintln!(
+                "no benchmark repository at {}; run scripts/fetch_django.sh, then scripts/git_history.py",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// Runs `f` `runs` times (after one warm-up) and prints p50 and p95.
+fn measure(name: &str, runs: usize, mut f: impl FnMut()) {
+    f();
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+    println!(
+        "{name:<40} p50 {:>8.2} ms   p95 {:>8.2} ms   ({runs} runs)",
+        at(0.50).as_secs_f64() * 1e3,
+        at(0.95).as_secs_f64() * 1e3
+    );
+}
+
+/// Edits the first `return` line of each of `CHANGED`; gives the texts back.
+fn change_ten_files(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut originals = Vec::new();
+    for file in CHANGED {
+        let path = root.join(file);
+        let text = std::fs::read_to_string(&path).expect("a Django module");
+        let changed = text.replacen("    return ", "    return  ", 1);
+        assert_ne!(text, changed, "{file} has no return line");
+        std::fs::write(&path, changed).expect("writable");
+        originals.push((path, text));
+    }
+    originals
+}
+
+fn main() {
+    let Some(root) = repo() else { return };
+    measure("git_log (project, limit 10)", 200, || {
+        history::log(
+            &root,
+            BUDGET,
+            &LogQuery {
+                limit: 10,
+                ..LogQuery::default()
+            },
+        )
+        .expect("log");
+    });
+    measure("git_log (one file, limit 10)", 100, || {
+        let query = LogQuery {
+            path: Some(BLAMED),
+            limit: 10,
+            ..LogQuery::default()
+        };
+        history::log(&root, BUDGET, &query).expect("log");
+    });
+    measure("git_blame (2,065 lines, 242 commits)", 20, || {
+        history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
+    });
+    let originals = change_ten_files(&root);
+    let service = Service::open(&root).expect("indexes");
+    measure("git_diff (10 files changed)", 50, || {
+        history::diff(&root, BUDGET, None, None, None).expect("diff");
+    });
+    let mut dependents = 0;
+    measure("impact (10 files changed, depth 2)", 20, || {
+        let impact = service.impact(None, 2).expect("impact");
+        dependents = impact.dependents.len() + impact.test_dependents.len();
+        impact.to_text(BUDGET);
+    });
+    println!("  impact found {dependents} dependents");
+    for (path, text) in originals {
+        std::fs::write(path, text).expect("restored");
+    }
+}

@@ -1,0 +1,237 @@
+//! `git blame` of a file as it is in the working tree: for each run of
+//! lines, the commit that last changed them (following renames), or none
+//! for lines not committed yet.
+
+use std::collections::HashMap;
+
+use gix::ObjectId;
+use gix::bstr::{BStr, ByteSlice};
+
+use super::{Commit, GitError, Repo, args, failed};
+
+/// Lines `start..=end` (1-based) and who last changed them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BlameRange {
+    pub start: u32,
+    pub end: u32,
+    /// `None`: the lines are not committed yet.
+    pub commit: Option<Commit>,
+    /// The file's root-relative path in that commit when it was elsewhere then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_path: Option<String>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Blame {
+    /// Root-relative.
+    pub path: String,
+    /// Lines in the file.
+    pub lines: u32,
+    /// In line order, covering the asked lines.
+    pub ranges: Vec<BlameRange>,
+    /// The history is cut short (a shallow clone): lines older than it
+    /// are given to its oldest commit.
+    pub shallow: bool,
+}
+
+impl Repo {
+    /// Blames `file` (root-relative or absolute), lines `start..=end`
+    /// (1-based, both optional).
+    pub fn blame(
+        &self,
+        file: &str,
+        start: Option<u32>,
+        end: Option<u32>,
+    ) -> Result<Blame, GitError> {
+        let relative = args::path(&self.root, file)?;
+        args::readable(&relative)?;
+        let on_disk = self.root.join(&relative);
+        // Only a regular file is read: never a FIFO or a device.
+        if !on_disk.symlink_metadata().is_ok_and(|m| m.is_file()) {
+            return Err(GitError::NotAFile(relative));
+        }
+        let contents = std::fs::read(&on_disk).map_err(|_| GitError::NotAFile(relative.clone()))?;
+        if super::is_binary(&contents) {
+            return Err(GitError::InvalidPath(
+                relative,
+                "it is a binary file; blame reads text",
+            ));
+        }
+        let lines = line_count(&contents);
+        let first = start.unwrap_or(1).max(1);
+        let last = end.unwrap_or(lines).min(lines);
+        if first > lines || first > last {
+            return Err(GitError::PastEnd(relative, lines));
+        }
+        let head = self.head_commit()?;
+        let repo_path = self.repo_path(&relative);
+        let committed = head
+            .tree()
+            .map_err(failed)?
+            .lookup_entry_by_path(&repo_path)
+            .map_err(failed)?
+            .is_some();
+        let shallow = self.is_shallow();
+        if !committed {
+            return Ok(Blame {
+                path: relative,
+                lines,
+                ranges: vec![BlameRange {
+                    start: first,
+                    end: last,
+                    commit: None,
+                    source_path: None,
+                }],
+                shallow,
+            });
+        }
+        // A shallow clone's commits at the cut have their parents grafted
+        // away, as git sees them, so blame ends there instead of failing
+        // on a parent that is not there.
+        let cut: Vec<ObjectId> = match self.repo.shallow_commits().map_err(failed)? {
+            Some(commits) => commits.iter().copied().collect(),
+            None => Vec::new(),
+        };
+        let graph = if cut.is_empty() {
+            self.repo.commit_graph_if_enabled().map_err(failed)?
+        } else {
+            None
+        };
+        let outcome = gix::blame::file(
+            Grafted {
+                objects: &self.repo.objects,
+                cut,
+            },
+            gix::blame::Start::Contents {
+                first_suspect: head.id,
+                contents: contents.into(),
+            },
+            graph,
+            &mut self
+                .repo
+                .diff_resource_cache_for_tree_diff()
+                .map_err(failed)?,
+            BStr::new(repo_path.as_bytes()),
+            gix::blame::Options {
+                diff_algorithm: self.repo.diff_algorithm().map_err(failed)?,
+                ranges: gix::blame::BlameRanges::from_one_based_inclusive_range(first..=last)
+                    .map_err(failed)?,
+                since: None,
+                rewrites: Some(Default::default()),
+                debug_track_path: false,
+            },
+        )
+        .map_err(failed)?;
+        let mut commits: HashMap<ObjectId, Option<Commit>> = HashMap::new();
+        let mut ranges: Vec<BlameRange> = Vec::new();
+        for entry in &outcome.entries {
+            let commit = match commits.get(&entry.commit_id) {
+                Some(found) => found.clone(),
+                None => {
+                    let found = self.commit_of(entry.commit_id)?;
+                    commits.insert(entry.commit_id, found.clone());
+                    found
+                }
+            };
+            let source_path = entry
+                .source_file_name
+                .as_ref()
+                .map(|name| name.to_str_lossy())
+                .map(|name| match self.root_relative(&name) {
+                    Some(inside) => inside.to_string(),
+                    None => format!("/{name}"),
+                });
+            let start = entry.start_in_blamed_file + 1;
+            let end = entry.start_in_blamed_file + entry.len.get();
+            match ranges.last_mut() {
+                Some(last)
+                    if last.end + 1 == start
+                        && last.commit == commit
+                        && last.source_path == source_path =>
+                {
+                    last.end = end
+                }
+                _ => ranges.push(BlameRange {
+                    start,
+                    end,
+                    commit,
+                    source_path,
+                }),
+            }
+        }
+        Ok(Blame {
+            path: relative,
+            lines,
+            ranges,
+            shallow,
+        })
+    }
+
+    /// The commit `id` names; `None` for the null id blame gives lines
+    /// not committed yet.
+    fn commit_of(&self, id: ObjectId) -> Result<Option<Commit>, GitError> {
+        if id.is_null() {
+            return Ok(None);
+        }
+        let commit = self.repo.find_commit(id).map_err(failed)?;
+        Commit::read(&commit).map(Some)
+    }
+}
+
+/// The object database with the commits in `cut` (sorted) read without
+/// their parents.
+struct Grafted<'a> {
+    objects: &'a gix::OdbHandle,
+    cut: Vec<ObjectId>,
+}
+
+impl gix::objs::Find for Grafted<'_> {
+    fn try_find<'b>(
+        &self,
+        id: &gix::hash::oid,
+        buffer: &'b mut Vec<u8>,
+    ) -> gix::error::Result<Option<gix::objs::Data<'b>>> {
+        let Some(data) = self.objects.try_find(id, buffer)? else {
+            return Ok(None);
+        };
+        let (kind, object_hash) = (data.kind, data.object_hash);
+        if kind != gix::objs::Kind::Commit
+            || self.cut.binary_search_by(|c| c.as_ref().cmp(id)).is_err()
+        {
+            return Ok(Some(gix::objs::Data {
+                kind,
+                object_hash,
+                data: buffer,
+            }));
+        }
+        // The header ends at the first empty line; only its parent lines go.
+        let header_end = buffer.find(b"\n\n").unwrap_or(buffer.len());
+        let (header, message) = buffer.split_at(header_end);
+        let mut kept: Vec<u8> = header
+            .split_inclusive(|&b| b == b'\n')
+            .filter(|line| !line.starts_with(b"parent "))
+            .flatten()
+            .copied()
+            .collect();
+        kept.extend_from_slice(message);
+        *buffer = kept;
+        Ok(Some(gix::objs::Data {
+            kind,
+            object_hash,
+            data: buffer,
+        }))
+    }
+}
+
+impl gix::objs::FindHeader for Grafted<'_> {
+    fn try_header(&self, id: &gix::hash::oid) -> gix::error::Result<Option<gix::objs::Header>> {
+        self.objects.try_header(id)
+    }
+}
+
+/// Lines as git counts them: a last line without a newline counts.
+fn line_count(contents: &[u8]) -> u32 {
+    let newlines = contents.iter().filter(|&&b| b == b'\n').count();
+    let unterminated = usize::from(!contents.is_empty() && !contents.ends_with(b"\n"));
+    u32::try_from(newlines + unterminated).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,244 @@
+//! Git history of the project, in process through gix: commit logs, blame
+//! and diffs as typed values. No user input ever reaches a command line;
+//! revisions and paths are still checked strictly (`args`), so that what
+//! is asked is what git would take as a name, and no path leaves the root.
+//!
+//! This layer knows nothing of MCP, the CLI or the index: the service
+//! renders its answers. One entry point: [`Repo`].
+
+mod args;
+mod blame;
+mod diff;
+mod log;
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+
+pub use blame::{Blame, BlameRange};
+pub use diff::{Diff, FileDiff, FileStatus, Hunk, LineChange};
+pub use log::{DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, Log, LogQuery, MAX_LIMIT as MAX_LOG_LIMIT};
+
+/// A failure a user can act on; each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error(
+        "Not a git repository: {0} is not inside a git work tree; run `git init` there, or serve a root inside a repository"
+    )]
+    NotARepository(PathBuf),
+    #[error("the repository has no commits yet; commit once, then ask again")]
+    NoCommits,
+    #[error(
+        "`{0}` is not a revision xfile accepts: give a branch or tag name, HEAD or a commit hash, optionally followed by ~N or ^N"
+    )]
+    InvalidRevision(String),
+    #[error(
+        "`{0}` names no commit in this repository; check the spelling (git_log lists recent commits)"
+    )]
+    UnknownRevision(String),
+    #[error("`{0}` is not a path xfile accepts: {1}")]
+    InvalidPath(String, &'static str),
+    #[error("{0} is outside the project root {1}; give a path inside the root")]
+    OutsideRoot(String, PathBuf),
+    #[error("{0} has {1} lines; ask for lines between 1 and {1}")]
+    PastEnd(String, u32),
+    #[error("{0} is not a file in the working tree; give the path of an existing file")]
+    NotAFile(String),
+    #[error("{0} may hold secrets and is never read")]
+    Sensitive(String),
+    #[error(
+        "`{0}` is not a date: give one as 2024-05-01, 2024-05-01 12:00:00 +0200, `2 weeks ago` or a unix time @1714521600"
+    )]
+    InvalidDate(String),
+    #[error("git failed: {0}; check the repository with `git status`")]
+    Git(String),
+}
+
+impl GitError {
+    /// A stable code for adapters.
+    pub fn code(&self) -> &'static str {
+        match self {
+            GitError::NotARepository(_) => "not_a_git_repository",
+            GitError::NoCommits => "no_commits",
+            GitError::InvalidRevision(_) => "invalid_revision",
+            GitError::UnknownRevision(_) => "unknown_revision",
+            GitError::InvalidPath(..) | GitError::PastEnd(..) => "invalid_parameter",
+            GitError::OutsideRoot(..) => "outside_root",
+            GitError::NotAFile(_) => "file_not_found",
+            GitError::Sensitive(_) => "sensitive_file",
+            GitError::InvalidDate(_) => "invalid_parameter",
+            GitError::Git(_) => "git_error",
+        }
+    }
+}
+
+/// Any gix failure that no user input explains (a corrupt object, an
+/// unreadable pack): reported as it is.
+fn failed(error: impl std::fmt::Display) -> GitError {
+    GitError::Git(error.to_string())
+}
+
+/// Git's test for binary content: a NUL byte in the first 8,000 bytes.
+fn is_binary(content: &[u8]) -> bool {
+    content[..content.len().min(8_000)].contains(&0)
+}
+
+/// What HEAD is.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "name")]
+pub enum HeadState {
+    /// On a branch (its short name).
+    Branch(String),
+    /// Detached at a commit (its short hash).
+    Detached(String),
+    /// On a branch with no commits yet.
+    Unborn(String),
+}
+
+/// One commit as answers show it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Commit {
+    /// Full hexadecimal id.
+    pub id: String,
+    pub author: String,
+    pub email: String,
+    /// Author date, `YYYY-MM-DD HH:MM:SS +zzzz` in the author's zone.
+    pub date: String,
+    /// The first line of the message.
+    pub summary: String,
+    /// More than one parent: a merge.
+    pub merge: bool,
+}
+
+impl Commit {
+    /// The id cut to the 10 digits answers show.
+    pub fn short_id(&self) -> &str {
+        self.id.get(..10).unwrap_or(&self.id)
+    }
+
+    fn read(commit: &gix::Commit<'_>) -> Result<Commit, GitError> {
+        let author = commit.author().map_err(failed)?;
+        let time = author.time().map_err(failed)?;
+        let message = commit.message_raw_sloppy();
+        let summary = message
+            .lines()
+            .map(|line| line.trim())
+            .find(|line| !line.is_empty())
+            .unwrap_or_default();
+        Ok(Commit {
+            id: commit.id.to_string(),
+            author: author.name.to_str_lossy().into_owned(),
+            email: author.email.to_str_lossy().into_owned(),
+            date: time.format_or_unix(gix::date::time::format::ISO8601),
+            summary: summary.to_str_lossy().into_owned(),
+            merge: commit.parent_ids().nth(1).is_some(),
+        })
+    }
+}
+
+/// The repository that holds a project root, with the root's place in
+/// its work tree: every path in and out is root-relative.
+pub struct Repo {
+    repo: gix::Repository,
+    /// The project root, canonical.
+    root: PathBuf,
+    /// The root relative to the work tree: "" or `dir/sub/`.
+    prefix: String,
+}
+
+impl Repo {
+    /// The repository whose work tree holds `root` (a canonical
+    /// directory), found as git finds it: in `root` or an ancestor.
+    pub fn open(root: &Path) -> Result<Repo, GitError> {
+        let not_a_repository = || GitError::NotARepository(root.to_path_buf());
+        let repo = gix::discover(root).map_err(|_| not_a_repository())?;
+        let workdir = repo
+            .workdir()
+            .and_then(|dir| dir.canonicalize().ok())
+            .ok_or_else(not_a_repository)?;
+        let prefix = match root.strip_prefix(&workdir) {
+            Ok(inside) if inside.as_os_str().is_empty() => String::new(),
+            Ok(inside) => format!("{}/", inside.to_string_lossy().replace('\\', "/")),
+            Err(_) => return Err(not_a_repository()),
+        };
+        Ok(Repo {
+            repo,
+            root: root.to_path_buf(),
+            prefix,
+        })
+    }
+
+    pub fn head_state(&self) -> Result<HeadState, GitError> {
+        let head = self.repo.head().map_err(failed)?;
+        let branch = || {
+            head.referent_name()
+                .map(|name| name.shorten().to_str_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        Ok(match &head.kind {
+            gix::head::Kind::Unborn(_) => HeadState::Unborn(branch()),
+            gix::head::Kind::Detached { target, .. } => {
+                HeadState::Detached(target.to_hex_with_len(10).to_string())
+            }
+            gix::head::Kind::Symbolic(_) => HeadState::Branch(branch()),
+        })
+    }
+
+    /// Whether the history is cut short (a shallow clone); an unreadable
+    /// shallow file counts as a cut.
+    pub fn is_shallow(&self) -> bool {
+        self.repo.is_shallow().unwrap_or(true)
+    }
+
+    /// The commit `revision` names, after the strict check.
+    fn commit(&self, revision: &str) -> Result<gix::Commit<'_>, GitError> {
+        let revision = args::revision(revision)?;
+        if revision == "HEAD" {
+            return self.head_commit();
+        }
+        self.repo
+            .rev_parse_single(revision)
+            .ok()
+            .and_then(|id| id.object().ok())
+            .and_then(|object| object.peel_to_commit().ok())
+            .ok_or_else(|| GitError::UnknownRevision(revision.to_string()))
+    }
+
+    fn head_commit(&self) -> Result<gix::Commit<'_>, GitError> {
+        let mut head = self.repo.head().map_err(failed)?;
+        if head.is_unborn() {
+            return Err(GitError::NoCommits);
+        }
+        head.peel_to_commit().map_err(failed)
+    }
+
+    /// The content of `path` (inside the root) at `revision`; `None` when
+    /// no file is there.
+    pub fn file_at(&self, revision: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let relative = args::path(&self.root, path)?;
+        args::readable(&relative)?;
+        let tree = self.commit(revision)?.tree().map_err(failed)?;
+        let Some(entry) = tree
+            .lookup_entry_by_path(self.repo_path(&relative))
+            .map_err(failed)?
+        else {
+            return Ok(None);
+        };
+        if !entry.mode().is_blob() {
+            return Ok(None);
+        }
+        let blob = self.repo.find_blob(entry.object_id()).map_err(failed)?;
+        Ok(Some(blob.detach().data))
+    }
+
+    /// A root-relative path of the user's, checked, as the work tree
+    /// names it.
+    fn repo_path(&self, relative: &str) -> String {
+        format!("{}{relative}", self.prefix)
+    }
+
+    /// A work-tree path back to root-relative; `None` outside the root.
+    fn root_relative<'a>(&self, repo_path: &'a str) -> Option<&'a str> {
+        repo_path.strip_prefix(self.prefix.as_str())
+    }
+}

@@ -1,0 +1,86 @@
+//! Real git repositories in temporary directories, built with the `git`
+//! binary: fixed names, e-mails and dates, no user or system
+//! configuration, so answers are exact.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct GitRepo {
+    pub dir: tempfile::TempDir,
+}
+
+/// `git` in `dir` with a clean configuration.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    run(dir, None, args)
+}
+
+/// `git args` in `dir`, with both dates set to `date` when given.
+fn run(dir: &Path, date: Option<&str>, args: &[&str]) -> String {
+    let mut command = Command::new("git");
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Ann")
+        .env("GIT_AUTHOR_EMAIL", "ann@example.com")
+        .env("GIT_COMMITTER_NAME", "Ann")
+        .env("GIT_COMMITTER_EMAIL", "ann@example.com");
+    if let Some(date) = date {
+        command
+            .env("GIT_AUTHOR_DATE", date)
+            .env("GIT_COMMITTER_DATE", date);
+    }
+    let output = command.output().expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+impl GitRepo {
+    /// `git init -b main` in a fresh temporary directory.
+    pub fn init() -> GitRepo {
+        let dir = tempfile::tempdir().expect("tempdir");
+        git_in(dir.path(), &["init", "-q", "-b", "main"]);
+        GitRepo { dir }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().canonicalize().expect("canonical")
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        git_in(self.dir.path(), args)
+    }
+
+    pub fn write(&self, path: &str, text: &str) {
+        let file = self.dir.path().join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(file, text).expect("write");
+    }
+
+    /// Stages everything and commits as `author` on day `day` of
+    /// January 2024 at 10:00 UTC.
+    pub fn commit(&self, author: &str, day: u32, message: &str) {
+        self.git(&["add", "-A"]);
+        self.commit_staged(author, day, message);
+    }
+
+    pub fn commit_staged(&self, author: &str, day: u32, message: &str) {
+        let date = format!("2024-01-{day:02}T10:00:00+00:00");
+        let who = format!("{author} <{}@example.com>", author.to_lowercase());
+        self.git_at(&date, &["commit", "-q", "--author", &who, "-m", message]);
+    }
+
+    /// A git command with both dates set (commits, merges).
+    pub fn git_at(&self, date: &str, args: &[&str]) -> String {
+        run(self.dir.path(), Some(date), args)
+    }
+
+    pub fn rev(&self, revision: &str) -> String {
+        self.git(&["rev-parse", revision]).trim().to_string()
+    }
+}
