@@ -482,15 +482,26 @@ impl From<PathError> for ToolError {
             }
             PathError::OutsideRoot(..) => "Use a path inside the project root.",
             PathError::Sensitive(_) => "This file is never served; it may hold secrets.",
-            PathError::NulByte(_) => "Pass a plain path string.",
+            PathError::NulByte(_) | PathError::TooLong(_) => "Pass a plain path string.",
             PathError::MissingRoot(_) => "Restart the server with an existing --root.",
             PathError::NotPython(_) => {
                 "Read other files directly; xfile adds context to .py files."
             }
         };
+        let quoted = |path: &str| shortened(path, QUOTED_CHARS);
+        let message = match &error {
+            PathError::NotFound(p) => PathError::NotFound(quoted(p)),
+            PathError::OutsideRoot(p, root) => PathError::OutsideRoot(quoted(p), root.clone()),
+            PathError::NulByte(p) => PathError::NulByte(quoted(p)),
+            PathError::Sensitive(p) => PathError::Sensitive(quoted(p)),
+            PathError::NotPython(p) => PathError::NotPython(quoted(p)),
+            PathError::MissingRoot(p) => PathError::MissingRoot(p.clone()),
+            PathError::TooLong(n) => PathError::TooLong(*n),
+        }
+        .to_string();
         ToolError {
             code: error.code(),
-            message: error.to_string(),
+            message,
             suggestion,
         }
     }
@@ -578,10 +589,33 @@ fn ok_json(value: &impl serde::Serialize) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
+/// How rmcp begins the error of arguments that do not fit a tool's type.
+const ARGUMENT_ERROR: &str = "failed to deserialize parameters:";
+
+/// Characters of a failure's message kept (the relation catalogue a
+/// pattern error carries is ~11,000): whatever a message quotes, a 10 MB
+/// input must not come back as a 10 MB error.
+const MESSAGE_CHARS: usize = 16_000;
+/// Characters of a user's input a message quotes.
+const QUOTED_CHARS: usize = 200;
+
+/// `text` cut after `chars` characters, saying how many more there were.
+fn shortened(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+        None => text.to_string(),
+    }
+}
+
 fn failure(error: ToolError) -> CallToolResult {
+    let message = shortened(&error.message, MESSAGE_CHARS);
     let body = serde_json::json!({
         "code": error.code,
-        "message": error.message,
+        "message": message,
         "suggestion": error.suggestion,
     });
     CallToolResult::error(vec![ContentBlock::text(body.to_string())])
@@ -1606,8 +1640,31 @@ impl ServerHandler for XfileServer {
                 asked.project = self.project_prefix(arguments, asked.session.as_deref());
             }
         }
+        let known = self.tool_router.has_route(&request.name);
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        REQUEST.scope(asked, self.tool_router.call(call)).await
+        let answer = REQUEST.scope(asked, self.tool_router.call(call)).await;
+        // Arguments that do not fit the schema are the caller's to fix,
+        // like any other tool error: the same shape, the input cut short.
+        let invalid = |message: String| {
+            Ok(failure(ToolError {
+                code: "invalid_parameter",
+                message,
+                suggestion: "Check the arguments against the tool's inputSchema in tools/list.",
+            })
+            .into())
+        };
+        match answer {
+            Ok(rmcp::model::CallToolResponse::Complete(result))
+                if result.is_error == Some(true)
+                    && first_text(&result).starts_with(ARGUMENT_ERROR) =>
+            {
+                invalid(first_text(&result))
+            }
+            Err(error) if known && error.code == rmcp::model::ErrorCode::INVALID_PARAMS => {
+                invalid(error.message.to_string())
+            }
+            other => other,
+        }
     }
 
     async fn list_tools(

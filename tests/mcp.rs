@@ -255,6 +255,55 @@ fn bad_requests_are_tool_errors_with_codes_and_the_server_keeps_answering() {
 /// §3.12.2: at least 15 hostile paths, symlink escapes among them. None may
 /// return content; each is an error with the rule it broke.
 #[cfg(unix)]
+/// Issue 19, F5: arguments that do not fit the schema are tool errors of
+/// the documented shape, and no error echoes a huge input back whole.
+#[test]
+fn argument_errors_have_the_tool_error_shape_and_echo_little() {
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
+    for arguments in [
+        json!({"file_path": 5}),
+        json!({}),
+        json!({"file_path": ["a"]}),
+    ] {
+        let (error, text) = client.call("get_dependencies", arguments.clone());
+        assert!(error, "{arguments}: {text}");
+        let body: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(body["code"], "invalid_parameter", "{text}");
+        assert!(
+            body["suggestion"].as_str().unwrap().contains("inputSchema"),
+            "{text}"
+        );
+    }
+    // A path longer than any file system allows is refused at once.
+    let huge = "a/".repeat(500_000) + "x.py";
+    for tool in ["read_with_context", "get_dependencies", "get_file_outline"] {
+        let (error, text) = client.call(tool, json!({"file_path": huge}));
+        assert!(error, "{tool}");
+        assert!(text.len() < 2_000, "{tool} echoes {} bytes", text.len());
+        let body: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{tool}: {e}: {text}"));
+        assert_eq!(body["code"], "invalid_parameter", "{text}");
+    }
+    // A long path that could exist is looked for, and quoted only in part.
+    let long = "b".repeat(3_000) + ".py";
+    let (error, text) = client.call("get_dependencies", json!({"file_path": long}));
+    assert!(error);
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["code"], "file_not_found", "{text}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("more characters)"),
+        "{text}"
+    );
+    assert!(text.len() < 1_500, "{} bytes", text.len());
+    // The server is still there.
+    let (error, _) = client.call("get_dependencies", json!({"file_path": "app/bot.py"}));
+    assert!(!error);
+}
+
 #[test]
 fn path_attacks_are_rejected_without_leaking_content() {
     let dir = tempfile::tempdir().unwrap();

@@ -49,10 +49,29 @@ pub enum PathError {
     OutsideRoot(String, PathBuf),
     #[error("{0} contains a NUL byte; give a plain file path")]
     NulByte(String),
-    #[error("{0} may hold secrets and is never read (sensitive file rule, §3.12.2)")]
+    #[error("{0} may hold secrets and is never read (sensitive file rule)")]
     Sensitive(String),
     #[error("{0} is not a Python file; xfile serves .py files only")]
     NotPython(String),
+    #[error(
+        "the path is {0} bytes long, more than a file system allows ({MAX_PATH_BYTES}); give a real path"
+    )]
+    TooLong(usize),
+}
+
+/// Longest path a user may give (Linux's PATH_MAX): longer ones name no
+/// file, and resolving them component by component would be slow.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// The checks every user path passes before it touches the file system.
+fn plain(input: &str) -> Result<(), PathError> {
+    if input.len() > MAX_PATH_BYTES {
+        return Err(PathError::TooLong(input.len()));
+    }
+    if input.contains('\0') {
+        return Err(PathError::NulByte(input.replace('\0', "\\0")));
+    }
+    Ok(())
 }
 
 impl PathError {
@@ -62,7 +81,7 @@ impl PathError {
             PathError::MissingRoot(_) => "root_not_found",
             PathError::NotFound(_) => "file_not_found",
             PathError::OutsideRoot(..) => "outside_root",
-            PathError::NulByte(_) => "invalid_parameter",
+            PathError::NulByte(_) | PathError::TooLong(_) => "invalid_parameter",
             PathError::Sensitive(_) => "sensitive_file",
             PathError::NotPython(_) => "not_python",
         }
@@ -91,9 +110,7 @@ pub fn canonical_root(root: &Path) -> Result<PathBuf, PathError> {
 /// root-relative with `/` separators. Symlinks are resolved first, so a link
 /// that points out of the root is rejected (invariant 5).
 pub fn resolve_user_path(root: &Path, input: &str) -> Result<String, PathError> {
-    if input.contains('\0') {
-        return Err(PathError::NulByte(input.replace('\0', "\\0")));
-    }
+    plain(input)?;
     validate(root, &root.join(input), input)
 }
 
@@ -103,9 +120,7 @@ pub fn resolve_user_path(root: &Path, input: &str) -> Result<String, PathError> 
 /// is root-relative otherwise (DESIGN §4), so commands written from the
 /// root keep working from anywhere.
 pub fn resolve_cli_path(root: &Path, cwd: &Path, input: &str) -> Result<String, PathError> {
-    if input.contains('\0') {
-        return Err(PathError::NulByte(input.replace('\0', "\\0")));
-    }
+    plain(input)?;
     let here = cwd.join(input);
     let inside = |path: &Path| path.canonicalize().is_ok_and(|p| p.starts_with(root));
     if Path::new(input).is_absolute() || (here.is_file() && inside(&here)) {
