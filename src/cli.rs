@@ -1,6 +1,7 @@
 //! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`]
 //! and, for `project` and `collection`, over [`crate::registry::Registry`].
 
+mod cache;
 mod registry;
 
 use std::io::{IsTerminal, Write};
@@ -36,6 +37,9 @@ pub struct Cli {
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
+    /// Neither read nor write the warm-start cache (`.xfile_cache/`).
+    #[arg(long, global = true)]
+    no_cache: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -44,6 +48,11 @@ pub struct Cli {
 enum Command {
     /// Index the project and print a summary.
     Index,
+    /// The warm-start cache in `.xfile_cache/`: `info` or `clean`.
+    Cache {
+        #[command(subcommand)]
+        command: cache::CacheCommand,
+    },
     /// Write the relationship graph as JSON.
     Export {
         /// Write to this file instead of stdout.
@@ -248,6 +257,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Some(root) => root.clone(),
         None => workspace::find_root(&std::env::current_dir()?),
     };
+    if cli.no_cache {
+        crate::service::warm::disable();
+    }
+    if let Command::Cache { command } = &cli.command {
+        return cache::run(command, &workspace::canonical_root(&root)?, cli.json);
+    }
     if let Command::Serve {
         collection,
         projects,
@@ -438,7 +453,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let file = file.as_deref().map(file_arg).transpose()?;
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
-        Command::Serve { .. } | Command::Project { .. } | Command::Collection { .. } => {}
+        Command::Serve { .. }
+        | Command::Project { .. }
+        | Command::Collection { .. }
+        | Command::Cache { .. } => {}
         Command::Watch { trace, dump } => {
             drop(out);
             watch(service, cli.json, trace, dump);
@@ -739,7 +757,11 @@ fn open(root: &std::path::Path) -> Result<Service, Failure> {
     if let Some(bar) = spinner {
         bar.finish_and_clear();
     }
-    Ok(service?)
+    let service = service?;
+    if let Some(notice) = &service.warm_start().notice {
+        eprintln!("xfile: {notice}");
+    }
+    Ok(service)
 }
 
 fn print_warnings(out: &mut impl Write, report: &WarningReport, json: bool) -> Result<(), Failure> {
