@@ -295,7 +295,22 @@ fn cache_info_and_clean() {
     let root = dir.path();
     let info = stdout(&xfile(root, &["cache", "info"]));
     assert!(info.ends_with("no cache\n"), "{info}");
+    // What writers that died left behind: removed once old, kept while a
+    // writer may still be at work.
+    std::fs::create_dir(root.join(warm::DIR)).expect("dir");
+    let abandoned = root.join(warm::DIR).join("index.bin.1.dead.tmp");
+    let recent = root.join(warm::DIR).join("index.bin.2.busy.tmp");
+    for path in [&abandoned, &recent] {
+        std::fs::write(path, "partial").expect("temp");
+    }
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&abandoned)
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("mtime");
     stdout(&xfile(root, &["index"]));
+    assert!(!abandoned.exists() && recent.exists());
     let info: serde_json::Value =
         serde_json::from_str(&stdout(&xfile(root, &["cache", "info", "--json"]))).expect("json");
     assert_eq!(info["usable"], true);

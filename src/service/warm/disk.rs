@@ -97,7 +97,32 @@ pub(crate) fn write(root: &Path, bytes: &[u8]) -> io::Result<()> {
     if renamed.is_err() {
         let _ = fs::remove_file(&temp);
     }
+    sweep(&dir);
     renamed
+}
+
+/// A writer that died leaves its temporary file; one older than any write
+/// takes is removed, so the directory stays bounded.
+fn sweep(dir: &Path) {
+    const ABANDONED: std::time::Duration = std::time::Duration::from_secs(600);
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let abandoned = entry.metadata().is_ok_and(|meta| {
+            meta.file_type().is_file()
+                && meta
+                    .modified()
+                    .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > ABANDONED))
+        });
+        if abandoned && is_temp(&entry.file_name().to_string_lossy()) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn is_temp(name: &str) -> bool {
+    name.starts_with(FILE) && name.ends_with(".tmp")
 }
 
 /// The cache file's size, if there is one.
@@ -119,9 +144,7 @@ pub(crate) fn clean(root: &Path) -> io::Result<bool> {
         let entry = entry?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let ours = name == FILE
-            || name == ".gitignore"
-            || (name.starts_with(FILE) && name.ends_with(".tmp"));
+        let ours = name == FILE || name == ".gitignore" || is_temp(&name);
         // `remove_file` removes a link itself, never its target.
         if ours && !entry.file_type()?.is_dir() {
             fs::remove_file(entry.path())?;

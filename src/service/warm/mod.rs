@@ -199,6 +199,8 @@ fn write(root: &Path, key: &Key, entries: &[Entry]) -> std::io::Result<()> {
 pub(crate) struct Writer {
     root: PathBuf,
     key: Key,
+    /// [`WRITE_EVERY`]; shorter in tests.
+    every: Duration,
     last: Mutex<Option<Instant>>,
     busy: Arc<AtomicBool>,
 }
@@ -208,6 +210,7 @@ impl Writer {
         enabled().then(|| Writer {
             root: root.to_path_buf(),
             key,
+            every: WRITE_EVERY,
             last: Mutex::new(None),
             busy: Arc::default(),
         })
@@ -227,7 +230,7 @@ impl Writer {
         let due = self
             .last
             .lock()
-            .map(|last| last.is_none_or(|at| at.elapsed() >= WRITE_EVERY))
+            .map(|last| last.is_none_or(|at| at.elapsed() >= self.every))
             .unwrap_or(false);
         if !due || self.busy.swap(true, Ordering::AcqRel) {
             return;
@@ -311,4 +314,48 @@ pub fn info(root: &Path) -> Info {
 /// Removes the cache; whether there was a cache directory to remove.
 pub fn clean(root: &Path) -> std::io::Result<bool> {
     disk::clean(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(texts: &[(&str, &str)]) -> Engine {
+        let mut engine = Engine::new(Vec::new());
+        engine.set_files(texts.iter().map(|(p, t)| (p.to_string(), t.to_string())));
+        engine
+    }
+
+    fn cached(root: &Path, key: &Key) -> Vec<String> {
+        let bytes = disk::read(root).expect("cache");
+        let entries = format::decode(&bytes, &key.digest).expect("decodes");
+        entries.into_iter().map(|e| e.path).collect()
+    }
+
+    fn written(writer: &Writer) {
+        let start = Instant::now();
+        while writer.busy.load(Ordering::Acquire) {
+            assert!(start.elapsed() < Duration::from_secs(20), "write hangs");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn updates_are_written_at_most_every_interval() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let key = Key::new(&Config::default(), &[]);
+        let mut writer = Writer::new(root.path(), key.clone()).expect("enabled");
+        writer.first(&engine(&[("a.py", "import b\n")]), false);
+        assert_eq!(cached(root.path(), &key), ["a.py"]);
+        // Within the interval: not written.
+        let two = engine(&[("a.py", "import b\n"), ("b.py", "x = 1\n")]);
+        writer.updated(&two);
+        written(&writer);
+        assert_eq!(cached(root.path(), &key), ["a.py"]);
+        // Past it: written, in the background.
+        writer.every = Duration::ZERO;
+        writer.updated(&two);
+        written(&writer);
+        assert_eq!(cached(root.path(), &key), ["a.py", "b.py"]);
+    }
 }
