@@ -128,7 +128,7 @@ fn is_temp(name: &str) -> bool {
 /// The cache file's size, if there is one.
 pub(crate) fn size(root: &Path) -> Option<u64> {
     let meta = fs::symlink_metadata(existing_dir(root).ok()?.join(FILE)).ok()?;
-    meta.file_type().is_file().then(|| meta.len())
+    meta.file_type().is_file().then_some(meta.len())
 }
 
 /// Removes the cache directory's files (ours only: the cache file, its

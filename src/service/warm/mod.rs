@@ -82,6 +82,10 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A file's path and text, with its facts when the cache had them for
+/// this text.
+pub(crate) type Attached = (String, String, Option<Arc<ModuleFacts>>);
+
 /// Cached facts by path, for one start.
 pub(crate) struct Loaded {
     facts: FxHashMap<String, (Hash, Arc<ModuleFacts>)>,
@@ -138,10 +142,7 @@ pub(crate) fn load(root: &Path, key: &Key) -> Loaded {
 impl Loaded {
     /// Each file with its cached facts when they were extracted from this
     /// very text, and how many were.
-    pub(crate) fn attach(
-        &self,
-        files: Vec<(String, String)>,
-    ) -> (Vec<(String, String, Option<Arc<ModuleFacts>>)>, Outcome) {
+    pub(crate) fn attach(&self, files: Vec<(String, String)>) -> (Vec<Attached>, Outcome) {
         let files: Vec<_> = files
             .into_par_iter()
             .map(|(path, text)| {
