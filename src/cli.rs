@@ -501,7 +501,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
-    // The process ends here: skip tearing down the database.
+    // The process ends here: skip tearing down the database, once the
+    // warm-start cache is written.
+    service.flush_warm();
     std::mem::forget(service);
     Ok(())
 }

@@ -71,11 +71,9 @@ impl<'a> Providers<'a> {
             [one] => {
                 let key = (*one, r.module.clone(), r.name.clone());
                 let mut landed = self.landed.borrow_mut();
-                let landing = landed.entry(key).or_insert_with(|| {
-                    self.peers[*one]
-                        .service
-                        .land(&r.module, r.name.as_deref())
-                });
+                let landing = landed
+                    .entry(key)
+                    .or_insert_with(|| self.peers[*one].service.land(&r.module, r.name.as_deref()));
                 match landing {
                     Some(landing) => Lands::Project(*one, landing.clone()),
                     None => Lands::Outside,
@@ -209,8 +207,7 @@ fn dotted(service: &Service, landing: &Landing) -> String {
 /// Whether dotted name `name` is `symbol` or ends with it (`models.User`,
 /// `corelib.models.User`, `User.save`).
 fn ends_with(name: &str, symbol: &str) -> bool {
-    name == symbol
-        || (name.ends_with(symbol) && name[..name.len() - symbol.len()].ends_with('.'))
+    name == symbol || (name.ends_with(symbol) && name[..name.len() - symbol.len()].ends_with('.'))
 }
 
 /// Every external reference of the projects in scope resolved once: the
@@ -416,7 +413,7 @@ impl CrossIndex {
         let mut by_name: rustc_hash::FxHashMap<String, Vec<usize>> = Default::default();
         let mut by_target: rustc_hash::FxHashMap<(usize, String), Vec<usize>> = Default::default();
         for (i, link) in links.iter().enumerate() {
-                by_name
+            by_name
                 .entry(last(&link.dotted).to_string())
                 .or_default()
                 .push(i);

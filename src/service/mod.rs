@@ -256,6 +256,15 @@ impl Service {
         &self.warm
     }
 
+    /// Waits until the warm-start cache's write under way (the first
+    /// index's, in the background) is on disk: for a process about to exit
+    /// without dropping its service.
+    pub fn flush_warm(&self) {
+        if let Some(writer) = &self.writer {
+            writer.flush();
+        }
+    }
+
     /// After an update: the warm-start cache is written when due.
     pub(crate) fn updated_warm(&self) {
         if let Some(writer) = &self.writer {

@@ -168,24 +168,6 @@ impl Loaded {
     }
 }
 
-/// The engine's files with their facts and text hashes, in path order.
-fn entries(engine: &Engine) -> Vec<Entry> {
-    let held: Vec<(&str, &str, Arc<ModuleFacts>)> = engine
-        .paths()
-        .filter_map(|path| {
-            let facts = Arc::clone(engine.shared_facts(path)?);
-            Some((path, engine.text(path)?, facts))
-        })
-        .collect();
-    held.into_par_iter()
-        .map(|(path, text, facts)| Entry {
-            path: path.to_string(),
-            hash: sha256(text.as_bytes()),
-            facts,
-        })
-        .collect()
-}
-
 fn write(root: &Path, key: &Key, entries: &[Entry]) -> std::io::Result<()> {
     disk::write(
         root,
@@ -194,9 +176,9 @@ fn write(root: &Path, key: &Key, entries: &[Entry]) -> std::io::Result<()> {
 }
 
 /// Writes the cache for a project just indexed, and afterwards, while
-/// serving, at most every [`WRITE_EVERY`] after updates (on a thread of its
-/// own, so an update never waits for the disk). A write that fails is
-/// logged and retried with a later update: the cache is only a speed-up.
+/// serving, at most every [`WRITE_EVERY`] after updates, each time on a
+/// thread of its own. A write that fails is logged and retried with a later
+/// update: the cache is only a speed-up.
 pub(crate) struct Writer {
     root: PathBuf,
     key: Key,
@@ -204,6 +186,15 @@ pub(crate) struct Writer {
     every: Duration,
     last: Mutex<Option<Instant>>,
     busy: Arc<AtomicBool>,
+    /// The last write's thread, joined when the writer goes, so a command
+    /// that answered still leaves its cache behind before it exits.
+    pending: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 impl Writer {
@@ -214,19 +205,20 @@ impl Writer {
             every: WRITE_EVERY,
             last: Mutex::new(None),
             busy: Arc::default(),
+            pending: Mutex::default(),
         })
     }
 
     /// After the first index: written now, unless it is already current.
     pub(crate) fn first(&self, engine: &Engine, current: bool) {
         self.stamp();
-        if !current && let Err(error) = write(&self.root, &self.key, &entries(engine)) {
-            tracing::warn!("cannot write the warm-start cache: {error}");
+        if !current && !self.busy.swap(true, Ordering::AcqRel) {
+            self.spawn(engine);
         }
     }
 
-    /// After an update: written in the background when the last write is
-    /// old enough and no write is under way.
+    /// After an update: written when the last write is old enough and no
+    /// write is under way.
     pub(crate) fn updated(&self, engine: &Engine) {
         let due = self
             .last
@@ -237,8 +229,13 @@ impl Writer {
             return;
         }
         self.stamp();
-        // Owned texts and shared facts: the engine snapshot is not held
-        // while hashing and writing, so no update waits for it.
+        self.spawn(engine);
+    }
+
+    /// Hashes, encodes and writes on a thread of its own, from owned texts
+    /// and shared facts: the engine snapshot is not held meanwhile, so no
+    /// update waits for the disk, and a command's answer does not either.
+    fn spawn(&self, engine: &Engine) {
         let held: Vec<(String, String, Arc<ModuleFacts>)> = engine
             .paths()
             .filter_map(|path| {
@@ -247,7 +244,7 @@ impl Writer {
             })
             .collect();
         let (root, key, busy) = (self.root.clone(), self.key.clone(), Arc::clone(&self.busy));
-        std::thread::spawn(move || {
+        let handle = std::thread::spawn(move || {
             let entries: Vec<Entry> = held
                 .into_par_iter()
                 .map(|(path, text, facts)| Entry {
@@ -261,6 +258,23 @@ impl Writer {
             }
             busy.store(false, Ordering::Release);
         });
+        if let Ok(mut pending) = self.pending.lock()
+            && let Some(previous) = pending.replace(handle)
+        {
+            let _ = previous.join();
+        }
+    }
+
+    /// Waits for the write under way, if any.
+    pub(crate) fn flush(&self) {
+        let handle = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut pending| pending.take());
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
     }
 
     fn stamp(&self) {
@@ -347,6 +361,7 @@ mod tests {
         let key = Key::new(&Config::default(), &[]);
         let mut writer = Writer::new(root.path(), key.clone()).expect("enabled");
         writer.first(&engine(&[("a.py", "import b\n")]), false);
+        written(&writer);
         assert_eq!(cached(root.path(), &key), ["a.py"]);
         // Within the interval: not written.
         let two = engine(&[("a.py", "import b\n"), ("b.py", "x = 1\n")]);
