@@ -97,6 +97,43 @@ fn main() {
 
     let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("rules.rs");
     std::fs::write(dest, out).unwrap();
+    write_cache_keys(&paths);
+}
+
+/// Hashes for the warm-start cache's key (`src/service/warm`): the rules,
+/// and the front end whose output the cache holds (its sources and the
+/// locked parser versions). A different hash only costs a rebuild, so the
+/// std hasher suffices; nothing adversarial is at stake.
+fn write_cache_keys(rules: &[std::path::PathBuf]) {
+    use std::hash::{DefaultHasher, Hasher};
+    fn hash_files(paths: &[std::path::PathBuf]) -> String {
+        let mut hasher = DefaultHasher::new();
+        for path in paths {
+            hasher.write(path.to_string_lossy().as_bytes());
+            hasher.write(&std::fs::read(path).expect("unreadable source file"));
+        }
+        format!("{:016x}", hasher.finish())
+    }
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("unreadable source directory") {
+            let path = entry.expect("unreadable source directory").path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    println!("cargo:rerun-if-changed=src/python");
+    println!("cargo:rerun-if-changed=Cargo.lock");
+    let mut front_end = vec![std::path::PathBuf::from("Cargo.lock")];
+    rust_files(Path::new("src/python"), &mut front_end);
+    front_end.sort();
+    println!("cargo:rustc-env=XFILE_RULES_HASH={}", hash_files(rules));
+    println!(
+        "cargo:rustc-env=XFILE_FRONT_END_HASH={}",
+        hash_files(&front_end)
+    );
 }
 
 fn parse_file(

@@ -1,6 +1,7 @@
 //! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`]
 //! and, for `project` and `collection`, over [`crate::registry::Registry`].
 
+mod cache;
 mod git;
 mod registry;
 
@@ -37,6 +38,9 @@ pub struct Cli {
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
+    /// Neither read nor write the warm-start cache (`.xfile_cache/`).
+    #[arg(long, global = true)]
+    no_cache: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -45,6 +49,11 @@ pub struct Cli {
 enum Command {
     /// Index the project and print a summary.
     Index,
+    /// The warm-start cache in `.xfile_cache/`: `info` or `clean`.
+    Cache {
+        #[command(subcommand)]
+        command: cache::CacheCommand,
+    },
     /// Write the relationship graph as JSON.
     Export {
         /// Write to this file instead of stdout.
@@ -269,6 +278,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Some(root) => root.clone(),
         None => workspace::find_root(&std::env::current_dir()?),
     };
+    if cli.no_cache {
+        crate::service::warm::disable();
+    }
+    if let Command::Cache { command } = &cli.command {
+        return cache::run(command, &workspace::canonical_root(&root)?, cli.json);
+    }
     if let Command::Git { command } = cli.command {
         return git::git(command, &root, cli.json);
     }
@@ -481,7 +496,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve { .. }
         | Command::Project { .. }
         | Command::Collection { .. }
-        | Command::Git { .. } => {}
+        | Command::Git { .. }
+        | Command::Cache { .. } => {}
         Command::Watch { trace, dump } => {
             drop(out);
             watch(service, cli.json, trace, dump);
@@ -526,7 +542,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
-    // The process ends here: skip tearing down the database.
+    // The process ends here: skip tearing down the database, once the
+    // warm-start cache is written.
+    service.flush_warm();
     std::mem::forget(service);
     Ok(())
 }
@@ -782,7 +800,11 @@ fn open(root: &std::path::Path) -> Result<Service, Failure> {
     if let Some(bar) = spinner {
         bar.finish_and_clear();
     }
-    Ok(service?)
+    let service = service?;
+    if let Some(notice) = &service.warm_start().notice {
+        eprintln!("xfile: {notice}");
+    }
+    Ok(service)
 }
 
 fn print_warnings(out: &mut impl Write, report: &WarningReport, json: bool) -> Result<(), Failure> {

@@ -143,26 +143,37 @@ fn tree(dir: &std::path::Path) -> Vec<String> {
     files
 }
 
+/// Read-only commands write nothing into the project but the warm-start
+/// cache in its own directory, and with `--no-cache` not even that.
 #[test]
 fn read_only_commands_write_nothing_into_the_project() {
     let dir = common::copy_sample();
     let before = tree(dir.path());
-    for args in [
-        vec!["read", "app/bot.py"],
-        vec!["deps", "app/bot.py"],
-        vec!["query", "Calls(_, _, _, _)"],
-        vec!["explain", "DependsOn(\"app/bot.py\", \"app/models.py\")"],
-    ] {
-        let status = Command::new(env!("CARGO_BIN_EXE_xfile"))
-            .args(&args)
-            .arg("--root")
-            .arg(dir.path())
-            .output()
-            .unwrap()
-            .status;
-        assert!(status.success(), "{args:?}");
+    for no_cache in [true, false] {
+        for args in [
+            vec!["read", "app/bot.py"],
+            vec!["deps", "app/bot.py"],
+            vec!["query", "Calls(_, _, _, _)"],
+            vec!["explain", "DependsOn(\"app/bot.py\", \"app/models.py\")"],
+        ] {
+            let status = Command::new(env!("CARGO_BIN_EXE_xfile"))
+                .args(no_cache.then_some("--no-cache"))
+                .args(&args)
+                .arg("--root")
+                .arg(dir.path())
+                .output()
+                .unwrap()
+                .status;
+            assert!(status.success(), "{args:?}");
+        }
+        let mut after = tree(dir.path());
+        if !no_cache {
+            let cache = [".xfile_cache/.gitignore", ".xfile_cache/index.bin"];
+            assert!(cache.iter().all(|f| after.contains(&f.to_string())));
+            after.retain(|f| !f.starts_with(".xfile_cache/"));
+        }
+        assert_eq!(after, before, "no_cache: {no_cache}");
     }
-    assert_eq!(tree(dir.path()), before);
 }
 
 #[test]

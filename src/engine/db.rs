@@ -46,6 +46,11 @@ pub struct SourceFile {
     /// by the engine, never by a query.
     #[returns(ref)]
     pub semantic: Arc<Semantic>,
+    /// Facts extracted earlier from exactly this `text` (the warm-start
+    /// cache vouches for that by content hash), so `module_facts` need not
+    /// parse; written with `text`, never by a query.
+    #[returns(ref)]
+    pub preset: Option<Arc<ModuleFacts>>,
 }
 
 #[salsa::input(debug)]
@@ -212,11 +217,15 @@ impl Db for Database {
     }
 }
 
-/// Parse and extract everything about one file.
+/// Parse and extract everything about one file, unless its facts were
+/// handed in with its text. Shared, so a cache can keep them without a copy.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn module_facts(db: &dyn Db, file: SourceFile) -> ModuleFacts {
+pub(crate) fn module_facts(db: &dyn Db, file: SourceFile) -> Arc<ModuleFacts> {
     db.log().executed("module_facts", Some(file.path(db)));
-    python::extract(file.text(db))
+    match file.preset(db) {
+        Some(facts) => Arc::clone(facts),
+        None => Arc::new(python::extract(file.text(db))),
+    }
 }
 
 /// The project's test-module matcher, built once per pytest configuration.

@@ -140,10 +140,15 @@ impl Engine {
         self.revisions.get(path).copied()
     }
 
-    fn new_file(&mut self, path: String, text: String) -> SourceFile {
+    fn new_file(
+        &mut self,
+        path: String,
+        text: String,
+        preset: Option<Arc<ModuleFacts>>,
+    ) -> SourceFile {
         self.unanalyzed += 1;
         self.stamp(&path);
-        SourceFile::builder(path, text, Arc::default())
+        SourceFile::builder(path, text, Arc::default(), preset)
             .path_durability(Durability::HIGH)
             .semantic_durability(Durability::MEDIUM)
             .new(&self.db)
@@ -189,19 +194,32 @@ impl Engine {
 
     /// Adds many files with one change to the file set.
     pub fn set_files(&mut self, files: impl IntoIterator<Item = (String, String)>) {
+        self.set_files_with_facts(files.into_iter().map(|(path, text)| (path, text, None)));
+    }
+
+    /// [`Engine::set_files`], where a file may come with the facts
+    /// `python::extract` gave for exactly this text (a warm start's cache):
+    /// they stand in for parsing it. Wrong facts give wrong answers, so the
+    /// caller must know they belong to the text (by content hash).
+    pub fn set_files_with_facts(
+        &mut self,
+        files: impl IntoIterator<Item = (String, String, Option<Arc<ModuleFacts>>)>,
+    ) {
         let mut added = false;
         let mut touched = Vec::new();
-        for (path, text) in files {
+        for (path, text, preset) in files {
             match self.files.get(&path) {
                 Some(&file) => {
                     if *file.text(&self.db) != text {
                         file.set_text(&mut self.db).to(text);
+                        // Facts handed in for the old text must not outlive it.
+                        file.set_preset(&mut self.db).to(preset);
                         self.stamp(&path);
                         touched.push(file);
                     }
                 }
                 None => {
-                    let file = self.new_file(path.clone(), text);
+                    let file = self.new_file(path.clone(), text, preset);
                     Arc::make_mut(&mut self.tree).add(&self.db, &path);
                     Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push(file);
@@ -635,6 +653,11 @@ impl Engine {
     }
 
     pub fn facts(&self, path: &str) -> Option<&ModuleFacts> {
+        self.shared_facts(path).map(|facts| &**facts)
+    }
+
+    /// [`Engine::facts`], shared: what a cache keeps without copying.
+    pub fn shared_facts(&self, path: &str) -> Option<&Arc<ModuleFacts>> {
         let file = *self.files.get(path)?;
         Some(db::module_facts(&self.db, file))
     }

@@ -127,7 +127,9 @@ impl Live {
             let written = master.service.write_changes(pending);
             *lock(&self.published) = Some(master.service.clone());
             self.republished.notify_all();
-            master.service.finish(written)
+            let report = master.service.finish(written);
+            master.service.updated_warm();
+            report
         };
         master.updates += 1;
         report.update = master.updates;

@@ -23,6 +23,7 @@ pub mod relationships;
 pub mod search;
 pub mod text;
 mod update;
+pub mod warm;
 pub mod warnings;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -116,6 +117,10 @@ pub struct Service {
     /// Clusters of the likeliest searches, computed ahead.
     hot: Arc<search::HotSpots>,
     timings: model::PhaseTimings,
+    /// How this project's first index used the warm-start cache.
+    warm: Arc<warm::Outcome>,
+    /// Writes the warm-start cache after updates (none with `--no-cache`).
+    writer: Option<Arc<warm::Writer>>,
 }
 
 /// Files with syntax errors the index summary names (the count says all).
@@ -156,7 +161,9 @@ impl Service {
             kind: NoticeKind::Config,
             message,
         }));
-        engine.set_sub_projects(workspace::discover::sub_project_dirs(&markers));
+        let sub_projects = workspace::discover::sub_project_dirs(&markers);
+        let warm_key = warm::Key::new(&config, &sub_projects);
+        engine.set_sub_projects(sub_projects);
         let (entry_points, entry_point_notices) = links::declared_entry_points(&root, &markers);
         engine.set_entry_points(entry_points);
         notices.extend(entry_point_notices);
@@ -181,11 +188,26 @@ impl Service {
             .iter()
             .map(|f| (f.path.clone(), f.stamp))
             .collect();
-        engine.set_files(discovery.files.into_iter().map(|f| (f.path, f.text)));
+        let cached = warm::load(&root, &warm_key);
+        let (files, warm) = cached.attach(
+            discovery
+                .files
+                .into_iter()
+                .map(|f| (f.path, f.text))
+                .collect(),
+        );
+        if let Some(notice) = &warm.notice {
+            tracing::warn!("{notice}");
+        }
+        engine.set_files_with_facts(files);
         let parse_ms = elapsed_ms(phase);
         let phase = Instant::now();
         engine.analyze();
         let analyze_ms = elapsed_ms(phase);
+        let writer = warm::Writer::new(&root, warm_key).map(Arc::new);
+        if let Some(writer) = &writer {
+            writer.first(&engine, cached.is_current(&warm));
+        }
         let (suppression, suppression_problems) =
             warnings::Suppression::new(&config, &root, &engine);
         notices.extend(suppression_problems.into_iter().map(|message| Notice {
@@ -219,6 +241,8 @@ impl Service {
             dirs: Arc::new(dirs),
             markers: Arc::new(markers),
             deleted: Arc::default(),
+            warm: Arc::new(warm),
+            writer,
             timings: model::PhaseTimings {
                 discover_ms,
                 parse_ms,
@@ -227,6 +251,27 @@ impl Service {
             },
         };
         Ok(service)
+    }
+
+    /// How the first index used the warm-start cache.
+    pub fn warm_start(&self) -> &warm::Outcome {
+        &self.warm
+    }
+
+    /// Waits until the warm-start cache's write under way (the first
+    /// index's, in the background) is on disk: for a process about to exit
+    /// without dropping its service.
+    pub fn flush_warm(&self) {
+        if let Some(writer) = &self.writer {
+            writer.flush();
+        }
+    }
+
+    /// After an update: the warm-start cache is written when due.
+    pub(crate) fn updated_warm(&self) {
+        if let Some(writer) = &self.writer {
+            writer.updated(&self.engine);
+        }
     }
 
     /// Appends the warnings not logged yet to `warnings.jsonl` (TDD §3.9.5),
@@ -465,6 +510,7 @@ impl Service {
                     counts
                 }),
             notices: self.notices.to_vec(),
+            cache: (*self.warm).clone(),
             wall_time_ms: self.timings.total_ms,
             phases: self.timings.clone(),
         }

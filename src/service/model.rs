@@ -139,6 +139,8 @@ pub struct IndexSummary {
     /// Warnings after suppression, by type.
     pub warnings: BTreeMap<&'static str, usize>,
     pub notices: Vec<Notice>,
+    /// How the warm-start cache served this index (`.xfile_cache/`).
+    pub cache: super::warm::Outcome,
     pub wall_time_ms: f64,
     pub phases: PhaseTimings,
 }

@@ -83,7 +83,7 @@ fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
-        if entry.file_name() == ".cross_file_context_logs" {
+        if entry.file_name() == ".cross_file_context_logs" || entry.file_name() == ".xfile_cache" {
             continue;
         }
         let target = to.join(entry.file_name());

@@ -1,0 +1,154 @@
+//! The cache directory on disk: created only as a real directory, files
+//! opened without following links and only when regular, written whole
+//! (temporary file, fsync, rename) so a reader sees an old file or a new
+//! one, never half of one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// The cache directory at the root, ignored by git through its own
+/// `.gitignore` (as ruff's `.ruff_cache`).
+pub const DIR: &str = ".xfile_cache";
+/// The one cache file in it.
+pub const FILE: &str = "index.bin";
+
+pub(crate) fn dir(root: &Path) -> PathBuf {
+    root.join(DIR)
+}
+
+/// The directory if it is one: a link or anything else in its place is an
+/// error, never followed.
+fn existing_dir(root: &Path) -> io::Result<PathBuf> {
+    let dir = dir(root);
+    let meta = fs::symlink_metadata(&dir)?;
+    if !meta.file_type().is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory (a link or a file); remove it",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+/// Creates the directory (private) and its `.gitignore` when missing.
+fn ensure_dir(root: &Path) -> io::Result<PathBuf> {
+    let dir = dir(root);
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    let dir = existing_dir(root)?;
+    let ignore = dir.join(".gitignore");
+    match new_file(&ignore) {
+        Ok(mut file) => file.write_all(b"# Created by xfile: a cache, not source.\n*\n")?,
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    Ok(dir)
+}
+
+/// A new file, never an existing one nor through a link.
+fn new_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// The cache file's bytes; `NotFound` when there is none. A link, a FIFO or
+/// any other non-regular file is refused before a byte is read.
+pub(crate) fn read(root: &Path) -> io::Result<Vec<u8>> {
+    let path = existing_dir(root)?.join(FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Replaces the cache file with `bytes` at once. Each writer has its own
+/// temporary file, so processes writing together each leave a whole file.
+pub(crate) fn write(root: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = ensure_dir(root)?;
+    let temp = dir.join(format!(
+        "{FILE}.{}.{}.tmp",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let written = new_file(&temp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    let renamed = written.and_then(|()| fs::rename(&temp, dir.join(FILE)));
+    if renamed.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    sweep(&dir);
+    renamed
+}
+
+/// A writer that died leaves its temporary file; one older than any write
+/// takes is removed, so the directory stays bounded.
+fn sweep(dir: &Path) {
+    const ABANDONED: std::time::Duration = std::time::Duration::from_secs(600);
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let abandoned = entry.metadata().is_ok_and(|meta| {
+            meta.file_type().is_file()
+                && meta
+                    .modified()
+                    .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > ABANDONED))
+        });
+        if abandoned && is_temp(&entry.file_name().to_string_lossy()) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn is_temp(name: &str) -> bool {
+    name.starts_with(FILE) && name.ends_with(".tmp")
+}
+
+/// The cache file's size, if there is one.
+pub(crate) fn size(root: &Path) -> Option<u64> {
+    let meta = fs::symlink_metadata(existing_dir(root).ok()?.join(FILE)).ok()?;
+    meta.file_type().is_file().then_some(meta.len())
+}
+
+/// Removes the cache directory's files (ours only: the cache file, its
+/// temporary files and the `.gitignore`) and the directory when that
+/// leaves it empty. A link in the directory's place is left alone.
+pub(crate) fn clean(root: &Path) -> io::Result<bool> {
+    let dir = match existing_dir(root) {
+        Ok(dir) => dir,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    for entry in fs::read_dir(&dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let ours = name == FILE || name == ".gitignore" || is_temp(&name);
+        // `remove_file` removes a link itself, never its target.
+        if ours && !entry.file_type()?.is_dir() {
+            fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(fs::remove_dir(&dir).is_ok())
+}
