@@ -48,6 +48,8 @@ pub const SUB_PROJECT_MARKERS: &[&str] = &["pyproject.toml", "setup.py", "setup.
 
 /// xfile's own log directory under the root: never indexed, never noticed.
 pub const LOG_DIR: &str = ".cross_file_context_logs";
+/// xfile's own warm-start cache under the root: the same.
+pub const CACHE_DIR: &str = ".xfile_cache";
 
 /// Files longer than this are skipped (EC-17).
 pub const MAX_LINES: usize = 10_000;
@@ -340,7 +342,7 @@ fn refuse_entry(root: &Path, entry: &ignore::DirEntry) -> Option<Option<Notice>>
         return Some(None);
     }
     if name.starts_with('.') {
-        let told = is_dir && name != LOG_DIR;
+        let told = is_dir && name != LOG_DIR && name != CACHE_DIR;
         return Some(if told {
             Some(notice(
                 NoticeKind::Hidden,

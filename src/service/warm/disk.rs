@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The cache directory at the root, ignored by git through its own
 /// `.gitignore` (as ruff's `.ruff_cache`).
-pub const DIR: &str = ".xfile_cache";
+pub const DIR: &str = crate::workspace::discover::CACHE_DIR;
 /// The one cache file in it.
 pub const FILE: &str = "index.bin";
 
