@@ -589,6 +589,16 @@ fn ok_json(value: &impl serde::Serialize) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
+/// A request whose work stopped (it panicked, or the server is shutting
+/// down).
+fn join_failed(error: tokio::task::JoinError) -> ToolError {
+    ToolError {
+        code: "internal",
+        message: format!("the request failed: {error}"),
+        suggestion: "Retry; if it keeps failing, report it with the server log.",
+    }
+}
+
 /// How rmcp begins the error of arguments that do not fit a tool's type.
 const ARGUMENT_ERROR: &str = "failed to deserialize parameters:";
 
@@ -838,13 +848,7 @@ impl XfileServer {
             Ok(with_notes(answer, &unready))
         })
         .await
-        .unwrap_or_else(|e| {
-            Err(ToolError {
-                code: "internal",
-                message: format!("the request failed: {e}"),
-                suggestion: "Retry; if it keeps failing, report it with the server log.",
-            })
-        })
+        .unwrap_or_else(|e| Err(join_failed(e)))
         .unwrap_or_else(failure)
     }
 }
@@ -1306,13 +1310,7 @@ impl XfileServer {
             })
         })
         .await
-        .unwrap_or_else(|e| {
-            failure(ToolError {
-                code: "internal",
-                message: format!("the request failed: {e}"),
-                suggestion: "Retry; if it keeps failing, report it with the server log.",
-            })
-        })
+        .unwrap_or_else(|e| failure(join_failed(e)))
     }
 
     #[tool(

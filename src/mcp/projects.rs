@@ -453,13 +453,7 @@ async fn run(live: Arc<Live>, f: ProjectWork, shares: usize) -> Result<CallToolR
     }
     tokio::task::spawn_blocking(move || f(&live, shares))
         .await
-        .unwrap_or_else(|e| {
-            Err(ToolError {
-                code: "internal",
-                message: format!("the request failed: {e}"),
-                suggestion: "Retry; if it keeps failing, report it with the server log.",
-            })
-        })
+        .unwrap_or_else(|e| Err(super::join_failed(e)))
 }
 
 fn unready_error(member: &Member, unready: Unready) -> ToolError {
