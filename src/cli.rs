@@ -1,6 +1,7 @@
 //! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`]
 //! and, for `project` and `collection`, over [`crate::registry::Registry`].
 
+mod ops;
 mod registry;
 
 use std::io::{IsTerminal, Write};
@@ -143,6 +144,10 @@ enum Command {
         /// Serve every registered project, and allow managing the registry.
         #[arg(long)]
         global: bool,
+        /// Also serve /metrics, /health and the dashboard over HTTP at
+        /// ADDR (HOST:PORT, or a port on 127.0.0.1).
+        #[arg(long, value_name = "ADDR", value_parser = crate::http::address)]
+        http: Option<std::net::SocketAddr>,
     },
     /// The registry of projects (in $XFILE_HOME, else the user's data
     /// directory): add, list, remove.
@@ -155,6 +160,8 @@ enum Command {
         #[command(subcommand)]
         command: registry::CollectionCommand,
     },
+    #[command(flatten)]
+    Ops(ops::OpsCommand),
     /// Watch the tree and print, for each update, the files that changed
     /// and the relationships and warnings that came and went, until
     /// interrupted.
@@ -248,10 +255,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Some(root) => root.clone(),
         None => workspace::find_root(&std::env::current_dir()?),
     };
+    if let Command::Ops(command) = cli.command {
+        return ops::run(command, &root, cli.json);
+    }
     if let Command::Serve {
         collection,
         projects,
         global,
+        http,
     } = &cli.command
     {
         let scope = if *global {
@@ -270,10 +281,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             None
         };
         if let Some(scope) = scope {
-            return registry::serve(scope);
+            return registry::serve(scope, *http);
         }
         let root = workspace::canonical_root(&root)?;
-        return crate::mcp::serve(root).map_err(|e| Failure {
+        return crate::mcp::serve(root, *http).map_err(|e| Failure {
             message: format!("MCP server stopped: {e}"),
             status: 1,
         });
@@ -438,7 +449,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let file = file.as_deref().map(file_arg).transpose()?;
             print_warnings(&mut out, &service.warnings(file.as_deref())?, cli.json)?
         }
-        Command::Serve { .. } | Command::Project { .. } | Command::Collection { .. } => {}
+        Command::Serve { .. }
+        | Command::Project { .. }
+        | Command::Collection { .. }
+        | Command::Ops(_) => {}
         Command::Watch { trace, dump } => {
             drop(out);
             watch(service, cli.json, trace, dump);

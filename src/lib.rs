@@ -8,7 +8,9 @@
 pub mod cli;
 pub mod engine;
 pub mod federation;
+pub mod http;
 pub mod mcp;
+pub mod ops;
 pub mod python;
 pub mod registry;
 pub mod service;
