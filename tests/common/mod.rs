@@ -1,5 +1,6 @@
 #![allow(dead_code)]
 
+pub mod http;
 pub mod mcp_client;
 
 use std::path::{Path, PathBuf};
