@@ -52,27 +52,29 @@ fn json(value: &impl Serialize) -> Response {
     axum::Json(value).into_response()
 }
 
-fn not_ready(message: String) -> Response {
-    (StatusCode::SERVICE_UNAVAILABLE, message).into_response()
-}
+/// Why a request gets no data: a status and a message.
+type Refusal = (StatusCode, String);
 
 /// The asked project, with its index.
-fn chosen(state: &AppState, which: &Which) -> Result<(ProjectState, Arc<Live>), Response> {
+fn chosen(state: &AppState, which: &Which) -> Result<(ProjectState, Arc<Live>), Refusal> {
     let mut projects = state.source.projects();
     let position = match &which.project {
         Some(name) => projects.iter().position(|p| &p.name == name),
         None => (!projects.is_empty()).then_some(0),
     };
     let Some(position) = position else {
-        return Err((StatusCode::NOT_FOUND, "no such project").into_response());
+        return Err((StatusCode::NOT_FOUND, "no such project".to_string()));
     };
     let project = projects.swap_remove(position);
     match project.live.clone() {
         Some(live) => Ok((project, live)),
-        None => Err(not_ready(match &project.failure {
-            Some(failure) => format!("{}: indexing failed: {failure}", project.name),
-            None => format!("{}: still indexing", project.name),
-        })),
+        None => Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            match &project.failure {
+                Some(failure) => format!("{}: indexing failed: {failure}", project.name),
+                None => format!("{}: still indexing", project.name),
+            },
+        )),
     }
 }
 
@@ -125,7 +127,7 @@ struct CurrentSession {
 async fn overview(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
     let (project, live) = match chosen(&state, &which) {
         Ok(found) => found,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let answer = blocking(move || {
         let summary = live.read(Service::summary);
@@ -152,7 +154,7 @@ async fn overview(State(state): State<AppState>, Query(which): Query<Which>) -> 
         }
     })
     .await;
-    answer.map_or_else(|r| r, |o| json(&o))
+    answer.map_or_else(IntoResponse::into_response, |o| json(&o))
 }
 
 #[derive(Serialize)]
@@ -289,7 +291,7 @@ fn module_graph(service: &Service, package: Option<&str>, recent: &BTreeSet<Stri
 async fn graph(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
     let (_, live) = match chosen(&state, &which) {
         Ok(found) => found,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let package = which.package;
     let answer = blocking(move || {
@@ -303,7 +305,7 @@ async fn graph(State(state): State<AppState>, Query(which): Query<Which>) -> Res
         live.read(|s| module_graph(s, package.as_deref(), &recent))
     })
     .await;
-    answer.map_or_else(|r| r, |g| json(&g))
+    answer.map_or_else(IntoResponse::into_response, |g| json(&g))
 }
 
 #[derive(Serialize)]
@@ -318,7 +320,7 @@ struct Warnings {
 async fn warnings(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
     let (_, live) = match chosen(&state, &which) {
         Ok(found) => found,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let answer = blocking(move || {
         let all = live.read(|s| s.all_warnings()).active.clone();
@@ -348,13 +350,13 @@ async fn warnings(State(state): State<AppState>, Query(which): Query<Which>) -> 
         }
     })
     .await;
-    answer.map_or_else(|r| r, |w| json(&w))
+    answer.map_or_else(IntoResponse::into_response, |w| json(&w))
 }
 
 async fn sessions(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
     let (project, _) = match chosen(&state, &which) {
         Ok(found) => found,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let answer = blocking(move || {
         let mut records: Vec<SessionRecord> = session::read(&session::log_path(&project.root));
@@ -363,5 +365,5 @@ async fn sessions(State(state): State<AppState>, Query(which): Query<Which>) -> 
         records
     })
     .await;
-    answer.map_or_else(|r| r, |s| json(&s))
+    answer.map_or_else(IntoResponse::into_response, |s| json(&s))
 }

@@ -152,7 +152,7 @@ async fn prometheus(State(state): State<AppState>) -> Response {
             text,
         )
             .into_response(),
-        Err(response) => response,
+        Err(refusal) => refusal.into_response(),
     }
 }
 

@@ -39,8 +39,10 @@ pub struct Suggestion {
     pub reason: String,
 }
 
-/// The figures compared across sessions, each read off one record.
-const FIGURES: [(&str, fn(&SessionRecord) -> f64); 10] = [
+/// A figure compared across sessions: its name, and how to read it off a record.
+type Figure = (&'static str, fn(&SessionRecord) -> f64);
+
+const FIGURES: [Figure; 10] = [
     ("session_duration_seconds", |r| r.session_duration_seconds),
     ("injections", |r| r.injection_stats.total_injections as f64),
     ("injection_tokens_p95", |r| {
