@@ -1529,6 +1529,8 @@ fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow
         .worker_threads(2)
         .enable_all()
         .build()?;
+    // The session's clock starts with the server.
+    crate::ops::metrics::global();
     let outcome = runtime.block_on(async move {
         let server = server();
         server.start_indexing();

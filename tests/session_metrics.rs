@@ -53,6 +53,8 @@ fn a_record_with_every_fr46_figure_is_written_on_disconnect() {
     ] {
         assert!(!r[key].is_null(), "{key} in {r}");
     }
+    // The session began with the server, before the two seconds waited.
+    assert!(r["session_duration_seconds"].as_f64() >= Some(2.0), "{r}");
     assert!(r["session_end"].as_f64() >= r["session_start"].as_f64());
     // Cache: bot.py's second read reuses the snippets of the first.
     let cache = &r["cache_stats"];
@@ -252,4 +254,20 @@ fn analyze_metrics_without_a_log_says_where_records_come_from() {
         stderr.contains("session metrics are written when an MCP session ends"),
         "{stderr}"
     );
+}
+
+#[test]
+fn no_record_is_written_through_a_linked_log_directory() {
+    let sample = common::copy_sample();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.path(),
+        sample.path().join(".cross_file_context_logs"),
+    )
+    .unwrap();
+    let mut client = Client::start(sample.path());
+    let (error, _) = client.call("get_dependencies", json!({"file_path": "app/bot.py"}));
+    assert!(!error);
+    assert!(client.disconnect().success());
+    assert!(!elsewhere.path().join("session_metrics.jsonl").exists());
 }

@@ -82,6 +82,9 @@ pub struct Metrics {
     cache_evictions: Family<ProjectLabel, Gauge>,
     cache_bytes: Family<ProjectLabel, Gauge>,
     sessions: Mutex<BTreeMap<PathBuf, SessionLog>>,
+    /// When the process's session began: [`global`] is first called as
+    /// the server starts.
+    started: SystemTime,
 }
 
 /// What one session did with one project, kept until the session ends.
@@ -102,10 +105,10 @@ pub struct SessionLog {
     pub edited: BTreeSet<String>,
 }
 
-impl Default for SessionLog {
-    fn default() -> Self {
+impl SessionLog {
+    fn since(started: SystemTime) -> Self {
         SessionLog {
-            started: SystemTime::now(),
+            started,
             reads: BTreeMap::new(),
             injection_tokens: Vec::new(),
             injection_ms: Vec::new(),
@@ -149,6 +152,7 @@ impl Metrics {
             cache_evictions: gauge(),
             cache_bytes: gauge(),
             sessions: Mutex::new(BTreeMap::new()),
+            started: SystemTime::now(),
         };
         // Metrics are handles on shared values: the registry keeps clones.
         let m = &metrics;
@@ -261,21 +265,28 @@ impl Metrics {
 
     fn with_session(&self, root: &Path, f: impl FnOnce(&mut SessionLog)) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        f(sessions.entry(root.to_path_buf()).or_default());
+        f(sessions
+            .entry(root.to_path_buf())
+            .or_insert_with(|| SessionLog::since(self.started)));
     }
 
     /// The session so far for the project at `root` (empty if nothing
     /// happened yet).
     pub fn session(&self, root: &Path) -> SessionLog {
         let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.get(root).cloned().unwrap_or_default()
+        sessions
+            .get(root)
+            .cloned()
+            .unwrap_or_else(|| SessionLog::since(self.started))
     }
 
     /// Ends the session of the project at `root`: what it did, and a fresh
     /// log for the next.
     pub fn take_session(&self, root: &Path) -> SessionLog {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.remove(root).unwrap_or_default()
+        sessions
+            .remove(root)
+            .unwrap_or_else(|| SessionLog::since(self.started))
     }
 
     /// The metrics in Prometheus text format, with the index and cache

@@ -312,8 +312,10 @@ pub fn log_path(root: &Path) -> PathBuf {
     jsonl::log_path(root, LOG_FILE)
 }
 
-/// Appends `record` to the project's session log.
+/// Appends `record` to the project's session log, unless the log
+/// directory is a link or not a directory (never written through).
 pub fn append(root: &Path, record: &SessionRecord) -> std::io::Result<()> {
+    super::logs::writable(root).map_err(std::io::Error::other)?;
     jsonl::append(&log_path(root), std::slice::from_ref(record))
 }
 
