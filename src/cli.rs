@@ -3,6 +3,7 @@
 
 mod cache;
 mod git;
+mod ops;
 mod registry;
 
 use std::io::{IsTerminal, Write};
@@ -153,6 +154,10 @@ enum Command {
         /// Serve every registered project, and allow managing the registry.
         #[arg(long)]
         global: bool,
+        /// Also serve /metrics, /health and the dashboard over HTTP at
+        /// ADDR (HOST:PORT, or a port on 127.0.0.1).
+        #[arg(long, value_name = "ADDR", value_parser = crate::http::address)]
+        http: Option<std::net::SocketAddr>,
     },
     /// The project's git history: log, blame, diff.
     Git {
@@ -181,6 +186,8 @@ enum Command {
         #[command(subcommand)]
         command: registry::CollectionCommand,
     },
+    #[command(flatten)]
+    Ops(ops::OpsCommand),
     /// Watch the tree and print, for each update, the files that changed
     /// and the relationships and warnings that came and went, until
     /// interrupted.
@@ -287,10 +294,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Git { command } = cli.command {
         return git::git(command, &root, cli.json);
     }
+    if let Command::Ops(command) = cli.command {
+        return ops::run(command, &root, cli.json);
+    }
     if let Command::Serve {
         collection,
         projects,
         global,
+        http,
     } = &cli.command
     {
         let scope = if *global {
@@ -309,10 +320,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             None
         };
         if let Some(scope) = scope {
-            return registry::serve(scope);
+            return registry::serve(scope, *http);
         }
         let root = workspace::canonical_root(&root)?;
-        return crate::mcp::serve(root).map_err(|e| Failure {
+        return crate::mcp::serve(root, *http).map_err(|e| Failure {
             message: format!("MCP server stopped: {e}"),
             status: 1,
         });
@@ -497,7 +508,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         | Command::Project { .. }
         | Command::Collection { .. }
         | Command::Git { .. }
-        | Command::Cache { .. } => {}
+        | Command::Cache { .. }
+        | Command::Ops(_) => {}
         Command::Watch { trace, dump } => {
             drop(out);
             watch(service, cli.json, trace, dump);

@@ -9,6 +9,7 @@
 mod projects;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -926,7 +927,12 @@ impl XfileServer {
                 show_available: args.show_available,
                 log: true,
             };
-            Ok(text_result(s.read_with_options(&args.file_path, &options)?))
+            let started = std::time::Instant::now();
+            let answer = s.read_with_options(&args.file_path, &options)?;
+            if let Ok(file) = s.resolve_file(&args.file_path) {
+                crate::ops::metrics::global().record_read(s, &file, &answer, started.elapsed());
+            }
+            Ok(text_result(answer))
         })
         .await
     }
@@ -1523,6 +1529,27 @@ impl XfileServer {
     }
 }
 
+/// The code of a failed answer, for the error counts: a tool error's
+/// `code`, or `protocol` for a request rmcp refused.
+fn error_code(answer: &Result<rmcp::model::CallToolResponse, ErrorData>) -> Option<String> {
+    let result = match answer {
+        Err(_) => return Some("protocol".into()),
+        Ok(rmcp::model::CallToolResponse::Complete(result)) => result,
+        Ok(_) => return None,
+    };
+    if result.is_error != Some(true) {
+        return None;
+    }
+    let body: serde_json::Value = serde_json::from_str(&first_text(result)).unwrap_or_default();
+    // Codes are snake_case names the server chose; anything else is counted
+    // as `other`, so a label never carries other text.
+    let code = body["code"].as_str().unwrap_or_default();
+    let named = !code.is_empty()
+        && code.len() <= 40
+        && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    Some(if named { code.into() } else { "other".into() })
+}
+
 /// The text of a result's first content block.
 fn first_text(result: &CallToolResult) -> String {
     result
@@ -1638,6 +1665,8 @@ impl ServerHandler for XfileServer {
                 asked.project = self.project_prefix(arguments, asked.session.as_deref());
             }
         }
+        let tool = request.name.to_string();
+        let started = std::time::Instant::now();
         let known = self.tool_router.has_route(&request.name);
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         let answer = REQUEST.scope(asked, self.tool_router.call(call)).await;
@@ -1651,7 +1680,7 @@ impl ServerHandler for XfileServer {
             })
             .into())
         };
-        match answer {
+        let answer = match answer {
             Ok(rmcp::model::CallToolResponse::Complete(result))
                 if result.is_error == Some(true)
                     && first_text(&result).starts_with(ARGUMENT_ERROR) =>
@@ -1662,7 +1691,13 @@ impl ServerHandler for XfileServer {
                 invalid(error.message.to_string())
             }
             other => other,
-        }
+        };
+        crate::ops::metrics::global().record_tool(
+            &tool,
+            started.elapsed(),
+            error_code(&answer).as_deref(),
+        );
+        answer
     }
 
     async fn list_tools(
@@ -1713,15 +1748,21 @@ impl ServerHandler for XfileServer {
 /// Serves MCP on stdio for the project at `root` until the client closes
 /// the connection. Logs go to stderr, filtered by `XFILE_LOG` (for example
 /// `XFILE_LOG=debug`; default `warn,xfile=info`).
-pub fn serve(root: PathBuf) -> anyhow::Result<()> {
+/// With `http`, the HTTP side (`/metrics`, `/health`, the dashboard)
+/// listens there too.
+pub fn serve(root: PathBuf, http: Option<SocketAddr>) -> anyhow::Result<()> {
     tracing_to_stderr();
     tracing::info!(root = %root.display(), "xfile MCP server starting");
-    run(move || XfileServer::new(root))
+    run(move || XfileServer::new(root), http)
 }
 
 /// Serves the registered projects `scope` names (`--collection`,
 /// `--projects`, `--global`), like [`serve`].
-pub fn serve_registered(registry: crate::registry::Registry, scope: Scope) -> anyhow::Result<()> {
+pub fn serve_registered(
+    registry: crate::registry::Registry,
+    scope: Scope,
+    http: Option<SocketAddr>,
+) -> anyhow::Result<()> {
     tracing_to_stderr();
     tracing::info!(scope = ?scope, "xfile MCP server starting");
     // The git tools need one project's work tree: listed serving one root.
@@ -1730,10 +1771,13 @@ pub fn serve_registered(registry: crate::registry::Registry, scope: Scope) -> an
         .chain(&["impact"])
         .map(|t| t.to_string())
         .collect();
-    run(move || XfileServer::serving(Projects::registry(registry, scope), &Config::default(), git))
+    run(
+        move || XfileServer::serving(Projects::registry(registry, scope), &Config::default(), git),
+        http,
+    )
 }
 
-fn tracing_to_stderr() {
+pub(crate) fn tracing_to_stderr() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("XFILE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,xfile=info"));
     let _ = tracing_subscriber::fmt()
@@ -1743,16 +1787,37 @@ fn tracing_to_stderr() {
         .try_init();
 }
 
-fn run(server: impl FnOnce() -> XfileServer) -> anyhow::Result<()> {
+fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    // The session's clock starts with the server.
+    crate::ops::metrics::global();
+    let outcome = runtime.block_on(async move {
         let server = server();
         server.start_indexing();
+        if let Some(addr) = http {
+            crate::http::spawn(Some(addr), server.projects.clone()).await?;
+        }
+        let projects = server.projects.clone();
         let running = server.serve(rmcp::transport::stdio()).await?;
-        running.waiting().await?;
-        Ok(())
-    })
+        // The session ends when the client disconnects or the process is
+        // asked to stop; either way its metrics are written (FR-43).
+        let ended = tokio::select! {
+            quit = running.waiting() => quit.map(drop).map_err(anyhow::Error::from),
+            () = crate::ops::terminated() => Ok(()),
+        };
+        let ready = projects
+            .started()
+            .into_iter()
+            .filter_map(|m| Some((m.name.clone(), m.root.clone(), m.ready_now()?)))
+            .collect();
+        crate::ops::end_sessions(ready).await;
+        ended
+    });
+    // A blocking read of stdin cannot be cancelled (after SIGTERM the
+    // client may still hold it open): the process exits without it.
+    runtime.shutdown_background();
+    outcome
 }

@@ -184,7 +184,10 @@ pub(super) fn collection(command: CollectionCommand, json: bool) -> Result<(), F
 /// `serve --collection`, `--projects`, `--global`: checks that the scope
 /// names registered projects (so a typo fails here, with the names to
 /// choose from), then serves them over MCP.
-pub(super) fn serve(scope: crate::federation::Scope) -> Result<(), Failure> {
+pub(super) fn serve(
+    scope: crate::federation::Scope,
+    http: Option<std::net::SocketAddr>,
+) -> Result<(), Failure> {
     let registry = Registry::open()?;
     let projects = scope.projects(&registry)?;
     if projects.is_empty() {
@@ -193,7 +196,7 @@ pub(super) fn serve(scope: crate::federation::Scope) -> Result<(), Failure> {
             status: 2,
         });
     }
-    crate::mcp::serve_registered(registry, scope).map_err(|e| Failure {
+    crate::mcp::serve_registered(registry, scope, http).map_err(|e| Failure {
         message: format!("MCP server stopped: {e}"),
         status: 1,
     })

@@ -95,7 +95,9 @@ impl Member {
             tokio::task::spawn_blocking(move || hot.read(Service::precompute_hot_spots));
             let logged = live.clone();
             let refreshing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let watcher = Watch::start(live.clone(), watch::Options::default(), move |_| {
+            let root = member.root.clone();
+            let watcher = Watch::start(live.clone(), watch::Options::default(), move |report| {
+                crate::ops::metrics::global().record_update(&root, report);
                 log_warnings(&logged);
                 refresh_hot_spots(&logged, &refreshing);
             });
@@ -114,12 +116,17 @@ impl Member {
     }
 
     /// The live index if the first index is done.
-    fn ready_now(&self) -> Option<Arc<Live>> {
+    pub(crate) fn ready_now(&self) -> Option<Arc<Live>> {
         self.cell.get().and_then(|r| r.as_ref().ok()).cloned()
     }
 
     pub(crate) fn watch_status(&self) -> Option<watch::Status> {
         lock(&self.watch).as_ref().map(Watch::status)
+    }
+
+    /// Why the first index failed, if it did.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.cell.get().and_then(|r| r.as_ref().err()).cloned()
     }
 }
 
@@ -227,6 +234,15 @@ impl Projects {
                 }
             }
             Err(error) => tracing::error!("cannot list the projects to serve: {}", error.message),
+        }
+    }
+
+    /// The projects started so far: a registry server starts a project
+    /// when it first comes into scope.
+    pub(crate) fn started(&self) -> Vec<Arc<Member>> {
+        match &self.served {
+            Served::Root(member) => vec![member.clone()],
+            Served::Registry { .. } => lock(&self.members).values().cloned().collect(),
         }
     }
 
@@ -563,4 +579,20 @@ pub(crate) fn share(service: &Service, shares: usize) -> Service {
     }
     let share = (service.answer_token_limit() / shares).max(LEAST_SHARE);
     service.with_answer_budget(share)
+}
+
+/// What the HTTP side reports on: the projects started so far.
+impl crate::http::Source for Projects {
+    fn projects(&self) -> Vec<crate::http::ProjectState> {
+        self.started()
+            .into_iter()
+            .map(|m| crate::http::ProjectState {
+                name: m.name.clone(),
+                root: m.root.clone(),
+                live: m.ready_now(),
+                failure: m.failure(),
+                watcher: m.watch_status(),
+            })
+            .collect()
+    }
 }

@@ -153,6 +153,11 @@ fn is_member(conn: &Connection, collection: i64, project: i64) -> rusqlite::Resu
 }
 
 impl Registry {
+    /// The registry file the environment names, whether or not it exists.
+    pub fn default_path() -> Result<PathBuf, RegistryError> {
+        Ok(location::default_dir()?.join(location::FILE_NAME))
+    }
+
     /// Opens (creating if needed) the registry in `$XFILE_HOME`, else in
     /// `xfile/` under the user's data directory.
     pub fn open() -> Result<Self, RegistryError> {

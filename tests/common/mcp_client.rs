@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 pub struct Client {
     child: Child,
-    stdin: ChildStdin,
+    /// Taken away by [`Client::disconnect`].
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
 }
@@ -35,7 +36,7 @@ impl Client {
             .envs(env.iter().copied())
             .spawn()
             .expect("server starts");
-        let stdin = child.stdin.take().unwrap();
+        let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut client = Client {
             child,
@@ -53,8 +54,9 @@ impl Client {
     }
 
     fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().expect("connected");
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Value {
@@ -83,6 +85,25 @@ impl Client {
             .unwrap_or_default()
             .to_string();
         (result["isError"] == json!(true), text)
+    }
+}
+
+impl Client {
+    /// Closes the connection as a client that goes away does, and waits
+    /// for the server to exit.
+    pub fn disconnect(&mut self) -> std::process::ExitStatus {
+        self.stdin = None;
+        self.child.wait().unwrap()
+    }
+
+    /// The server's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the server to exit.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.child.wait().unwrap()
     }
 }
 

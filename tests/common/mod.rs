@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 
 pub mod git_repo;
+pub mod http;
 pub mod mcp_client;
 
 use std::path::{Path, PathBuf};

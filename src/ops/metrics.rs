@@ -1,0 +1,327 @@
+//! The counters the MCP tools and the watcher update while a server runs:
+//! Prometheus metrics for `/metrics` (spec FR-065/066), and per project
+//! what one session did, for its session metrics record (TDD FR-43..46).
+//!
+//! One instance per process ([`global`]), like Prometheus' default
+//! registry: the MCP server, the watcher callbacks and the HTTP side all
+//! live in one process and report into the same place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::service::Service;
+use crate::service::cache::CacheStatistics;
+use crate::service::model::UpdateReport;
+
+/// Samples kept per series in one session: enough for a day of reads; past
+/// it, counts go on but the distributions keep the first samples.
+const MAX_SAMPLES: usize = 100_000;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabel {
+    r#type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectLabel {
+    project: String,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Latency buckets from 0.5 ms to about 16 s, doubling.
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+/// What a served project's index and cache look like at a scrape.
+pub struct ProjectFigures {
+    pub name: String,
+    pub files: usize,
+    pub relationships: usize,
+    pub cache: CacheStatistics,
+}
+
+impl ProjectFigures {
+    pub fn of(name: &str, service: &Service) -> ProjectFigures {
+        ProjectFigures {
+            name: name.to_string(),
+            files: service.engine().paths().count(),
+            relationships: crate::service::relationships::counts(service.engine())
+                .values()
+                .sum(),
+            cache: service.cache_statistics(),
+        }
+    }
+}
+
+pub struct Metrics {
+    registry: Registry,
+    tool_seconds: Histograms<ToolLabel>,
+    update_seconds: Histogram,
+    watcher_events: Counter,
+    errors: Family<ErrorLabel, Counter>,
+    index_files: Family<ProjectLabel, Gauge>,
+    index_relationships: Family<ProjectLabel, Gauge>,
+    cache_hits: Family<ProjectLabel, Gauge>,
+    cache_misses: Family<ProjectLabel, Gauge>,
+    cache_evictions: Family<ProjectLabel, Gauge>,
+    cache_bytes: Family<ProjectLabel, Gauge>,
+    sessions: Mutex<BTreeMap<PathBuf, SessionLog>>,
+    /// When the process's session began: [`global`] is first called as
+    /// the server starts.
+    started: SystemTime,
+}
+
+/// What one session did with one project, kept until the session ends.
+#[derive(Clone, Debug)]
+pub struct SessionLog {
+    pub started: SystemTime,
+    /// How often each file (root-relative) was read with context.
+    pub reads: BTreeMap<String, u32>,
+    /// Tokens of each read's context section (reads that got context).
+    pub injection_tokens: Vec<f64>,
+    /// Wall time of each `read_with_context`, in milliseconds.
+    pub injection_ms: Vec<f64>,
+    /// Per injection, the relationship types that brought context in.
+    pub injections_by_type: BTreeMap<String, usize>,
+    /// Parse time of each update (the files it re-read), in milliseconds.
+    pub parse_ms: Vec<f64>,
+    /// Files the session saw edited, created or renamed into place.
+    pub edited: BTreeSet<String>,
+}
+
+impl SessionLog {
+    fn since(started: SystemTime) -> Self {
+        SessionLog {
+            started,
+            reads: BTreeMap::new(),
+            injection_tokens: Vec::new(),
+            injection_ms: Vec::new(),
+            injections_by_type: BTreeMap::new(),
+            parse_ms: Vec::new(),
+            edited: BTreeSet::new(),
+        }
+    }
+}
+
+fn push_sample(samples: &mut Vec<f64>, value: f64) {
+    if samples.len() < MAX_SAMPLES {
+        samples.push(value);
+    }
+}
+
+/// The process's metrics.
+pub fn global() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("xfile");
+        let tool_seconds: Histograms<ToolLabel> = Family::new_with_constructor(latency_histogram);
+        let update_seconds = latency_histogram();
+        let watcher_events = Counter::default();
+        let errors = Family::<ErrorLabel, Counter>::default();
+        let gauge = Family::<ProjectLabel, Gauge>::default;
+        let metrics = Metrics {
+            registry: Registry::default(),
+            tool_seconds,
+            update_seconds,
+            watcher_events,
+            errors,
+            index_files: gauge(),
+            index_relationships: gauge(),
+            cache_hits: gauge(),
+            cache_misses: gauge(),
+            cache_evictions: gauge(),
+            cache_bytes: gauge(),
+            sessions: Mutex::new(BTreeMap::new()),
+            started: SystemTime::now(),
+        };
+        // Metrics are handles on shared values: the registry keeps clones.
+        let m = &metrics;
+        registry.register(
+            "tool_request_duration_seconds",
+            "Latency of MCP tool calls, per tool",
+            m.tool_seconds.clone(),
+        );
+        registry.register(
+            "update_duration_seconds",
+            "Latency of applying file changes to the index",
+            m.update_seconds.clone(),
+        );
+        registry.register(
+            "watcher_events",
+            "Changed files the file watcher applied",
+            m.watcher_events.clone(),
+        );
+        registry.register(
+            "errors",
+            "Errors by type: a tool error's code, or a failure of xfile's own",
+            m.errors.clone(),
+        );
+        let gauges = [
+            ("index_files", "Indexed Python files", &m.index_files),
+            (
+                "index_relationships",
+                "Relationships (imports, calls, inheritance) in the index",
+                &m.index_relationships,
+            ),
+            ("cache_hits", "Snippet cache hits so far", &m.cache_hits),
+            (
+                "cache_misses",
+                "Snippet cache misses so far",
+                &m.cache_misses,
+            ),
+            (
+                "cache_evictions",
+                "Snippet cache LRU evictions so far",
+                &m.cache_evictions,
+            ),
+            ("cache_size_bytes", "Snippet cache size", &m.cache_bytes),
+        ];
+        for (name, help, family) in gauges {
+            registry.register(name, help, family.clone());
+        }
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// One tool call: its latency, and its error code if it failed.
+    pub fn record_tool(&self, tool: &str, latency: Duration, error: Option<&str>) {
+        let label = ToolLabel {
+            tool: tool.to_string(),
+        };
+        self.tool_seconds
+            .get_or_create(&label)
+            .observe(latency.as_secs_f64());
+        if let Some(code) = error {
+            self.record_error(code);
+        }
+    }
+
+    pub fn record_error(&self, kind: &str) {
+        self.errors
+            .get_or_create(&ErrorLabel {
+                r#type: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// One `read_with_context` answer for `file` (root-relative) of the
+    /// project `service` holds.
+    pub fn record_read(&self, service: &Service, file: &str, answer: &str, latency: Duration) {
+        let context_tokens = context_section(answer).map(crate::service::context::count_tokens);
+        let types: BTreeSet<&'static str> = match context_tokens {
+            Some(_) => service
+                .dependencies_of(file)
+                .iter()
+                .filter(|r| !r.target_file.starts_with('<'))
+                .map(|r| r.relationship_type.as_str())
+                .collect(),
+            None => BTreeSet::new(),
+        };
+        self.with_session(service.root(), |log| {
+            *log.reads.entry(file.to_string()).or_default() += 1;
+            push_sample(&mut log.injection_ms, latency.as_secs_f64() * 1e3);
+            if let Some(tokens) = context_tokens {
+                push_sample(&mut log.injection_tokens, tokens as f64);
+                for kind in types {
+                    *log.injections_by_type.entry(kind.to_string()).or_default() += 1;
+                }
+            }
+        });
+    }
+
+    /// An update the watcher applied to the project at `root`.
+    pub fn record_update(&self, root: &Path, report: &UpdateReport) {
+        self.update_seconds.observe(report.durations.total_ms / 1e3);
+        let files = report.added.len() + report.modified.len() + report.removed.len();
+        self.watcher_events.inc_by(files as u64);
+        self.with_session(root, |log| {
+            push_sample(&mut log.parse_ms, report.durations.parse_ms);
+            log.edited
+                .extend(report.added.iter().chain(&report.modified).cloned());
+        });
+    }
+
+    fn with_session(&self, root: &Path, f: impl FnOnce(&mut SessionLog)) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        f(sessions
+            .entry(root.to_path_buf())
+            .or_insert_with(|| SessionLog::since(self.started)));
+    }
+
+    /// The session so far for the project at `root` (empty if nothing
+    /// happened yet).
+    pub fn session(&self, root: &Path) -> SessionLog {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .get(root)
+            .cloned()
+            .unwrap_or_else(|| SessionLog::since(self.started))
+    }
+
+    /// Ends the session of the project at `root`: what it did, and a fresh
+    /// log for the next.
+    pub fn take_session(&self, root: &Path) -> SessionLog {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .remove(root)
+            .unwrap_or_else(|| SessionLog::since(self.started))
+    }
+
+    /// The metrics in Prometheus text format, with the index and cache
+    /// figures of `projects` as they are now.
+    pub fn encode(&self, projects: &[ProjectFigures]) -> String {
+        for p in projects {
+            let label = ProjectLabel {
+                project: p.name.clone(),
+            };
+            let set = |family: &Family<ProjectLabel, Gauge>, value: u64| {
+                family
+                    .get_or_create(&label)
+                    .set(i64::try_from(value).unwrap_or(i64::MAX));
+            };
+            set(&self.index_files, p.files as u64);
+            set(&self.index_relationships, p.relationships as u64);
+            set(&self.cache_hits, p.cache.hits);
+            set(&self.cache_misses, p.cache.misses);
+            set(&self.cache_evictions, p.cache.evictions);
+            set(&self.cache_bytes, p.cache.size_bytes as u64);
+        }
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            // FR-069: a metrics failure is logged, never fatal.
+            tracing::warn!("cannot encode the metrics: {error}");
+        }
+        text
+    }
+}
+
+/// The context section of a `read_with_context` answer, if it has one.
+fn context_section(answer: &str) -> Option<&str> {
+    if !answer.starts_with("[Cross-File Context]") {
+        return None;
+    }
+    let end = answer.find("\n[File Content").unwrap_or(answer.len());
+    Some(&answer[..end])
+}

@@ -1,0 +1,225 @@
+//! `xfile setup` (spec FR-050..056, without the API keys: xfile is local):
+//! writes or updates the `xfile` MCP server entry in an editor's project
+//! configuration, keeping every other entry, backing the file up first,
+//! and never writing through a symbolic link.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// The name of the server entry.
+pub const SERVER: &str = "xfile";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Editor {
+    ClaudeCode,
+    Cursor,
+    Vscode,
+    Zed,
+}
+
+impl Editor {
+    pub const ALL: [Editor; 4] = [
+        Editor::ClaudeCode,
+        Editor::Cursor,
+        Editor::Vscode,
+        Editor::Zed,
+    ];
+
+    /// The project's configuration file, root-relative.
+    pub fn file(self) -> &'static str {
+        match self {
+            Editor::ClaudeCode => ".mcp.json",
+            Editor::Cursor => ".cursor/mcp.json",
+            Editor::Vscode => ".vscode/mcp.json",
+            Editor::Zed => ".zed/settings.json",
+        }
+    }
+
+    /// The key of the object that holds the servers by name.
+    pub fn servers_key(self) -> &'static str {
+        match self {
+            Editor::ClaudeCode | Editor::Cursor => "mcpServers",
+            Editor::Vscode => "servers",
+            Editor::Zed => "context_servers",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Editor::ClaudeCode => "Claude Code",
+            Editor::Cursor => "Cursor",
+            Editor::Vscode => "VS Code",
+            Editor::Zed => "Zed",
+        }
+    }
+
+    /// The entry that starts `command` serving `root`, in the editor's schema.
+    pub fn entry(self, command: &str, root: &Path) -> Value {
+        let args = json!(["serve", "--root", root.to_string_lossy()]);
+        match self {
+            Editor::ClaudeCode | Editor::Cursor => json!({"command": command, "args": args}),
+            Editor::Vscode => json!({"type": "stdio", "command": command, "args": args}),
+            Editor::Zed => json!({"source": "custom", "command": command, "args": args, "env": {}}),
+        }
+    }
+
+    /// What to do once the entry is written.
+    pub fn next_step(self) -> &'static str {
+        match self {
+            Editor::ClaudeCode => {
+                "Restart Claude Code in this project and approve the `xfile` server (`claude mcp list` shows it)."
+            }
+            Editor::Cursor => "Open Cursor Settings → MCP and enable `xfile`.",
+            Editor::Vscode => "Run `MCP: List Servers` in VS Code and start `xfile`.",
+            Editor::Zed => {
+                "Reopen the project in Zed; the agent panel lists `xfile` under context servers."
+            }
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}: is a symbolic link; xfile never writes through one")]
+    Symlink(PathBuf),
+    #[error(
+        "{0}: is not a JSON object (comments are not kept either); add under `{1}` by hand: {2}"
+    )]
+    NotJson(PathBuf, &'static str, String),
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+/// What [`apply`] did.
+#[derive(Debug)]
+pub struct Outcome {
+    pub path: PathBuf,
+    /// False when the entry was already as it should be.
+    pub changed: bool,
+    /// Where the file was copied before it changed.
+    pub backup: Option<PathBuf>,
+}
+
+fn refuse_symlink(path: &Path) -> Result<(), SetupError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(SetupError::Symlink(path.to_path_buf())),
+        _ => Ok(()),
+    }
+}
+
+/// The entry `editor`'s file under `root` has for xfile, if the file parses.
+pub fn current_entry(root: &Path, editor: Editor) -> Option<Result<Value, String>> {
+    let path = root.join(editor.file());
+    let text = std::fs::read_to_string(&path).ok()?;
+    let parsed = match serde_json::from_str::<Value>(&text) {
+        Ok(value) => value,
+        Err(error) => return Some(Err(error.to_string())),
+    };
+    parsed
+        .get(editor.servers_key())
+        .and_then(|servers| servers.get(SERVER))
+        .cloned()
+        .map(Ok)
+}
+
+/// Writes the `xfile` entry for `command` serving `root` into `editor`'s
+/// file under `root`: unchanged if it is already there, else the other
+/// contents kept, the old file backed up to `<file>.bak`.
+pub fn apply(root: &Path, editor: Editor, command: &str) -> Result<Outcome, SetupError> {
+    let path = root.join(editor.file());
+    let io = |error| SetupError::Io(path.clone(), error);
+    let dir = path.parent().unwrap_or(root);
+    refuse_symlink(dir)?;
+    refuse_symlink(&path)?;
+    let old = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(io(error)),
+    };
+    let entry = editor.entry(command, root);
+    let by_hand = || {
+        SetupError::NotJson(
+            path.clone(),
+            editor.servers_key(),
+            json!({ SERVER: entry.clone() }).to_string(),
+        )
+    };
+    let mut document = match &old {
+        Some(text) if !text.trim().is_empty() => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            _ => return Err(by_hand()),
+        },
+        _ => Map::new(),
+    };
+    let servers = document
+        .entry(editor.servers_key())
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(servers) = servers else {
+        return Err(by_hand());
+    };
+    if servers.get(SERVER) == Some(&entry) {
+        return Ok(Outcome {
+            path,
+            changed: false,
+            backup: None,
+        });
+    }
+    servers.insert(SERVER.to_string(), entry);
+    let mut text =
+        serde_json::to_string_pretty(&Value::Object(document)).map_err(|e| io(e.into()))?;
+    text.push('\n');
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let backup = match old {
+        Some(old) => {
+            let backup = sibling(&path, ".bak");
+            write_new(&backup, &old).map_err(io)?;
+            Some(backup)
+        }
+        None => None,
+    };
+    // Written beside, then renamed over: the editor never reads half a file.
+    let temporary = sibling(&path, ".xfile-tmp");
+    write_new(&temporary, &text).map_err(io)?;
+    std::fs::rename(&temporary, &path).map_err(io)?;
+    Ok(Outcome {
+        path,
+        changed: true,
+        backup,
+    })
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Writes `text` to a new file at `path`, replacing a regular file there
+/// but never following a link planted in its place.
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => std::fs::remove_file(path)?,
+        Ok(_) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{} is in the way", path.display()),
+            ));
+        }
+        Err(_) => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    file.write_all(text.as_bytes())
+}
+
+/// The command editors should start: this very binary, by absolute path.
+pub fn this_binary() -> String {
+    std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| SERVER.to_string())
+}

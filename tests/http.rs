@@ -1,0 +1,279 @@
+//! The HTTP side: `/metrics` in Prometheus text format, `/health` with a
+//! status code per state, and the dashboard's page and JSON, served by
+//! `xfile serve --http` beside MCP and by `xfile dashboard`.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Command;
+use std::time::Duration;
+
+use common::http::{Server, get};
+use serde_json::{Value, json};
+
+/// One JSON-RPC exchange over the server's stdio.
+fn rpc(
+    server: &mut Server,
+    lines: &mut impl BufRead,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Value {
+    let stdin = server.child.stdin.as_mut().unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    )
+    .unwrap();
+    if method == "initialize" {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .unwrap();
+    }
+    loop {
+        let mut line = String::new();
+        assert!(lines.read_line(&mut line).unwrap() > 0);
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == json!(id) {
+            return message;
+        }
+    }
+}
+
+fn sample(metric: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
+    metric
+        .samples
+        .iter()
+        .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+        .map(|s| match &s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => *v,
+            prometheus_parse::Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
+            other => panic!("{name}: {other:?}"),
+        })
+        .unwrap_or_else(|| panic!("no {name} {label:?} in {:?}", metric.samples))
+}
+
+#[test]
+fn serve_http_exposes_prometheus_metrics_of_the_mcp_tools_and_the_watcher() {
+    let project = common::copy_sample();
+    let root = project.path().to_str().unwrap();
+    let mut server = Server::start(&["serve", "--root", root, "--http", "127.0.0.1:0"], &[]);
+    let mut lines = BufReader::new(server.child.stdout.take().unwrap());
+    rpc(
+        &mut server,
+        &mut lines,
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let (status, body) = server.wait_for("/health", |s, _| s == 200);
+    assert_eq!(status, 200, "{body}");
+    let health: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["status"], "healthy");
+    assert_eq!(
+        health["checks"],
+        json!({"index": true, "watcher": true, "logs": true})
+    );
+    assert!(health["uptime_seconds"].as_f64() > Some(0.0));
+    for (id, file) in [(2, "app/bot.py"), (3, "app/bot.py"), (4, "app/missing.py")] {
+        rpc(
+            &mut server,
+            &mut lines,
+            id,
+            "tools/call",
+            json!({"name": "read_with_context", "arguments": {"file_path": file}}),
+        );
+    }
+    let storage = project.path().join("app/storage.py");
+    let text = std::fs::read_to_string(&storage).unwrap() + "\nLIMIT = 3\n";
+    std::fs::write(&storage, text).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (status, text) = get(&server.addr, "/metrics");
+    assert_eq!(status, 200);
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let tool = Some(("tool", "read_with_context"));
+    assert_eq!(
+        sample(&scrape, "xfile_tool_request_duration_seconds_count", tool),
+        3.0
+    );
+    assert!(sample(&scrape, "xfile_tool_request_duration_seconds_sum", tool) > 0.0);
+    assert_eq!(
+        sample(
+            &scrape,
+            "xfile_errors_total",
+            Some(("type", "file_not_found"))
+        ),
+        1.0
+    );
+    let project_name = project.path().file_name().unwrap().to_str().unwrap();
+    let this = Some(("project", project_name));
+    assert_eq!(sample(&scrape, "xfile_index_files", this), 9.0);
+    assert!(sample(&scrape, "xfile_index_relationships", this) > 0.0);
+    assert!(sample(&scrape, "xfile_cache_hits", this) >= 1.0, "{text}");
+    assert!(sample(&scrape, "xfile_cache_misses", this) >= 1.0);
+    assert!(sample(&scrape, "xfile_cache_size_bytes", this) > 0.0);
+    sample(&scrape, "xfile_cache_evictions", this);
+    assert!(
+        sample(&scrape, "xfile_watcher_events_total", None) >= 1.0,
+        "{text}"
+    );
+    assert!(sample(&scrape, "xfile_update_duration_seconds_count", None) >= 1.0);
+    // Every histogram's buckets are cumulative and end in +Inf.
+    assert!(
+        text.contains(
+            "xfile_tool_request_duration_seconds_bucket{le=\"+Inf\",tool=\"read_with_context\"} 3"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn health_is_degraded_when_logs_cannot_be_written() {
+    let project = common::copy_sample();
+    std::fs::write(
+        project.path().join(".cross_file_context_logs"),
+        "in the way",
+    )
+    .unwrap();
+    let root = project.path().to_str().unwrap();
+    let server = Server::start(&["dashboard", "--root", root, "--http", "127.0.0.1:0"], &[]);
+    let (status, body) = server.wait_for("/health", |s, _| s == 429);
+    assert_eq!(status, 429, "{body}");
+    let health: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["status"], "degraded");
+    assert_eq!(
+        health["checks"],
+        json!({"index": true, "watcher": true, "logs": false})
+    );
+    assert!(
+        health["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("not a directory"),
+        "{health}"
+    );
+}
+
+#[test]
+fn health_is_unhealthy_without_an_index() {
+    let home = tempfile::tempdir().unwrap();
+    let project = common::copy_sample();
+    let xfile = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_xfile"))
+            .args(args)
+            .env("XFILE_HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let path = project.path().to_str().unwrap();
+    assert!(
+        xfile(&["project", "add", path, "--name", "gone"])
+            .status
+            .success()
+    );
+    std::fs::remove_dir_all(project.path()).unwrap();
+    let home_env = home.path().to_str().unwrap();
+    let server = Server::start(
+        &["serve", "--projects", "gone", "--http", "127.0.0.1:0"],
+        &[("XFILE_HOME", home_env)],
+    );
+    let (status, body) = server.wait_for("/health", |_, b| b.contains("indexing failed"));
+    assert_eq!(status, 503, "{body}");
+    let health: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["status"], "unhealthy");
+    assert_eq!(health["checks"]["index"], false);
+}
+
+#[test]
+fn the_dashboard_serves_its_page_and_read_only_json() {
+    let project = common::copy_sample();
+    let root = project.path().to_str().unwrap();
+    let server = Server::start(&["dashboard", "--root", root, "--http", "127.0.0.1:0"], &[]);
+    let (status, overview) = server.wait_for("/api/overview", |s, _| s == 200);
+    assert_eq!(status, 200, "{overview}");
+    let overview: Value = serde_json::from_str(&overview).unwrap();
+    assert_eq!(overview["files"], 9);
+    assert_eq!(
+        overview["relationships"],
+        json!({"function_call": 17, "import": 17, "inheritance": 1})
+    );
+    assert_eq!(overview["parse_errors"], 0);
+    assert_eq!(
+        overview["warnings"],
+        json!({"circular_import": 2, "decorator": 1})
+    );
+    // The page: embedded, no asset from elsewhere.
+    let (status, page) = get(&server.addr, "/");
+    assert_eq!(status, 200);
+    assert!(page.contains("<svg id=\"gsvg\""));
+    for outside in ["src=\"http", "href=\"http", "src=\"//", "@import", "cdn"] {
+        assert!(!page.contains(outside), "{outside}");
+    }
+    // Packages as nodes, imports between them as edges.
+    let (_, graph) = get(&server.addr, "/api/graph");
+    let graph: Value = serde_json::from_str(&graph).unwrap();
+    let ids: Vec<&str> = graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["app", "app/utils"]);
+    assert_eq!(
+        graph["edges"],
+        json!([{"source": "app", "target": "app/utils", "imports": 1, "in_cycle": false}])
+    );
+    // Inside `app`, its files: bot.py and admin.py import each other.
+    let (_, inside) = get(&server.addr, "/api/graph?package=app");
+    let inside: Value = serde_json::from_str(&inside).unwrap();
+    let cyclic: Vec<&str> = inside["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["in_cycle"] == true)
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        cyclic.contains(&"app/bot.py") && cyclic.contains(&"app/admin.py"),
+        "{inside}"
+    );
+    assert!(
+        inside["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["in_cycle"] == true)
+    );
+    // Warnings, filtered by type and by file.
+    let (_, warnings) = get(&server.addr, "/api/warnings?type=circular_import");
+    let warnings: Value = serde_json::from_str(&warnings).unwrap();
+    assert_eq!(warnings["matching"], 2);
+    assert!(
+        warnings["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["type"] == "circular_import")
+    );
+    assert_eq!(warnings["by_type"]["decorator"], 1);
+    let (_, by_file) = get(&server.addr, "/api/warnings?file=app/admin");
+    let by_file: Value = serde_json::from_str(&by_file).unwrap();
+    assert!(
+        by_file["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["file"] == "app/admin.py"),
+        "{by_file}"
+    );
+    // No session has ended on this root yet.
+    assert_eq!(get(&server.addr, "/api/sessions"), (200, "[]".to_string()));
+    // An unknown project is a 404, never another project's data.
+    assert_eq!(get(&server.addr, "/api/overview?project=other").0, 404);
+}
