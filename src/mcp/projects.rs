@@ -269,11 +269,9 @@ impl Projects {
 
     /// The projects a request with `session` sees, started if new.
     pub(crate) fn in_scope(&self, session: Option<&str>) -> Result<Vec<Arc<Member>>, ToolError> {
-        let Served::Registry { registry, .. } = &self.served else {
-            let Served::Root(member) = &self.served else {
-                unreachable!("not a registry server")
-            };
-            return Ok(vec![member.clone()]);
+        let registry = match &self.served {
+            Served::Root(member) => return Ok(vec![member.clone()]),
+            Served::Registry { registry, .. } => registry,
         };
         let scope = self.scope(session)?;
         let projects = scope.projects(&lock(registry))?;
