@@ -77,6 +77,21 @@ fn objects_of_a_known_class_resolve_from_constructors_annotations_and_declaratio
 }
 
 #[test]
+fn an_attribute_made_by_a_class_attribute_is_looked_up_from_the_receivers_class() {
+    assert_eq!(
+        calls_from("shop/client_tests.py"),
+        [
+            // cls.client = cls.client_class(), client_class = Client.
+            "shop/client_tests.py:6:27 function_call shop/clients.py Client.get 2",
+            // A subclass that sets its own client_class gets its client.
+            "shop/client_tests.py:13:20 function_call shop/clients.py RecordingClient.get 7",
+            // Not relating: self.other (made by a function, not a class) and
+            // FactoryTests's client (client_class is a method there).
+        ]
+    );
+}
+
+#[test]
 fn unknown_receivers_rebindings_patches_and_unknown_bases_relate_nothing() {
     assert_eq!(
         calls_from("shop/unknown.py"),

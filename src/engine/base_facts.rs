@@ -12,11 +12,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 mod links;
 
 use super::datalog::{
-    Annotated, AssignedCall, BaseOf, BaseRef, Binds, BindsImported, CallIn, CallRef, ClassDef,
-    Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance, ExprName, ExprSelf, ExprSuper,
-    External, HasAll, HasMember, ImportName, ImportStmt, InputFact, MethodCall, Node, OpaqueBase,
-    PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, RuntimeImport, Site, StarExport,
-    StarImport, Sym,
+    Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported, CallIn, CallRef,
+    ClassDef, Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance, ExprName, ExprSelf,
+    ExprSuper, External, HasAll, HasMember, ImportName, ImportStmt, InputFact, MadeBy, MethodCall,
+    Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, RuntimeImport, Site,
+    StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -537,10 +537,19 @@ impl Builder<'_> {
             }
         }
         for typed in &semantic.types {
+            let qualname = self.interner.sym(&typed.qualname);
+            if typed.source == TypeSource::AttributeCall {
+                // Looked up on the receiver's class in the rules, not as a name.
+                if let [attribute] = &typed.reference.path[..] {
+                    let attribute = self.interner.sym(attribute);
+                    self.facts
+                        .push(InputFact::MadeBy(MadeBy(self.me, qualname, attribute)));
+                }
+                continue;
+            }
             let Some((_, module, name)) = self.first_hop(&typed.reference) else {
                 continue;
             };
-            let qualname = self.interner.sym(&typed.qualname);
             self.facts.push(match typed.source {
                 TypeSource::Annotation => {
                     InputFact::Annotated(Annotated(self.me, qualname, module, name))
@@ -551,6 +560,10 @@ impl Builder<'_> {
                 TypeSource::Returns => {
                     InputFact::ReturnsAnnotated(ReturnsAnnotated(self.me, qualname, module, name))
                 }
+                TypeSource::Alias => {
+                    InputFact::AssignedName(AssignedName(self.me, qualname, module, name))
+                }
+                TypeSource::AttributeCall => continue,
             });
         }
         for dynamic in &semantic.dynamic {

@@ -14,8 +14,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::datalog::{
-    BaseOf, ClassDef, HasMember, InputFact, InstanceType, MroNext, MroStart, Node, OpaqueBase,
-    Outputs, PatchedMember, ReturnType, Site, Sym,
+    BaseOf, ClassAlias, ClassDef, HasMember, InputFact, InstanceType, MadeBy, MroNext, MroStart,
+    Node, OpaqueBase, Outputs, PatchedMember, ReturnType, Site, Sym,
 };
 
 /// A class: its file and qualified name.
@@ -39,6 +39,11 @@ pub(crate) struct ClassTable {
     /// (file, qualified name) → the classes it holds or returns.
     instance_types: FxHashMap<(Node, Sym), Vec<InstanceType>>,
     return_types: FxHashMap<(Node, Sym), Vec<ReturnType>>,
+    /// (file, qualified name) → the class it names (`client_class = Client`).
+    class_aliases: FxHashMap<(Node, Sym), Vec<ClassAlias>>,
+    /// (file, qualified name of an attribute) → the receiver attribute
+    /// whose call made it (`self.client = self.client_class()`).
+    made_by: FxHashMap<(Node, Sym), Vec<MadeBy>>,
     patched: FxHashSet<(Class, Sym)>,
 }
 
@@ -68,6 +73,13 @@ impl ClassTable {
                 }
                 InputFact::OpaqueBase(OpaqueBase(file, class)) => {
                     opaque.insert((file, class));
+                }
+                InputFact::MadeBy(made) => {
+                    table
+                        .made_by
+                        .entry((made.0, made.1))
+                        .or_default()
+                        .push(made);
                 }
                 _ => {}
             }
@@ -101,6 +113,9 @@ impl ClassTable {
         }
         for t in &resolved.return_type {
             table.return_types.entry((t.0, t.1)).or_default().push(*t);
+        }
+        for t in &resolved.class_alias {
+            table.class_aliases.entry((t.0, t.1)).or_default().push(*t);
         }
         table
             .patched
@@ -145,44 +160,62 @@ impl ClassTable {
     ) -> (Vec<InputFact>, Outputs) {
         let mut facts = Vec::new();
         let mut derived = Outputs::default();
-        let mut work: Vec<Class> = own;
-        // What the definitions the file's names resolve to are: classes,
-        // or declared to hold or return instances of one.
-        for definition in definitions {
-            if self.mro.contains_key(&definition) {
-                facts.push(InputFact::ClassDef(ClassDef(definition.0, definition.1)));
-                work.push(definition);
+        let mut names = names.to_vec();
+        // A member made by a receiver attribute (`self.client_class()`)
+        // asks for that attribute too: the walk runs again when it adds
+        // names (rarely more than twice).
+        loop {
+            let asked = names.len();
+            let mut work: Vec<Class> = own.clone();
+            // What the definitions the file's names resolve to are:
+            // classes, or declared to hold or return instances of one.
+            for &definition in &definitions {
+                if self.mro.contains_key(&definition) {
+                    facts.push(InputFact::ClassDef(ClassDef(definition.0, definition.1)));
+                    work.push(definition);
+                }
+                self.declared_types(definition, &mut derived, &mut work, &mut names, &mut facts);
             }
-            self.declared_types(definition, &mut derived, &mut work);
-        }
-        let mut seen: FxHashSet<Class> = FxHashSet::default();
-        let mut ancestors_seen: FxHashSet<Class> = FxHashSet::default();
-        while let Some(class) = work.pop() {
-            if !seen.insert(class) {
-                continue;
-            }
-            let Some(order) = self.mro.get(&class) else {
-                continue;
-            };
-            push_order(&mut facts, class, order);
-            for &ancestor in order {
-                if !ancestors_seen.insert(ancestor) {
+            let mut seen: FxHashSet<Class> = FxHashSet::default();
+            let mut ancestors_seen: FxHashSet<Class> = FxHashSet::default();
+            while let Some(class) = work.pop() {
+                if !seen.insert(class) {
                     continue;
                 }
-                for &name in names {
-                    if self.patched.contains(&(ancestor, name)) {
-                        derived
-                            .patched_member
-                            .push(PatchedMember(ancestor.0, ancestor.1, name));
-                    }
-                    let Some(&member) = self.members.get(&(ancestor, name)) else {
+                let Some(order) = self.mro.get(&class) else {
+                    continue;
+                };
+                push_order(&mut facts, class, order);
+                for &ancestor in order {
+                    if !ancestors_seen.insert(ancestor) {
                         continue;
-                    };
-                    facts.push(InputFact::HasMember(HasMember(
-                        ancestor.0, ancestor.1, name, member,
-                    )));
-                    self.declared_types((ancestor.0, member), &mut derived, &mut work);
+                    }
+                    let mut index = 0;
+                    while let Some(&name) = names.get(index) {
+                        index += 1;
+                        if self.patched.contains(&(ancestor, name)) {
+                            derived
+                                .patched_member
+                                .push(PatchedMember(ancestor.0, ancestor.1, name));
+                        }
+                        let Some(&member) = self.members.get(&(ancestor, name)) else {
+                            continue;
+                        };
+                        facts.push(InputFact::HasMember(HasMember(
+                            ancestor.0, ancestor.1, name, member,
+                        )));
+                        self.declared_types(
+                            (ancestor.0, member),
+                            &mut derived,
+                            &mut work,
+                            &mut names,
+                            &mut facts,
+                        );
+                    }
                 }
+            }
+            if names.len() == asked {
+                break;
             }
         }
         facts.sort_unstable();
@@ -195,7 +228,24 @@ impl ClassTable {
 impl ClassTable {
     /// The declared instance and return types of definition `key`, into
     /// `derived`, and the classes they name, onto `work`.
-    fn declared_types(&self, key: (Node, Sym), derived: &mut Outputs, work: &mut Vec<Class>) {
+    fn declared_types(
+        &self,
+        key: (Node, Sym),
+        derived: &mut Outputs,
+        work: &mut Vec<Class>,
+        names: &mut Vec<Sym>,
+        facts: &mut Vec<InputFact>,
+    ) {
+        for t in self.class_aliases.get(&key).into_iter().flatten() {
+            derived.class_alias.push(*t);
+            work.push((t.2, t.3));
+        }
+        for made in self.made_by.get(&key).into_iter().flatten() {
+            facts.push(InputFact::MadeBy(*made));
+            if !names.contains(&made.2) {
+                names.push(made.2);
+            }
+        }
         for t in self.instance_types.get(&key).into_iter().flatten() {
             derived.instance_type.push(*t);
             work.push((t.2, t.3));

@@ -378,7 +378,8 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
             InputFact::ClassDef(_)
             | InputFact::HasMember(_)
             | InputFact::BaseOf(_)
-            | InputFact::OpaqueBase(_) => class_facts.facts.push(*fact),
+            | InputFact::OpaqueBase(_)
+            | InputFact::MadeBy(_) => class_facts.facts.push(*fact),
             InputFact::BaseRef(BaseRef(file, site, module, name)) => {
                 let transparent = matches!(
                     (&*interner.node_text(*module), &*interner.sym_text(*name)),
@@ -416,7 +417,7 @@ pub(crate) fn class_table(db: &dyn Db, project: Project) -> ClassTable {
 }
 
 /// The `resolve` tuples the class table reads (resolved bases, declared
-/// types, patched members): a query of its own so that a change to the
+/// types, class aliases, patched members): a query of its own so that a change to the
 /// rest of resolution (an import edit) stops here and the table, and every
 /// file's slice of it, is reused.
 #[salsa::tracked(returns(ref))]
@@ -427,6 +428,7 @@ pub(crate) fn class_resolved(db: &dyn Db, project: Project) -> Outputs {
         instance_type: resolved.instance_type.clone(),
         return_type: resolved.return_type.clone(),
         patched_member: resolved.patched_member.clone(),
+        class_alias: resolved.class_alias.clone(),
         ..Outputs::default()
     }
 }

@@ -343,7 +343,9 @@ impl<'src> Extractor<'src> {
         let NameValue::Local(Some(id)) = self.name_value(head.id.as_str()) else {
             return;
         };
-        let ExprKind::SelfOf { class } = self.semantic.expressions[id as usize].kind else {
+        let (ExprKind::SelfOf { class } | ExprKind::ClassOf { class }) =
+            self.semantic.expressions[id as usize].kind
+        else {
             return;
         };
         let name = attribute.attr.to_string();
@@ -376,9 +378,39 @@ impl<'src> Extractor<'src> {
                 .map(|r| (TypeSource::Annotation, r));
         }
         match value? {
-            Expr::Call(call) => self.reference(&call.func).map(|r| (TypeSource::Call, r)),
+            Expr::Call(call) => match self.receiver_attribute(&call.func) {
+                Some(attribute) => Some((TypeSource::AttributeCall, attribute)),
+                None => self.reference(&call.func).map(|r| (TypeSource::Call, r)),
+            },
+            value @ (Expr::Name(_) | Expr::Attribute(_)) => {
+                self.reference(value).map(|r| (TypeSource::Alias, r))
+            }
             _ => None,
         }
+    }
+
+    /// `self.f` or `cls.f` (a method's own receiver), as a reference whose
+    /// path is `[f]`.
+    fn receiver_attribute(&mut self, callee: &Expr) -> Option<Reference> {
+        let Expr::Attribute(attribute) = callee else {
+            return None;
+        };
+        let Expr::Name(head) = attribute.value.as_ref() else {
+            return None;
+        };
+        let NameValue::Local(Some(id)) = self.name_value(head.id.as_str()) else {
+            return None;
+        };
+        match self.semantic.expressions[id as usize].kind {
+            ExprKind::SelfOf { .. } | ExprKind::ClassOf { .. } => {}
+            _ => return None,
+        }
+        let site = self.add_site(attribute.attr.range.start());
+        Some(Reference {
+            site,
+            path: vec![attribute.attr.to_string()],
+            lookup: Lookup::Globals,
+        })
     }
 
     /// A local bound once to `value` (or declared as `annotation`) holds it.

@@ -186,6 +186,13 @@ pub enum TypeSource {
     Call,
     /// `def f(...) -> T`: calling f gives an instance of class T.
     Returns,
+    /// `x = T` (a class attribute or module variable naming T): x is T
+    /// itself, when T is a class.
+    Alias,
+    /// `self.x = self.f(...)` or `cls.x = cls.f(...)`: x holds what calling
+    /// the class attribute f gives, f looked up from the receiver's class
+    /// (the reference's path is `[f]`; it is not looked up as a name).
+    AttributeCall,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

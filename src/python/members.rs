@@ -133,9 +133,10 @@ impl Declarations {
             } else {
                 match declared.first() {
                     Some(Some((source, first)))
-                        if declared
-                            .iter()
-                            .all(|d| d.as_ref().is_some_and(|(_, r)| r.path == first.path)) =>
+                        if declared.iter().all(|d| {
+                            d.as_ref()
+                                .is_some_and(|(s, r)| s == source && r.path == first.path)
+                        }) =>
                     {
                         Some((*source, first.clone()))
                     }
