@@ -159,7 +159,6 @@ pub struct SharedRepo {
 impl SharedRepo {
     pub fn local(&self) -> Repo {
         let mut repo = self.repo.to_thread_local();
-        // Blame and the recency walk read the same trees over and over.
         repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
         Repo {
             repo,
@@ -169,7 +168,7 @@ impl SharedRepo {
     }
 }
 
-/// The object cache of a shared repository's handles.
+/// The object cache of each repository handle.
 const OBJECT_CACHE_BYTES: usize = 8 << 20;
 
 impl Repo {
@@ -177,7 +176,10 @@ impl Repo {
     /// directory), found as git finds it: in `root` or an ancestor.
     pub fn open(root: &Path) -> Result<Repo, GitError> {
         let not_a_repository = || GitError::NotARepository(root.to_path_buf());
-        let repo = gix::discover(root).map_err(|_| not_a_repository())?;
+        let mut repo = gix::discover(root).map_err(|_| not_a_repository())?;
+        // Blame, logs of a path and the recency walk read the same trees
+        // over and over.
+        repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
         let workdir = repo
             .workdir()
             .and_then(|dir| dir.canonicalize().ok())

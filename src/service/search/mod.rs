@@ -262,6 +262,16 @@ pub struct SearchAnswer {
     pub note: Option<String>,
 }
 
+/// A match as ranked: how well it matched, its score (use times the
+/// ranking boosts), use, and how near it is to the file in hand.
+struct Ranked<'a> {
+    quality: (MatchKind, u8),
+    score: f64,
+    used: usize,
+    near: usize,
+    entry: &'a Entry,
+}
+
 /// A matched entry: how it matched and how many files use it.
 type Found<'a> = (MatchKind, usize, &'a Entry);
 
@@ -390,7 +400,7 @@ impl Service {
         // ranking boosts; then nearness to the file in hand, kind, and the
         // shorter path.
         let boosts = Boosts::new(self, options.context_file.as_deref(), &options.accesses);
-        let mut ranked: Vec<((MatchKind, u8), f64, usize, usize, &Entry)> = Vec::new();
+        let mut ranked: Vec<Ranked> = Vec::new();
         found.sort_by_key(|(quality, _)| *quality);
         for (quality, entry) in found.into_iter().take(RANKED) {
             let used = self.engine.usage_count(&entry.file, &entry.qualname);
@@ -399,19 +409,32 @@ impl Service {
                 .as_deref()
                 .map_or(0, |context| shared_dirs(context, &entry.file));
             let score = boosts.score(&entry.id(), &entry.file, (used + 1) as f64);
-            ranked.push((quality, score, used, near, entry));
+            ranked.push(Ranked {
+                quality,
+                score,
+                used,
+                near,
+                entry,
+            });
         }
         ranked.sort_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then_with(|| b.1.total_cmp(&a.1))
-                .then_with(|| b.3.cmp(&a.3))
-                .then_with(|| kind_rank(a.4.kind).cmp(&kind_rank(b.4.kind)))
-                .then_with(|| a.4.file.len().cmp(&b.4.file.len()))
-                .then_with(|| a.4.id().cmp(&b.4.id()))
+            a.quality
+                .cmp(&b.quality)
+                .then_with(|| b.score.total_cmp(&a.score))
+                .then_with(|| b.near.cmp(&a.near))
+                .then_with(|| kind_rank(a.entry.kind).cmp(&kind_rank(b.entry.kind)))
+                .then_with(|| a.entry.file.len().cmp(&b.entry.file.len()))
+                .then_with(|| a.entry.id().cmp(&b.entry.id()))
         });
         // Group the ranked seeds by container (class, else file), in rank order.
         let mut groups: Vec<(String, Vec<Found>)> = Vec::new();
-        for ((matched, _), _, used, _, entry) in ranked {
+        for Ranked {
+            quality: (matched, _),
+            used,
+            entry,
+            ..
+        } in ranked
+        {
             let key = container_key(entry);
             let open = groups.len() < options.max_clusters.clamp(1, 20);
             match groups.iter_mut().find(|(k, _)| *k == key) {
