@@ -248,6 +248,47 @@ fn blame_follows_the_rename_and_agrees_with_git_fr_002() {
 }
 
 #[test]
+fn a_cached_blame_answers_as_a_fresh_one_and_follows_the_content_and_head() {
+    let repo = history();
+    let service = xfile::service::Service::open(&repo.path()).unwrap();
+    let fresh = |start, end| {
+        let blame = Repo::open(&repo.path())
+            .unwrap()
+            .blame("app/core.py", start, end)
+            .unwrap();
+        xfile::service::history::blame_text(&blame, service.answer_token_limit())
+    };
+    // The whole file first: a range is then cut from it.
+    for (start, end) in [
+        (None, None),
+        (Some(6), Some(8)),
+        (Some(3), None),
+        (None, None),
+    ] {
+        assert_eq!(
+            service.git_blame("app/core.py", start, end).unwrap(),
+            fresh(start, end),
+            "{start:?}-{end:?}"
+        );
+    }
+    // An edit in the working tree: line 7 is not committed yet.
+    let path = repo.path().join("app/core.py");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("return 20", "return 200")).unwrap();
+    let edited = service.git_blame("app/core.py", Some(6), Some(8)).unwrap();
+    assert_eq!(edited, fresh(Some(6), Some(8)));
+    assert!(edited.contains("- line 7: not committed yet\n"), "{edited}");
+    // Committed: HEAD moved, and so does the answer.
+    repo.commit("Eve", 7, "Bigger helper");
+    let committed = service.git_blame("app/core.py", Some(7), Some(7)).unwrap();
+    assert_eq!(committed, fresh(Some(7), Some(7)));
+    assert!(
+        committed.contains("Eve <eve@example.com>: Bigger helper"),
+        "{committed}"
+    );
+}
+
+#[test]
 fn diff_between_commits_finds_the_rename_and_counts_lines_fr_003() {
     let repo = history();
     let git = Repo::open(&repo.path()).unwrap();
