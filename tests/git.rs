@@ -7,7 +7,7 @@
 mod common;
 
 use common::git_repo::{GitRepo, git_in};
-use xfile::git::{FileStatus, GitError, LogQuery, Repo};
+use xfile::git::{FileStatus, GitError, LogQuery, Repo, WalkBounds};
 
 const MODELS: &str =
     "class User:\n    def save(self):\n        return 1\n\n\ndef helper():\n    return 2\n";
@@ -285,6 +285,61 @@ fn a_cached_blame_answers_as_a_fresh_one_and_follows_the_content_and_head() {
     assert!(
         committed.contains("Eve <eve@example.com>: Bigger helper"),
         "{committed}"
+    );
+}
+
+#[test]
+fn change_times_walk_from_head_within_their_bounds() {
+    let repo = history();
+    let git = Repo::open(&repo.path()).unwrap();
+    // Day N of January 2024 at 10:00 UTC.
+    let day = |n: i64| 1_704_067_200 + (n - 1) * 86_400 + 36_000;
+    let walk = |since: i64, max_commits: usize| {
+        let found = git
+            .change_times(&WalkBounds {
+                since,
+                max_commits,
+                deadline: std::time::Duration::from_secs(60),
+            })
+            .unwrap();
+        let mut times: Vec<(String, i64)> = found.times.into_iter().collect();
+        times.sort();
+        (times, found.complete)
+    };
+    let text = |times: &[(&str, i64)]| -> Vec<(String, i64)> {
+        times.iter().map(|(f, t)| (f.to_string(), *t)).collect()
+    };
+    // The merge brought app/utils.py to main on day 5; the rename deleted
+    // app/models.py and added app/core.py on day 6.
+    assert_eq!(
+        walk(0, 100),
+        (
+            text(&[
+                ("README.md", day(1)),
+                ("app/core.py", day(6)),
+                ("app/models.py", day(6)),
+                ("app/utils.py", day(5)),
+            ]),
+            true
+        )
+    );
+    assert_eq!(
+        walk(day(5), 100),
+        (
+            text(&[
+                ("app/core.py", day(6)),
+                ("app/models.py", day(6)),
+                ("app/utils.py", day(5)),
+            ]),
+            true
+        )
+    );
+    assert_eq!(
+        walk(0, 1),
+        (
+            text(&[("app/core.py", day(6)), ("app/models.py", day(6))]),
+            false
+        )
     );
 }
 
