@@ -1716,11 +1716,15 @@ impl ServerHandler for XfileServer {
         let started = std::time::Instant::now();
         let known = self.tool_router.has_route(&request.name);
         asked.cancel = context.ct.clone();
+        let mut heavy = None;
         let _permit = if HEAVY_TOOLS.contains(&tool.as_str()) {
-            tokio::select! {
+            let call = heavy.insert(crate::ops::metrics::global().heavy_call());
+            let permit = tokio::select! {
                 permit = self.heavy.clone().acquire_owned() => permit.ok(),
                 () = context.ct.cancelled() => return Ok(failure(cancelled()).into()),
-            }
+            };
+            call.started();
+            permit
         } else {
             None
         };

@@ -6,111 +6,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::raw_mcp::Raw;
 use serde_json::{Value, json};
-
-/// A server spoken to in raw bytes; its stdout read line by line on a
-/// thread, every line required to be JSON.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Result<Value, String>>,
-}
-
-impl Raw {
-    fn start(root: &Path) -> Raw {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_xfile"))
-            .args(["serve", "--root"])
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("server starts");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { return };
-                let parsed = serde_json::from_str::<Value>(&line).map_err(|_| line);
-                if send.send(parsed).is_err() {
-                    return;
-                }
-            }
-        });
-        Raw {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("connected");
-        stdin.write_all(bytes).expect("server reads");
-        stdin.write_all(b"\n").expect("server reads");
-        stdin.flush().expect("server reads");
-    }
-
-    fn send(&mut self, message: &Value) {
-        self.write(message.to_string().as_bytes());
-    }
-
-    /// Messages until one answers `id` (which is returned); panics on a
-    /// line that is not JSON, on the server's exit, or after a minute.
-    fn reply(&mut self, id: &Value) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(Ok(message)) if message.get("id") == Some(id) => return message,
-                Ok(Ok(_)) => {}
-                Ok(Err(line)) => panic!("stdout carried a line that is not JSON: {line:.200}"),
-                Err(_) => panic!(
-                    "no reply to id {id} within a minute (server alive: {})",
-                    self.alive()
-                ),
-            }
-        }
-    }
-
-    /// Every message that arrives within `wait`.
-    fn drain(&mut self, wait: Duration) -> Vec<Value> {
-        let mut got = Vec::new();
-        while let Ok(line) = self.lines.recv_timeout(wait) {
-            got.push(line.unwrap_or_else(|l| panic!("not JSON: {l:.200}")));
-        }
-        got
-    }
-
-    fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    fn initialize(&mut self, id: Value) -> Value {
-        self.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "protocol-test", "version": "0"}}}),
-        );
-        let reply = self.reply(&id);
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        reply
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn sample() -> &'static Path {
     Path::new(concat!(
@@ -167,13 +67,6 @@ fn a_broken_initialize_gets_an_error_and_a_good_one_follows_f4() {
     assert_eq!(ping["result"], json!({}));
     let reply = server.initialize(json!(5));
     assert_eq!(reply["result"]["serverInfo"]["name"], "xfile");
-}
-
-impl Raw {
-    fn send_and_reply(&mut self, message: Value) -> Value {
-        self.send(&message);
-        self.reply(&message["id"])
-    }
 }
 
 /// Each malformed-frame class of F5, with the code its reply must carry.
