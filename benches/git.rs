@@ -2,7 +2,11 @@
 //! over Django 5.2.8: `git_log` (the project, and one file), `git_blame` of
 //! a 2,065-line file with 242 commits of history, and `impact` of a
 //! 10-file change in the working tree. Each is timed through what the MCP
-//! tools call (opening the repository included), p50 and p95.
+//! tools call, p50 and p95: cold (the repository opened for each call, as
+//! the CLI does, nothing cached) and in a server (`Service`: the
+//! repository opened once, blames kept per content and HEAD, the base
+//! versions' definitions parsed once). Then the history walk behind the
+//! recency boost, over all 1,000 commits.
 //!
 //! Run `scripts/fetch_django.sh`, then `scripts/git_history.py`, then
 //! `cargo bench --bench git`. Figures go in docs/performance.md.
@@ -10,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use xfile::git::LogQuery;
+use xfile::git::{LogQuery, Repo, WalkBounds};
 use xfile::service::Service;
 use xfile::service::history;
 
@@ -106,16 +110,56 @@ fn main() {
         };
         history::log(&root, BUDGET, &query).expect("log");
     });
-    measure("git_blame (2,065 lines, 242 commits)", 20, || {
+    measure("git_blame cold (2,065 lines, 242 commits)", 20, || {
         history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
     });
+    measure("git_blame cold, lines 1000-1030", 20, || {
+        history::blame(&root, BUDGET, BLAMED, Some(1000), Some(1030)).expect("blame");
+    });
+    let walk = Instant::now();
+    let times = Repo::open(&root)
+        .expect("a repository")
+        .change_times(&WalkBounds {
+            since: 0,
+            max_commits: usize::MAX,
+            deadline: Duration::from_secs(60),
+        })
+        .expect("walks");
+    println!(
+        "recency walk, all 1,000 commits: {:.1} ms, {} files",
+        walk.elapsed().as_secs_f64() * 1e3,
+        times.times.len()
+    );
     let originals = change_ten_files(&root);
     let service = Service::open(&root).expect("indexes");
-    measure("git_diff (10 files changed)", 50, || {
+    let first = Instant::now();
+    service.git_blame(BLAMED, None, None).expect("blame");
+    println!(
+        "git_blame in a server, first call: {:.1} ms",
+        first.elapsed().as_secs_f64() * 1e3
+    );
+    measure("git_blame in a server, again", 200, || {
+        service.git_blame(BLAMED, None, None).expect("blame");
+    });
+    measure("git_blame in a server, lines 1000-1030", 200, || {
+        service
+            .git_blame(BLAMED, Some(1000), Some(1030))
+            .expect("blame");
+    });
+    measure("git_diff cold (10 files changed)", 50, || {
         history::diff(&root, BUDGET, None, None, None).expect("diff");
     });
+    measure("git_diff in a server (10 files changed)", 50, || {
+        service.git_diff(None, None, None).expect("diff");
+    });
+    let first = Instant::now();
+    service.impact(None, 2).expect("impact");
+    println!(
+        "impact in a server, first call: {:.1} ms",
+        first.elapsed().as_secs_f64() * 1e3
+    );
     let mut dependents = 0;
-    measure("impact (10 files changed, depth 2)", 20, || {
+    measure("impact in a server (10 files changed, depth 2)", 20, || {
         let impact = service.impact(None, 2).expect("impact");
         dependents = impact.dependents.len() + impact.test_dependents.len();
         impact.to_text(BUDGET);

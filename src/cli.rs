@@ -485,6 +485,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 import_depth,
                 show_available,
                 log: false,
+                ..ReadOptions::default()
             };
             write!(
                 out,

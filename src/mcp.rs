@@ -32,7 +32,6 @@ use crate::federation::{Level, Scope, SessionError};
 use crate::service::calls::Direction;
 use crate::service::context::count_tokens;
 use crate::service::graph::{self, Detail};
-use crate::service::history;
 use crate::service::live::{Involved, Live};
 use crate::service::paging::{self, CursorError};
 use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
@@ -976,6 +975,7 @@ impl XfileServer {
                 import_depth: args.import_depth,
                 show_available: args.show_available,
                 log: true,
+                accesses: crate::ops::metrics::global().reads(s.root()),
             };
             let started = std::time::Instant::now();
             let answer = s.read_with_options(&args.file_path, &options)?;
@@ -1205,6 +1205,7 @@ impl XfileServer {
                     .as_deref()
                     .map(|f| s.resolve_file(f))
                     .transpose()?,
+                accesses: crate::ops::metrics::global().reads(s.root()),
             };
             Ok(ok_json(&s.search(&args.query, &options)?))
         })
@@ -1510,6 +1511,7 @@ impl XfileServer {
     )]
     async fn impact(&self, Parameters(args): Parameters<ImpactArgs>) -> CallToolResult {
         self.fresh(Involved::All, move |s| {
+            crate::ops::metrics::global().record_git(s.root(), "impact");
             let depth = crate::service::impact::DEFAULT_DEPTH;
             let impact = s.impact(args.base.as_deref(), depth)?;
             Ok(text_result(impact.to_text(s.answer_token_limit())))
@@ -1524,6 +1526,7 @@ impl XfileServer {
     async fn git_log(&self, Parameters(args): Parameters<GitLogArgs>) -> CallToolResult {
         self.with_live(move |live, _| {
             live.read(|s| {
+                crate::ops::metrics::global().record_git(s.root(), "git_log");
                 let query = crate::git::LogQuery {
                     path: args.path.as_deref(),
                     limit: args.limit.unwrap_or(crate::git::DEFAULT_LOG_LIMIT),
@@ -1531,7 +1534,7 @@ impl XfileServer {
                     until: args.until.as_deref(),
                     author: args.author.as_deref(),
                 };
-                let text = history::log(s.root(), s.answer_token_limit(), &query)?;
+                let text = s.git_log(&query)?;
                 Ok(text_result(text))
             })
         })
@@ -1545,13 +1548,8 @@ impl XfileServer {
     async fn git_blame(&self, Parameters(args): Parameters<GitBlameArgs>) -> CallToolResult {
         self.with_live(move |live, _| {
             live.read(|s| {
-                let text = history::blame(
-                    s.root(),
-                    s.answer_token_limit(),
-                    &args.file_path,
-                    args.start_line,
-                    args.end_line,
-                )?;
+                crate::ops::metrics::global().record_git(s.root(), "git_blame");
+                let text = s.git_blame(&args.file_path, args.start_line, args.end_line)?;
                 Ok(text_result(text))
             })
         })
@@ -1565,9 +1563,8 @@ impl XfileServer {
     async fn git_diff(&self, Parameters(args): Parameters<GitDiffArgs>) -> CallToolResult {
         self.with_live(move |live, _| {
             live.read(|s| {
-                let text = history::diff(
-                    s.root(),
-                    s.answer_token_limit(),
+                crate::ops::metrics::global().record_git(s.root(), "git_diff");
+                let text = s.git_diff(
                     args.base.as_deref(),
                     args.head.as_deref(),
                     args.path.as_deref(),

@@ -7,7 +7,7 @@
 mod common;
 
 use common::git_repo::{GitRepo, git_in};
-use xfile::git::{FileStatus, GitError, LogQuery, Repo};
+use xfile::git::{FileStatus, GitError, LogQuery, Repo, WalkBounds};
 
 const MODELS: &str =
     "class User:\n    def save(self):\n        return 1\n\n\ndef helper():\n    return 2\n";
@@ -244,6 +244,102 @@ fn blame_follows_the_rename_and_agrees_with_git_fr_002() {
     assert_eq!(
         past.unwrap_err().to_string(),
         "app/core.py has 11 lines; ask for lines between 1 and 11"
+    );
+}
+
+#[test]
+fn a_cached_blame_answers_as_a_fresh_one_and_follows_the_content_and_head() {
+    let repo = history();
+    let service = xfile::service::Service::open(&repo.path()).unwrap();
+    let fresh = |start, end| {
+        let blame = Repo::open(&repo.path())
+            .unwrap()
+            .blame("app/core.py", start, end)
+            .unwrap();
+        xfile::service::history::blame_text(&blame, service.answer_token_limit())
+    };
+    // The whole file first: a range is then cut from it.
+    for (start, end) in [
+        (None, None),
+        (Some(6), Some(8)),
+        (Some(3), None),
+        (None, None),
+    ] {
+        assert_eq!(
+            service.git_blame("app/core.py", start, end).unwrap(),
+            fresh(start, end),
+            "{start:?}-{end:?}"
+        );
+    }
+    // An edit in the working tree: line 7 is not committed yet.
+    let path = repo.path().join("app/core.py");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("return 20", "return 200")).unwrap();
+    let edited = service.git_blame("app/core.py", Some(6), Some(8)).unwrap();
+    assert_eq!(edited, fresh(Some(6), Some(8)));
+    assert!(edited.contains("- line 7: not committed yet\n"), "{edited}");
+    // Committed: HEAD moved, and so does the answer.
+    repo.commit("Eve", 7, "Bigger helper");
+    let committed = service.git_blame("app/core.py", Some(7), Some(7)).unwrap();
+    assert_eq!(committed, fresh(Some(7), Some(7)));
+    assert!(
+        committed.contains("Eve <eve@example.com>: Bigger helper"),
+        "{committed}"
+    );
+}
+
+#[test]
+fn change_times_walk_from_head_within_their_bounds() {
+    let repo = history();
+    let git = Repo::open(&repo.path()).unwrap();
+    // Day N of January 2024 at 10:00 UTC.
+    let day = |n: i64| 1_704_067_200 + (n - 1) * 86_400 + 36_000;
+    let walk = |since: i64, max_commits: usize| {
+        let found = git
+            .change_times(&WalkBounds {
+                since,
+                max_commits,
+                deadline: std::time::Duration::from_secs(60),
+            })
+            .unwrap();
+        let mut times: Vec<(String, i64)> = found.times.into_iter().collect();
+        times.sort();
+        (times, found.complete)
+    };
+    let text = |times: &[(&str, i64)]| -> Vec<(String, i64)> {
+        times.iter().map(|(f, t)| (f.to_string(), *t)).collect()
+    };
+    // The merge brought app/utils.py to main on day 5; the rename deleted
+    // app/models.py and added app/core.py on day 6.
+    assert_eq!(
+        walk(0, 100),
+        (
+            text(&[
+                ("README.md", day(1)),
+                ("app/core.py", day(6)),
+                ("app/models.py", day(6)),
+                ("app/utils.py", day(5)),
+            ]),
+            true
+        )
+    );
+    assert_eq!(
+        walk(day(5), 100),
+        (
+            text(&[
+                ("app/core.py", day(6)),
+                ("app/models.py", day(6)),
+                ("app/utils.py", day(5)),
+            ]),
+            true
+        )
+    );
+    assert_eq!(
+        walk(0, 1),
+        (
+            text(&[("app/core.py", day(6)), ("app/models.py", day(6))]),
+            false
+        )
     );
 }
 

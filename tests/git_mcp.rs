@@ -184,3 +184,33 @@ fn injected_revisions_and_outside_paths_are_tool_errors() {
     }
     assert!(!repo.path().join("pwned").exists());
 }
+
+#[test]
+fn session_metrics_count_the_git_tool_calls() {
+    let repo = sample_repo();
+    let mut client = Client::start(&repo.path());
+    for (tool, arguments) in [
+        ("git_log", json!({})),
+        ("git_log", json!({"path": "app"})),
+        ("git_blame", json!({"file_path": "app/bot.py"})),
+        ("git_diff", json!({})),
+        ("impact", json!({})),
+    ] {
+        let (is_error, text) = client.call(tool, arguments);
+        assert!(!is_error, "{tool}: {text}");
+    }
+    // A failed call is a call too.
+    let (is_error, _) = client.call("git_blame", json!({"file_path": "app/none.py"}));
+    assert!(is_error);
+    assert!(client.disconnect().success());
+    let log = repo
+        .path()
+        .join(".cross_file_context_logs/session_metrics.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let record: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        record["git_usage"],
+        json!({"git_blame": 2, "git_diff": 1, "git_log": 2, "impact": 1}),
+        "{record}"
+    );
+}

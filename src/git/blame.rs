@@ -3,6 +3,8 @@
 //! for lines not committed yet.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
 
 use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};
@@ -34,6 +36,68 @@ pub struct Blame {
     pub shallow: bool,
 }
 
+/// Blames kept in memory by what they depend on: the file's path and
+/// content, and HEAD. Asked again with neither moved, a blame (or a range
+/// of a whole-file blame) is answered without walking history.
+pub struct BlameCache(Mutex<lru::LruCache<BlameKey, Arc<Blame>>>);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct BlameKey {
+    path: String,
+    head: ObjectId,
+    /// The blob id of the working-tree content blamed.
+    content: ObjectId,
+    first: u32,
+    last: u32,
+}
+
+/// Blames a cache keeps: each is a few lines per range.
+const CACHED_BLAMES: usize = 64;
+
+impl Default for BlameCache {
+    fn default() -> Self {
+        BlameCache(Mutex::new(lru::LruCache::new(
+            NonZeroUsize::new(CACHED_BLAMES).unwrap_or(NonZeroUsize::MIN),
+        )))
+    }
+}
+
+impl BlameCache {
+    /// The blame of `key`'s lines: kept for them, or cut from a blame of
+    /// the whole file.
+    fn get(&self, key: &BlameKey, lines: u32) -> Option<Blame> {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = cache.get(key) {
+            return Some(Blame::clone(found));
+        }
+        let whole = BlameKey {
+            first: 1,
+            last: lines,
+            ..key.clone()
+        };
+        let found = cache.get(&whole)?;
+        let ranges = found
+            .ranges
+            .iter()
+            .filter(|r| r.end >= key.first && r.start <= key.last)
+            .map(|r| BlameRange {
+                start: r.start.max(key.first),
+                end: r.end.min(key.last),
+                ..r.clone()
+            })
+            .collect();
+        Some(Blame {
+            ranges,
+            ..Blame::clone(found)
+        })
+    }
+
+    fn put(&self, key: BlameKey, blame: &Blame) {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        cache.put(key, Arc::new(blame.clone()));
+    }
+}
+
 impl Repo {
     /// Blames `file` (root-relative or absolute), lines `start..=end`
     /// (1-based, both optional).
@@ -42,6 +106,18 @@ impl Repo {
         file: &str,
         start: Option<u32>,
         end: Option<u32>,
+    ) -> Result<Blame, GitError> {
+        self.blame_cached(file, start, end, None)
+    }
+
+    /// [`Repo::blame`], answered from `cache` when it holds the blame and
+    /// kept there when not.
+    pub fn blame_cached(
+        &self,
+        file: &str,
+        start: Option<u32>,
+        end: Option<u32>,
+        cache: Option<&BlameCache>,
     ) -> Result<Blame, GitError> {
         let relative = args::path(&self.root, file)?;
         args::readable(&relative)?;
@@ -64,6 +140,26 @@ impl Repo {
             return Err(GitError::PastEnd(relative, lines));
         }
         let head = self.head_commit()?;
+        let key = match cache {
+            Some(_) => Some(BlameKey {
+                path: relative.clone(),
+                head: head.id,
+                content: gix::objs::compute_hash(
+                    self.repo.object_hash(),
+                    gix::objs::Kind::Blob,
+                    &contents,
+                )
+                .map_err(failed)?,
+                first,
+                last,
+            }),
+            None => None,
+        };
+        if let (Some(cache), Some(key)) = (cache, &key)
+            && let Some(found) = cache.get(key, lines)
+        {
+            return Ok(found);
+        }
         let repo_path = self.repo_path(&relative);
         let committed = head
             .tree()
@@ -159,12 +255,16 @@ impl Repo {
                 }),
             }
         }
-        Ok(Blame {
+        let blame = Blame {
             path: relative,
             lines,
             ranges,
             shallow,
-        })
+        };
+        if let (Some(cache), Some(key)) = (cache, key) {
+            cache.put(key, &blame);
+        }
+        Ok(blame)
     }
 
     /// The commit `id` names; `None` for the null id blame gives lines

@@ -183,16 +183,41 @@ impl Repo {
             .status(gix::progress::Discard)
             .map_err(failed)?
             .untracked_files(gix::status::UntrackedFiles::None)
+            .index_worktree_submodules(None);
+        let mut paths = BTreeSet::new();
+        if self.index_is(tree)? {
+            // The index holds `tree` as it is: only the working tree can
+            // differ, and comparing the whole tree with the index (every
+            // tree object read) is skipped.
+            for item in status
+                .into_index_worktree_iter(Vec::<BString>::new())
+                .map_err(failed)?
+            {
+                let item = item.map_err(failed)?;
+                paths.insert(item.rela_path().to_str_lossy().into_owned());
+            }
+            return Ok(paths);
+        }
+        let status = status
             .tree_index_track_renames(gix::status::tree_index::TrackRenames::Disabled)
             .head_tree(tree)
             .into_iter(Vec::<BString>::new())
             .map_err(failed)?;
-        let mut paths = BTreeSet::new();
         for item in status {
             let item = item.map_err(failed)?;
             paths.insert(item.location().to_str_lossy().into_owned());
         }
         Ok(paths)
+    }
+
+    /// Whether the index's cache tree says that it holds `tree` exactly: its
+    /// root entry is valid (git invalidates the entries along any path
+    /// staged since the tree was written) and names `tree`.
+    fn index_is(&self, tree: ObjectId) -> Result<bool, GitError> {
+        let index = self.repo.index_or_empty().map_err(failed)?;
+        Ok(index
+            .tree()
+            .is_some_and(|root| root.num_entries.is_some() && root.id == tree))
     }
 
     /// The diff of one file; `None` when both sides are the same.

@@ -10,14 +10,17 @@ mod args;
 mod blame;
 mod diff;
 mod log;
+mod recency;
 
 use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice;
 
-pub use blame::{Blame, BlameRange};
+pub use blame::{Blame, BlameCache, BlameRange};
 pub use diff::{Diff, FileDiff, FileStatus, Hunk, LineChange};
+pub use gix::ObjectId;
 pub use log::{DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, Log, LogQuery, MAX_LIMIT as MAX_LOG_LIMIT};
+pub use recency::{ChangeTimes, WalkBounds};
 
 /// A failure a user can act on; each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -146,12 +149,37 @@ pub struct Repo {
     prefix: String,
 }
 
+/// A repository opened once (see [`Repo::share`]).
+pub struct SharedRepo {
+    repo: gix::ThreadSafeRepository,
+    root: PathBuf,
+    prefix: String,
+}
+
+impl SharedRepo {
+    pub fn local(&self) -> Repo {
+        let mut repo = self.repo.to_thread_local();
+        repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+        Repo {
+            repo,
+            root: self.root.clone(),
+            prefix: self.prefix.clone(),
+        }
+    }
+}
+
+/// The object cache of each repository handle.
+const OBJECT_CACHE_BYTES: usize = 8 << 20;
+
 impl Repo {
     /// The repository whose work tree holds `root` (a canonical
     /// directory), found as git finds it: in `root` or an ancestor.
     pub fn open(root: &Path) -> Result<Repo, GitError> {
         let not_a_repository = || GitError::NotARepository(root.to_path_buf());
-        let repo = gix::discover(root).map_err(|_| not_a_repository())?;
+        let mut repo = gix::discover(root).map_err(|_| not_a_repository())?;
+        // Blame, logs of a path and the recency walk read the same trees
+        // over and over.
+        repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
         let workdir = repo
             .workdir()
             .and_then(|dir| dir.canonicalize().ok())
@@ -166,6 +194,16 @@ impl Repo {
             root: root.to_path_buf(),
             prefix,
         })
+    }
+
+    /// The repository as a handle threads share: opened once, a
+    /// [`Repo`] per use without discovering it again.
+    pub fn share(self) -> SharedRepo {
+        SharedRepo {
+            repo: self.repo.into_sync(),
+            root: self.root,
+            prefix: self.prefix,
+        }
     }
 
     pub fn head_state(&self) -> Result<HeadState, GitError> {
@@ -215,6 +253,14 @@ impl Repo {
     /// The content of `path` (inside the root) at `revision`; `None` when
     /// no file is there.
     pub fn file_at(&self, revision: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        self.blob_at(revision, path)?
+            .map(|id| self.blob(id))
+            .transpose()
+    }
+
+    /// The blob `path` (inside the root) names at `revision`; `None` when
+    /// no file is there.
+    pub fn blob_at(&self, revision: &str, path: &str) -> Result<Option<ObjectId>, GitError> {
         let relative = args::path(&self.root, path)?;
         args::readable(&relative)?;
         let tree = self.commit(revision)?.tree().map_err(failed)?;
@@ -224,11 +270,12 @@ impl Repo {
         else {
             return Ok(None);
         };
-        if !entry.mode().is_blob() {
-            return Ok(None);
-        }
-        let blob = self.repo.find_blob(entry.object_id()).map_err(failed)?;
-        Ok(Some(blob.detach().data))
+        Ok(entry.mode().is_blob().then(|| entry.object_id()))
+    }
+
+    /// The content of the blob `id` (from [`Repo::blob_at`]).
+    pub fn blob(&self, id: ObjectId) -> Result<Vec<u8>, GitError> {
+        Ok(self.repo.find_blob(id).map_err(failed)?.detach().data)
     }
 
     /// A root-relative path of the user's, checked, as the work tree

@@ -105,6 +105,8 @@ pub struct SessionLog {
     pub parse_ms: Vec<f64>,
     /// Files the session saw edited, created or renamed into place.
     pub edited: BTreeSet<String>,
+    /// Calls of each git tool (`git_log`, `git_blame`, `git_diff`, `impact`).
+    pub git_calls: BTreeMap<String, u32>,
 }
 
 impl SessionLog {
@@ -117,6 +119,7 @@ impl SessionLog {
             injections_by_type: BTreeMap::new(),
             parse_ms: Vec::new(),
             edited: BTreeSet::new(),
+            git_calls: BTreeMap::new(),
         }
     }
 }
@@ -301,6 +304,13 @@ impl Metrics {
         });
     }
 
+    /// A call of the git tool `tool` on the project at `root`.
+    pub fn record_git(&self, root: &Path, tool: &str) {
+        self.with_session(root, |log| {
+            *log.git_calls.entry(tool.to_string()).or_default() += 1;
+        });
+    }
+
     /// An update the watcher applied to the project at `root`.
     pub fn record_update(&self, root: &Path, report: &UpdateReport) {
         self.update_seconds.observe(report.durations.total_ms / 1e3);
@@ -328,6 +338,16 @@ impl Metrics {
             .get(root)
             .cloned()
             .unwrap_or_else(|| SessionLog::since(self.started))
+    }
+
+    /// How often the current session read each file of the project at
+    /// `root` with context: the frequency boost of ranking.
+    pub fn reads(&self, root: &Path) -> BTreeMap<String, u32> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .get(root)
+            .map(|log| log.reads.clone())
+            .unwrap_or_default()
     }
 
     /// Ends the session of the project at `root`: what it did, and a fresh

@@ -43,6 +43,9 @@ pub struct SessionRecord {
     pub reread_patterns: BTreeMap<String, u32>,
     pub performance: Performance,
     pub warning_stats: WarningStats,
+    /// Calls of each git tool (`git_log`, `git_blame`, `git_diff`,
+    /// `impact`) the session made.
+    pub git_usage: BTreeMap<String, u32>,
 }
 
 /// The configured values the other figures are to be compared with (FR-44).
@@ -258,6 +261,7 @@ pub fn record(name: &str, service: &Service, log: &SessionLog) -> SessionRecord 
                 .collect(),
             files_with_warnings,
         },
+        git_usage: log.git_calls.clone(),
     }
 }
 

@@ -251,3 +251,33 @@ pub fn diff_text(diff: &Diff, budget: usize) -> String {
     }
     out
 }
+
+/// The git tools of a served project: the repository opened once, blames
+/// kept per file content and HEAD.
+impl super::Service {
+    pub fn git_log(&self, query: &LogQuery<'_>) -> Result<String, GitError> {
+        let log = self.git.repo(self.root())?.log(query)?;
+        Ok(log_text(&log, self.answer_token_limit()))
+    }
+
+    pub fn git_blame(
+        &self,
+        file: &str,
+        start: Option<u32>,
+        end: Option<u32>,
+    ) -> Result<String, GitError> {
+        let repo = self.git.repo(self.root())?;
+        let blame = repo.blame_cached(file, start, end, Some(&self.git.blames))?;
+        Ok(blame_text(&blame, self.answer_token_limit()))
+    }
+
+    pub fn git_diff(
+        &self,
+        base: Option<&str>,
+        head: Option<&str>,
+        path: Option<&str>,
+    ) -> Result<String, GitError> {
+        let diff = self.git.repo(self.root())?.diff(base, head, path)?;
+        Ok(diff_text(&diff, self.answer_token_limit()))
+    }
+}

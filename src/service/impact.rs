@@ -110,7 +110,7 @@ impl Service {
     /// The impact of the working tree's changes against `base` (default
     /// HEAD), dependents followed to `depth` (1..=5).
     pub fn impact(&self, base: Option<&str>, depth: usize) -> Result<Impact, GitError> {
-        let repo = Repo::open(self.root())?;
+        let repo = self.git.repo(self.root())?;
         let diff = repo.diff(base, None, None)?;
         let base = diff.base.clone();
         let depth = depth.clamp(1, MAX_DEPTH);
@@ -172,15 +172,23 @@ impl Service {
             FileStatus::Added => None,
             _ => Some(file.path.as_str()),
         };
-        let old_text = match old_path {
-            // A path from outside the root (`/dir/x.py`) has no old facts here.
-            Some(path) if !path.starts_with('/') => repo
-                .file_at(base, path)?
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .unwrap_or_default(),
-            _ => String::new(),
+        // A path from outside the root (`/dir/x.py`) has no old facts here.
+        let old_blob = match old_path {
+            Some(path) if !path.starts_with('/') => repo.blob_at(base, path)?,
+            _ => None,
         };
-        let old_definitions = crate::python::extract(&old_text).definitions;
+        let old_text = match old_blob {
+            Some(id) => String::from_utf8_lossy(&repo.blob(id)?).into_owned(),
+            None => String::new(),
+        };
+        // The base's definitions, parsed once per blob: the base of a
+        // change in progress stays the same from one `impact` to the next.
+        let old_definitions = match old_blob {
+            Some(id) => self
+                .git
+                .base_definitions(id, || Ok(crate::python::extract(&old_text).definitions))?,
+            None => std::sync::Arc::default(),
+        };
         let (new_text, new_definitions): (&str, &[Definition]) = match file.status {
             FileStatus::Deleted => ("", &[]),
             _ => match (self.engine.text(&file.path), self.engine.facts(&file.path)) {

@@ -8,6 +8,7 @@ pub mod changes;
 pub mod context;
 pub mod explain;
 pub mod external;
+mod git_cache;
 pub mod graph;
 pub mod history;
 pub mod impact;
@@ -19,6 +20,7 @@ pub mod model;
 pub mod outline;
 pub mod paging;
 pub mod query;
+pub mod ranking;
 pub mod relationships;
 pub mod search;
 pub mod text;
@@ -97,6 +99,12 @@ pub struct Service {
     markers: Arc<BTreeSet<String>>,
     /// Files removed by an update, and when: for the EC-14 note.
     deleted: Arc<BTreeMap<String, SystemTime>>,
+    /// Files an update found changed (added or with new text), and their
+    /// modification time then: the edits the recency boost counts.
+    edited: Arc<BTreeMap<String, SystemTime>>,
+    /// The repository, blames, base versions and commit times, shared by
+    /// the snapshots.
+    git: Arc<git_cache::GitCache>,
     cache: Arc<Mutex<cache::SnippetCache>>,
     suppression: Arc<warnings::Suppression>,
     /// Rendered warnings, for the engine state they were computed at.
@@ -241,6 +249,8 @@ impl Service {
             dirs: Arc::new(dirs),
             markers: Arc::new(markers),
             deleted: Arc::default(),
+            edited: Arc::default(),
+            git: Arc::default(),
             warm: Arc::new(warm),
             writer,
             timings: model::PhaseTimings {

@@ -144,6 +144,9 @@ impl Service {
             let mut fresh = Service::open(&self.root)?;
             // The snippet cache belongs to the session, not to one index.
             fresh.cache = self.cache.clone();
+            // So do the edits seen and what is known of the repository.
+            fresh.edited = self.edited.clone();
+            fresh.git = self.git.clone();
             report.reloaded = true;
             report.durations.read_ms = elapsed_ms(started);
             return Ok(Pending {
@@ -255,8 +258,17 @@ impl Service {
                     stamps.remove(path);
                     deleted.insert(path.clone(), now);
                 }
+                let edited = Arc::make_mut(&mut self.edited);
+                for path in &report.removed {
+                    edited.remove(path);
+                }
+                let changed: std::collections::HashSet<&String> =
+                    report.added.iter().chain(&report.modified).collect();
                 let mut updates = Vec::new();
                 for file in files {
+                    if changed.contains(&file.path) {
+                        edited.insert(file.path.clone(), file.stamp.modified.unwrap_or(now));
+                    }
                     stamps.insert(file.path.clone(), file.stamp);
                     deleted.remove(&file.path);
                     updates.push((file.path, file.text));

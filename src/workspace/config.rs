@@ -48,6 +48,32 @@ pub struct Config {
     pub enabled_tools: Vec<String>,
     /// MCP tools switched off.
     pub excluded_tools: Vec<String>,
+    /// Boosts of search and `read_with_context` ranking. Left out of the
+    /// serialized form: that is the warm-start cache's key, and ranking
+    /// changes no indexed fact.
+    #[serde(skip)]
+    pub ranking: Ranking,
+}
+
+/// `ranking:` — how much each boost counts (0 switches it off; 1, the
+/// default, gives the boosts their full size), or all of them off.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ranking {
+    pub enabled: bool,
+    pub recency_weight: f64,
+    pub module_weight: f64,
+    pub frequency_weight: f64,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Ranking {
+            enabled: true,
+            recency_weight: 1.0,
+            module_weight: 1.0,
+            frequency_weight: 1.0,
+        }
+    }
 }
 
 /// One entry of `layers`: `[name, glob, ...]`, globs on root-relative paths.
@@ -85,6 +111,7 @@ impl Default for Config {
             layers: Vec::new(),
             enabled_tools: Vec::new(),
             excluded_tools: Vec::new(),
+            ranking: Ranking::default(),
         }
     }
 }
@@ -175,6 +202,7 @@ impl Config {
                 "layers" => check.layers(&mut config.layers),
                 "enabled_tools" => check.strings(&mut config.enabled_tools),
                 "excluded_tools" => check.strings(&mut config.excluded_tools),
+                "ranking" => check.ranking(&mut config.ranking),
                 _ => check
                     .notices
                     .push(format!("{CONFIG_FILE}: unknown key `{key}` ignored")),
@@ -233,6 +261,57 @@ impl Checker<'_> {
         }
     }
 }
+
+impl Checker<'_> {
+    /// `ranking: {enabled, recency_weight, module_weight, frequency_weight}`,
+    /// each sub-key checked on its own.
+    fn ranking(&mut self, slot: &mut Ranking) {
+        let Some(mapping) = self.value.as_mapping() else {
+            return self.reject(
+                "a mapping of enabled, recency_weight, module_weight and frequency_weight",
+            );
+        };
+        for (key, value) in mapping {
+            let name = key.as_str().unwrap_or_default();
+            let weight = match name {
+                "recency_weight" => Some(&mut slot.recency_weight),
+                "module_weight" => Some(&mut slot.module_weight),
+                "frequency_weight" => Some(&mut slot.frequency_weight),
+                _ => None,
+            };
+            let problem = match (name, weight) {
+                (_, Some(weight)) => match value.as_f64() {
+                    Some(w) if w.is_finite() && (0.0..=MAX_WEIGHT).contains(&w) => {
+                        *weight = w;
+                        None
+                    }
+                    _ => Some(format!("a number from 0 to {MAX_WEIGHT}")),
+                },
+                ("enabled", None) => match value.as_bool() {
+                    Some(on) => {
+                        slot.enabled = on;
+                        None
+                    }
+                    None => Some("true or false".to_string()),
+                },
+                _ => {
+                    self.notices.push(format!(
+                        "{CONFIG_FILE}: unknown key `ranking.{name}` ignored"
+                    ));
+                    None
+                }
+            };
+            if let Some(expected) = problem {
+                self.notices.push(format!(
+                    "{CONFIG_FILE}: `ranking.{name}` must be {expected}; using the default"
+                ));
+            }
+        }
+    }
+}
+
+/// A weight past this would let one boost swamp what was matched.
+const MAX_WEIGHT: f64 = 10.0;
 
 fn string_list(value: &Value) -> Option<Vec<String>> {
     value.as_sequence().and_then(|items| {
@@ -304,6 +383,29 @@ mod tests {
         assert!(!config.warn_on_wildcards);
         assert_eq!(config.extra_search_paths, vec!["lib".to_string()]);
         assert_eq!(notices.len(), 3, "{notices:?}");
+    }
+
+    #[test]
+    fn ranking_weights_are_checked_one_by_one() {
+        let (config, notices) = Config::parse(
+            "ranking:\n  recency_weight: 0\n  module_weight: 2.5\n  frequency_weight: -1\n  enabled: false\n  speed: 3\n",
+        );
+        let ranking = &config.ranking;
+        assert_eq!(
+            (
+                ranking.enabled,
+                ranking.recency_weight,
+                ranking.module_weight
+            ),
+            (false, 0.0, 2.5)
+        );
+        assert_eq!(ranking.frequency_weight, 1.0);
+        assert_eq!(notices.len(), 2, "{notices:?}");
+        assert!(notices[0].contains("`ranking.frequency_weight` must be a number from 0 to 10"));
+        assert!(notices[1].contains("unknown key `ranking.speed`"));
+        let (config, notices) = Config::parse("ranking: off\n");
+        assert_eq!(config.ranking, Ranking::default());
+        assert_eq!(notices.len(), 1, "{notices:?}");
     }
 
     #[test]

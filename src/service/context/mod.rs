@@ -27,6 +27,7 @@ use super::Service;
 use super::cache::{Entry, Lookup};
 use super::injections::{self, InjectionEvent};
 use super::model::{Relationship, RelationshipType};
+use super::ranking::Accesses;
 use crate::python::{Definition, DefinitionKind};
 use crate::workspace::PathError;
 use defs::Definitions;
@@ -54,6 +55,9 @@ pub struct ReadOptions {
     /// Log the injected definitions (an agent's read); a person's read
     /// on the command line writes nothing.
     pub log: bool,
+    /// How often the session read each file: the frequency boost of the
+    /// used definitions' order.
+    pub accesses: Accesses,
 }
 
 /// Why a read failed.
@@ -149,7 +153,7 @@ pub fn read_with_context(
         .map_or(service.config().import_depth, u64::from)
         .clamp(1, MAX_DEPTH);
     let depth = u32::try_from(depth).unwrap_or(1);
-    let mut context = Context::new(service, &path, lines, limit);
+    let mut context = Context::new(service, &path, lines, limit, &options.accesses);
     context.allocate(depth, options.show_available);
     let (mut out, events) = context.render();
     if options.log
@@ -386,9 +390,16 @@ struct Context<'s> {
 }
 
 impl<'s> Context<'s> {
-    fn new(service: &'s Service, path: &'s str, lines: Lines, limit: usize) -> Self {
+    fn new(
+        service: &'s Service,
+        path: &'s str,
+        lines: Lines,
+        limit: usize,
+        accesses: &Accesses,
+    ) -> Self {
         let definitions = Definitions::new(service.engine());
-        let (used, relationships) = select::used_definitions(service, &definitions, path, lines);
+        let (used, relationships) =
+            select::used_definitions(service, &definitions, path, lines, accesses);
         let mut context = Context {
             service,
             definitions,

@@ -1,15 +1,15 @@
 //! What a file (or a line range of it) uses from other project files, as
 //! definitions in priority order: the base classes of its classes first,
-//! then files edited in the last ten minutes (TDD §3.8.2), then the names
-//! it uses most, widely used definitions, imports before calls before
-//! inheritance, and first use.
+//! then by score (how many uses the read lines make of it, times the
+//! ranking boosts: recently changed files, the reader's own package,
+//! files the session reads often), then widely used definitions, imports
+//! before calls before inheritance, and first use.
 //!
 //! Class members come with their class: a method the reader calls on
 //! `self`, on an instance or through `super()`, or overrides, is listed
 //! under the class the reader names whose method resolution order reaches
 //! it. A member no such class reaches stands on its own.
 
-use std::cmp::Reverse;
 use std::collections::HashMap;
 
 use ruff_python_ast::token::TokenKind;
@@ -17,6 +17,7 @@ use ruff_text_size::Ranged;
 
 use super::super::Service;
 use super::super::model::{Relationship, RelationshipType};
+use super::super::ranking::{Accesses, Boosts};
 use super::defs::Definitions;
 use crate::engine::is_marker;
 use crate::python::{DefinitionKind, ModuleFacts};
@@ -67,6 +68,7 @@ pub(super) fn used_definitions(
     definitions: &Definitions,
     path: &str,
     lines: Lines,
+    accesses: &Accesses,
 ) -> (Vec<Used>, Vec<Relationship>) {
     let engine = service.engine();
     let relationships: Vec<Relationship> = service
@@ -150,23 +152,29 @@ pub(super) fn used_definitions(
 
     let threshold =
         usize::try_from(service.config().function_usage_warning_threshold).unwrap_or(usize::MAX);
-    let mut recent: HashMap<String, bool> = HashMap::new();
-    let mut items = found.items;
-    items.sort_by_cached_key(|u| {
-        let is_recent = *recent
-            .entry(u.file.clone())
-            .or_insert_with(|| recently_edited(service, &u.file));
-        let widely_used = service.usage_count(&u.file, &u.symbol) >= threshold;
-        (
-            !u.base,
-            !is_recent,
-            Reverse(u.uses),
-            !widely_used,
-            u.kind,
-            u.first_line,
-        )
+    let boosts = Boosts::new(service, Some(path), accesses);
+    let mut items: Vec<(f64, bool, Used)> = found
+        .items
+        .into_iter()
+        .map(|u| {
+            let what = format!("{}::{}", u.file, u.symbol);
+            let score = boosts.score(&what, &u.file, f64::from(u.uses));
+            let widely_used = service.usage_count(&u.file, &u.symbol) >= threshold;
+            (score, widely_used, u)
+        })
+        .collect();
+    items.sort_by(|(a_score, a_wide, a), (b_score, b_wide, b)| {
+        b.base
+            .cmp(&a.base)
+            .then_with(|| b_score.total_cmp(a_score))
+            .then_with(|| b_wide.cmp(a_wide))
+            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.first_line.cmp(&b.first_line))
     });
-    (items, relationships)
+    (
+        items.into_iter().map(|(_, _, u)| u).collect(),
+        relationships,
+    )
 }
 
 /// One use of a definition of another file, before grouping.
@@ -325,12 +333,4 @@ fn overrides(
         }
     }
     found
-}
-
-fn recently_edited(service: &Service, file: &str) -> bool {
-    std::fs::metadata(service.root().join(file))
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|modified| modified.elapsed().ok())
-        .is_some_and(|age| age.as_secs() < 600)
 }

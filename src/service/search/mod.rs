@@ -22,6 +22,7 @@ use serde::Serialize;
 use super::Service;
 use super::calls::Direction;
 use super::context::count_tokens;
+use super::ranking::{Accesses, Boosts};
 use crate::python::{Definition, DefinitionKind};
 pub(crate) use hot::HotSpots;
 pub use index::MatchKind;
@@ -73,8 +74,11 @@ pub struct SearchOptions {
     pub expansion_depth: usize,
     pub include_preview: bool,
     pub expand: Expand,
-    /// The file in hand: definitions near it rank higher among equals.
+    /// The file in hand: definitions in its package get the module boost,
+    /// and nearer ones rank higher among equals.
     pub context_file: Option<String>,
+    /// How often the session read each file: the frequency boost.
+    pub accesses: Accesses,
 }
 
 impl Default for SearchOptions {
@@ -85,6 +89,7 @@ impl Default for SearchOptions {
             include_preview: true,
             expand: Expand::default(),
             context_file: None,
+            accesses: Accesses::new(),
         }
     }
 }
@@ -257,6 +262,16 @@ pub struct SearchAnswer {
     pub note: Option<String>,
 }
 
+/// A match as ranked: how well it matched, its score (use times the
+/// ranking boosts), use, and how near it is to the file in hand.
+struct Ranked<'a> {
+    quality: (MatchKind, u8),
+    score: f64,
+    used: usize,
+    near: usize,
+    entry: &'a Entry,
+}
+
 /// A matched entry: how it matched and how many files use it.
 type Found<'a> = (MatchKind, usize, &'a Entry);
 
@@ -379,9 +394,13 @@ impl Service {
         let index = self.symbol_index();
         let mut found = index.find(&parsed);
         let total_matches = found.len();
-        // Rank: match quality, then use across the project, then nearness
-        // to the file in hand, then kind, then the shorter path.
-        let mut ranked: Vec<((MatchKind, u8), usize, usize, &Entry)> = Vec::new();
+        // Rank: match quality first (ranking boosts never lift a worse
+        // match over a better one), then the score: use across the project
+        // (plus one, so unused definitions are boosted too) times the
+        // ranking boosts; then nearness to the file in hand, kind, and the
+        // shorter path.
+        let boosts = Boosts::new(self, options.context_file.as_deref(), &options.accesses);
+        let mut ranked: Vec<Ranked> = Vec::new();
         found.sort_by_key(|(quality, _)| *quality);
         for (quality, entry) in found.into_iter().take(RANKED) {
             let used = self.engine.usage_count(&entry.file, &entry.qualname);
@@ -389,27 +408,33 @@ impl Service {
                 .context_file
                 .as_deref()
                 .map_or(0, |context| shared_dirs(context, &entry.file));
-            ranked.push((quality, used, near, entry));
+            let score = boosts.score(&entry.id(), &entry.file, (used + 1) as f64);
+            ranked.push(Ranked {
+                quality,
+                score,
+                used,
+                near,
+                entry,
+            });
         }
         ranked.sort_by(|a, b| {
-            (
-                a.0,
-                std::cmp::Reverse(a.1),
-                std::cmp::Reverse(a.2),
-                kind_rank(a.3.kind),
-            )
-                .cmp(&(
-                    b.0,
-                    std::cmp::Reverse(b.1),
-                    std::cmp::Reverse(b.2),
-                    kind_rank(b.3.kind),
-                ))
-                .then_with(|| a.3.file.len().cmp(&b.3.file.len()))
-                .then_with(|| a.3.id().cmp(&b.3.id()))
+            a.quality
+                .cmp(&b.quality)
+                .then_with(|| b.score.total_cmp(&a.score))
+                .then_with(|| b.near.cmp(&a.near))
+                .then_with(|| kind_rank(a.entry.kind).cmp(&kind_rank(b.entry.kind)))
+                .then_with(|| a.entry.file.len().cmp(&b.entry.file.len()))
+                .then_with(|| a.entry.id().cmp(&b.entry.id()))
         });
         // Group the ranked seeds by container (class, else file), in rank order.
         let mut groups: Vec<(String, Vec<Found>)> = Vec::new();
-        for ((matched, _), used, _, entry) in ranked {
+        for Ranked {
+            quality: (matched, _),
+            used,
+            entry,
+            ..
+        } in ranked
+        {
             let key = container_key(entry);
             let open = groups.len() < options.max_clusters.clamp(1, 20);
             match groups.iter_mut().find(|(k, _)| *k == key) {
