@@ -56,7 +56,7 @@ pub enum Format {
 /// One page of a list answer. Fields whose names say it all carry no
 /// description: every word here is repeated in each client's tool list
 /// (limit defaults to 100; cursor is the previous page's next_cursor).
-#[derive(Deserialize, JsonSchema)]
+#[derive(Clone, Deserialize, JsonSchema)]
 pub struct PageArgs {
     pub limit: Option<usize>,
     pub cursor: Option<String>,
@@ -716,6 +716,53 @@ impl XfileServer {
         .await
     }
 
+    /// `get_dependencies` (`dependents` none) or `get_dependents` (with
+    /// the symbol asked for, if any) from the warm-start answers, while a
+    /// single project's first index is not there yet and the answers hold
+    /// for the tree; `None` means the index answers, as it does for
+    /// everything else (several projects, a file the answers do not know,
+    /// or one of the files the answer rests on changed since the start).
+    async fn prebuilt(
+        &self,
+        file: String,
+        dependents: Option<Option<String>>,
+        page: PageArgs,
+    ) -> Option<CallToolResult> {
+        if self.projects.federated() {
+            return None;
+        }
+        let member = match self.members().ok()?.as_slice() {
+            [member] => member.clone(),
+            _ => return None,
+        };
+        if member.ready_now().is_some() {
+            return None;
+        }
+        let prebuilt = member.prebuilt().await?;
+        tokio::task::spawn_blocking(move || {
+            let path = crate::workspace::resolve_user_path(&member.root, &file).ok()?;
+            let list = match &dependents {
+                None => prebuilt.dependencies(&path)?,
+                Some(symbol) => {
+                    let mut list = prebuilt.dependents(&path)?;
+                    if let Some(symbol) = symbol {
+                        crate::service::of_symbol(&mut list, symbol);
+                    }
+                    list
+                }
+            };
+            if !prebuilt.still(&path, &list) {
+                return None;
+            }
+            let budget = usize::try_from(prebuilt.config.answer_token_limit).unwrap_or(usize::MAX);
+            let answer = paged(list, &page, budget, "relationships", text::relationships);
+            Some(answer.unwrap_or_else(failure))
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
     /// A call-graph walk over fresh files (any file may hold a caller).
     async fn call_graph(&self, args: CallGraphArgs, direction: Direction) -> CallToolResult {
         // Callers may be in other projects; callees are the project's own
@@ -942,6 +989,10 @@ impl XfileServer {
         description = "What a Python file imports, calls and inherits from other files, with lines and target locations."
     )]
     async fn get_dependencies(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
+        let file = args.file_path.clone();
+        if let Some(answer) = self.prebuilt(file, None, args.page.clone()).await {
+            return answer;
+        }
         let involved = Involved::Dependencies(args.file_path.clone());
         let across = self.cross_project().await;
         self.fresh(involved, move |s| {
@@ -969,6 +1020,11 @@ impl XfileServer {
         description = "Who imports, calls or inherits from a Python file or one of its definitions: check it before changing a signature."
     )]
     async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
+        let (file, symbol) = (args.file_path.clone(), args.symbol.clone());
+        let dependents = Some(symbol);
+        if let Some(answer) = self.prebuilt(file, dependents, args.page.clone()).await {
+            return answer;
+        }
         let involved = Involved::Dependents(args.file_path.clone());
         let across = self.cross_project().await;
         self.fresh(involved, move |s| {

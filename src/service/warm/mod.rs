@@ -12,9 +12,12 @@
 //! hold `GlobSet`s), and a memo whose dependencies are not persisted is not
 //! reused; the facts are what pays (see `docs/performance.md`).
 
+pub(crate) mod answers;
 mod disk;
 pub mod format;
+mod stamps;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,10 +27,13 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use self::answers::Tree;
 use self::format::{Entry, Hash, sha256};
+pub(crate) use self::stamps::now;
 use crate::engine::Engine;
 use crate::python::ModuleFacts;
 use crate::workspace::config::Config;
+use crate::workspace::{Notice, NoticeKind};
 
 pub use self::disk::{DIR, FILE};
 
@@ -182,6 +188,8 @@ fn write(root: &Path, key: &Key, entries: &[Entry]) -> std::io::Result<()> {
 pub(crate) struct Writer {
     root: PathBuf,
     key: Key,
+    /// What the answers file records besides the files (see `answers.rs`).
+    tree: Tree,
     /// [`WRITE_EVERY`]; shorter in tests.
     every: Duration,
     last: Mutex<Option<Instant>>,
@@ -198,10 +206,11 @@ impl Drop for Writer {
 }
 
 impl Writer {
-    pub(crate) fn new(root: &Path, key: Key) -> Option<Writer> {
+    pub(crate) fn new(root: &Path, key: Key, tree: Tree) -> Option<Writer> {
         enabled().then(|| Writer {
             root: root.to_path_buf(),
             key,
+            tree,
             every: WRITE_EVERY,
             last: Mutex::new(None),
             busy: Arc::default(),
@@ -209,11 +218,12 @@ impl Writer {
         })
     }
 
-    /// After the first index: written now, unless it is already current.
+    /// After the first index: the facts written now unless they are
+    /// current already, and the answers unless they are.
     pub(crate) fn first(&self, engine: &Engine, current: bool) {
         self.stamp();
-        if !current && !self.busy.swap(true, Ordering::AcqRel) {
-            self.spawn(engine);
+        if !self.busy.swap(true, Ordering::AcqRel) {
+            self.spawn(engine, !current);
         }
     }
 
@@ -229,13 +239,15 @@ impl Writer {
             return;
         }
         self.stamp();
-        self.spawn(engine);
+        self.spawn(engine, true);
     }
 
     /// Hashes, encodes and writes on a thread of its own, from owned texts
-    /// and shared facts: the engine snapshot is not held meanwhile, so no
-    /// update waits for the disk, and a command's answer does not either.
-    fn spawn(&self, engine: &Engine) {
+    /// and shared facts: the engine snapshot is held only while the answers
+    /// are rendered, and an update that comes meanwhile cancels that (the
+    /// answers are written with a later update), so no update waits for
+    /// the disk, and a command's answer does not either.
+    fn spawn(&self, engine: &Engine, facts: bool) {
         let held: Vec<(String, String, Arc<ModuleFacts>)> = engine
             .paths()
             .filter_map(|path| {
@@ -243,7 +255,9 @@ impl Writer {
                 Some((path.to_string(), engine.text(path)?.to_string(), facts))
             })
             .collect();
+        let snapshot = engine.clone();
         let (root, key, busy) = (self.root.clone(), self.key.clone(), Arc::clone(&self.busy));
+        let tree = self.tree.clone();
         let handle = std::thread::spawn(move || {
             let entries: Vec<Entry> = held
                 .into_par_iter()
@@ -253,8 +267,16 @@ impl Writer {
                     facts,
                 })
                 .collect();
-            if let Err(error) = write(&root, &key, &entries) {
+            if facts && let Err(error) = write(&root, &key, &entries) {
                 tracing::warn!("cannot write the warm-start cache: {error}");
+            }
+            if answers::Prebuilt::open(&root).is_err() {
+                let texts: Vec<(String, Hash)> =
+                    entries.into_iter().map(|e| (e.path, e.hash)).collect();
+                let written = answers::write(snapshot, &texts, &root, &key, &tree);
+                if let Err(error) = written {
+                    tracing::warn!("cannot write the warm-start answers: {error}");
+                }
             }
             busy.store(false, Ordering::Release);
         });
@@ -284,6 +306,65 @@ impl Writer {
     }
 }
 
+/// The files besides the Python sources whose contents or state an index
+/// depends on (root-relative, or absolute outside the root): settings,
+/// sub-project markers, ignore files wherever the walk may read them
+/// (entered directories, the root's ancestors, git's global ones), and the
+/// files discovery skipped or decoded with a notice (an edit can change
+/// that). Files that do not exist are listed too: creating one matters.
+pub(crate) fn watched(
+    root: &Path,
+    dirs: &BTreeSet<PathBuf>,
+    markers: &BTreeSet<String>,
+    notices: &[Notice],
+) -> Vec<String> {
+    const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+    let mut out: Vec<String> = [crate::workspace::config::CONFIG_FILE, ".git/info/exclude"]
+        .into_iter()
+        .chain(crate::workspace::pytest::settings_files())
+        .map(str::to_string)
+        .collect();
+    for dir in dirs {
+        if let Ok(relative) = dir.strip_prefix(root) {
+            for name in IGNORE_FILES {
+                out.push(relative.join(name).to_string_lossy().into_owned());
+            }
+        }
+    }
+    for ancestor in root.ancestors().skip(1) {
+        for name in IGNORE_FILES.iter().chain(&[".git/info/exclude"]) {
+            out.push(ancestor.join(name).to_string_lossy().into_owned());
+        }
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    if let Some(home) = &home {
+        out.push(home.join(".gitconfig").to_string_lossy().into_owned());
+    }
+    if let Some(config_home) = &config_home {
+        for name in ["git/config", "git/ignore"] {
+            out.push(config_home.join(name).to_string_lossy().into_owned());
+        }
+    }
+    out.extend(markers.iter().cloned());
+    out.extend(
+        notices
+            .iter()
+            .filter(|n| {
+                !matches!(
+                    n.kind,
+                    NoticeKind::Hidden | NoticeKind::Config | NoticeKind::NonUtf8Name
+                )
+            })
+            .map(|n| n.path.clone()),
+    );
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// What `xfile cache info` shows.
 #[derive(Debug, Serialize)]
 pub struct Info {
@@ -294,6 +375,22 @@ pub struct Info {
     /// Whether this xfile, with the project's configuration, would use it.
     pub usable: bool,
     /// Why not, when it would not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// The answers kept with it.
+    pub answers: AnswersInfo,
+}
+
+/// Whether `deps` and `dependents` would answer from the cache now.
+#[derive(Debug, Serialize)]
+pub struct AnswersInfo {
+    /// They hold for the tree as it is.
+    pub current: bool,
+    /// How many files they answer for, when current.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<usize>,
+    /// Why they would not be used (absent, damaged, another key, or the
+    /// first change found in the tree).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
 }
@@ -316,7 +413,20 @@ pub fn info(root: &Path) -> Info {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
         Err(error) => (None, Some(error.to_string())),
     };
+    let answers = match answers::status(root) {
+        Ok(files) => AnswersInfo {
+            current: true,
+            files: Some(files),
+            problem: None,
+        },
+        Err(miss) => AnswersInfo {
+            current: false,
+            files: None,
+            problem: Some(miss.to_string()),
+        },
+    };
     Info {
+        answers,
         path,
         exists: bytes.is_some(),
         bytes,
