@@ -754,6 +754,7 @@ impl XfileServer {
             if !prebuilt.still(&path, &list) {
                 return None;
             }
+            tracing::debug!(file = %path, "answered from the warm-start answers");
             let budget = usize::try_from(prebuilt.config.answer_token_limit).unwrap_or(usize::MAX);
             let answer = paged(list, &page, budget, "relationships", text::relationships);
             Some(answer.unwrap_or_else(failure))

@@ -98,6 +98,13 @@ pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<boo
             list
         }),
     };
+    if prebuilt.damaged() {
+        eprintln!(
+            "xfile: {}/{} was not used: a record does not check out; rebuilding it",
+            warm::DIR,
+            warm::answers::ANSWERS
+        );
+    }
     let Some(list) = list else {
         return Ok(false);
     };

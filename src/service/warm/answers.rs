@@ -202,13 +202,15 @@ fn check(bytes: &[u8]) -> [u8; 16] {
 /// of the relationships that point into it, exactly as
 /// `Engine::references_to` and `relationships::render` give them: sources
 /// in path order, each source's in its own order.
-struct Rendered {
+pub(crate) struct Rendered {
     paths: Vec<String>,
     deps: Vec<Vec<Relationship>>,
     dependents: Vec<Vec<(u32, u32)>>,
 }
 
-fn render(engine: &Engine) -> Rendered {
+/// Every file's answers (queries: run it inside `salsa::Cancelled::catch`
+/// on a snapshot that updates may cancel).
+pub(crate) fn render(engine: &Engine) -> Rendered {
     let mut paths: Vec<String> = engine.paths().map(str::to_string).collect();
     paths.sort();
     let index: FxHashMap<&str, u32> = paths
@@ -228,11 +230,9 @@ fn render(engine: &Engine) -> Rendered {
             into.extend(r.defined_in.filter(|d| *d != r.target));
             for node in into.into_iter().filter(|n| *n != r.source) {
                 let target = interner.node_text(node);
-                if let (Some(&f), Ok(s), Ok(k)) = (
-                    index.get(&*target),
-                    u32::try_from(s),
-                    u32::try_from(k),
-                ) {
+                if let (Some(&f), Ok(s), Ok(k)) =
+                    (index.get(&*target), u32::try_from(s), u32::try_from(k))
+                {
                     pointing[f as usize].push((s, k));
                 }
             }
@@ -262,24 +262,19 @@ fn render(engine: &Engine) -> Rendered {
     }
 }
 
-/// Writes the answers file for the project `engine` (a snapshot, dropped
-/// as soon as the answers are rendered) holds. Nothing is written when an
-/// update cancels the rendering, or when a file or directory the answers
-/// rest on is gone already (the next start re-indexes). Stamps are taken
-/// now, after the reads: one that changed since the index began reading is
-/// unsettled (see `stamps.rs`), so it is never trusted.
+/// Writes the answers file for `rendered`, the answers of an index whose
+/// texts have the hashes `texts`. Nothing is written when a file or
+/// directory the answers rest on is gone already (the next start
+/// re-indexes). Stamps are taken now, after the reads: one that changed
+/// since the index began reading is unsettled (see `stamps.rs`), so it is
+/// never trusted.
 pub(crate) fn write(
-    engine: Engine,
+    rendered: Rendered,
     texts: &[(String, Hash)],
     root: &Path,
     key: &Key,
     tree: &Tree,
 ) -> std::io::Result<()> {
-    let rendered = salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| render(&engine)));
-    drop(engine);
-    let Ok(rendered) = rendered else {
-        return Ok(());
-    };
     match encode_rendered(rendered, texts, root, key, tree) {
         Some(bytes) => disk::write_file(root, ANSWERS, &bytes),
         None => Ok(()),
@@ -383,6 +378,12 @@ pub(crate) struct Prebuilt {
     records_at: u64,
     table: Table,
     by_path: FxHashMap<String, usize>,
+    /// Set when a record did not check out (the file is then removed, so
+    /// that the next index writes it again).
+    damaged: std::sync::atomic::AtomicBool,
+    /// Each file's stamp when the tree was compared (a touched file's
+    /// differs from the recorded one).
+    seen: Vec<Stamp>,
     /// The configuration the key was checked with.
     pub config: Config,
 }
@@ -399,7 +400,7 @@ impl Prebuilt {
         if Key::new(&config, &table.sub_projects).digest != key {
             return Err(Miss::Key);
         }
-        unchanged(root, &table)?;
+        let seen = unchanged(root, &table)?;
         let by_path = table
             .files
             .iter()
@@ -412,21 +413,41 @@ impl Prebuilt {
             records_at,
             table,
             by_path,
+            seen,
+            damaged: Default::default(),
             config,
         })
     }
 
     fn record(&self, span: Span) -> Option<Vec<u8>> {
-        let mut bytes = vec![0; usize::try_from(span.len).ok()?];
-        let at = self.records_at.checked_add(span.at)?;
-        self.file.read_exact_at(&mut bytes, at).ok()?;
-        (check(&bytes) == span.check).then_some(bytes)
+        let read = || {
+            let mut bytes = vec![0; usize::try_from(span.len).ok()?];
+            let at = self.records_at.checked_add(span.at)?;
+            self.file.read_exact_at(&mut bytes, at).ok()?;
+            (check(&bytes) == span.check).then_some(bytes)
+        };
+        let bytes = read();
+        if bytes.is_none()
+            && !self
+                .damaged
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            disk::remove(&self.root, ANSWERS);
+        }
+        bytes
+    }
+
+    /// Whether a record read so far did not check out.
+    pub(crate) fn damaged(&self) -> bool {
+        self.damaged.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn deps_at(&self, row: usize) -> Option<Vec<Relationship>> {
         let row = self.table.files.get(row)?;
         let wire: Vec<Wire> = rmp_serde::from_slice(&self.record(row.deps)?).ok()?;
-        wire.into_iter().map(|w| w.relationship(&row.path)).collect()
+        wire.into_iter()
+            .map(|w| w.relationship(&row.path))
+            .collect()
     }
 
     /// What `Service::dependencies` answers for `path` (root-relative);
@@ -463,10 +484,9 @@ impl Prebuilt {
             .collect();
         files.insert(path);
         files.into_iter().all(|file| {
-            self.by_path.get(file).is_none_or(|&row| {
-                let row = &self.table.files[row];
-                Stamp::at(&self.root.join(file)) == Some(row.stamp)
-            })
+            self.by_path
+                .get(file)
+                .is_none_or(|&row| Stamp::at(&self.root.join(file)).as_ref() == self.seen.get(row))
         })
     }
 }
@@ -504,8 +524,11 @@ fn read_table(root: &Path) -> Result<Opened, Miss> {
 /// Whether the tree is as `table` records it: directories and other files
 /// by their stamps (settled ones only), indexed files by their stamps, or
 /// by their text's hash when a stamp is unsettled or moved (a `touch`).
-fn unchanged(root: &Path, table: &Table) -> Result<(), Miss> {
-    let changed = |what: &str| Err(Miss::Changed(what.to_string()));
+/// Returns each file's stamp as found.
+fn unchanged(root: &Path, table: &Table) -> Result<Vec<Stamp>, Miss> {
+    fn changed<T>(what: &str) -> Result<T, Miss> {
+        Err(Miss::Changed(what.to_string()))
+    }
     if table.facts.is_none() || index_stamp(root) != table.facts {
         return changed(&format!("{}/{}", disk::DIR, disk::FILE));
     }
@@ -521,29 +544,32 @@ fn unchanged(root: &Path, table: &Table) -> Result<(), Miss> {
             return changed(path);
         }
     }
+    let seen: Vec<Option<Stamp>> = table
+        .files
+        .iter()
+        .map(|row| Stamp::at(&root.join(&row.path)))
+        .collect();
     let doubtful: Vec<&Row> = table
         .files
         .iter()
-        .filter(|row| {
-            Stamp::at(&root.join(&row.path)) != Some(row.stamp) || !row.stamp.settled(table.read_from)
-        })
+        .zip(&seen)
+        .filter(|(row, now)| **now != Some(row.stamp) || !row.stamp.settled(table.read_from))
+        .map(|(row, _)| row)
         .collect();
     // A file whose stamp cannot vouch for it is read (as discovery reads
     // it: inside the root, no sensitive file, regular files only) and
     // compared by hash.
     let differs = doubtful.par_iter().find_any(|row| {
-        let read = read_project_file(
-            root,
-            &root.join(&row.path),
-            Links::Resolve,
-            row.stamp.len(),
-        );
+        let read = read_project_file(root, &root.join(&row.path), Links::Resolve, row.stamp.len());
         !read.is_ok_and(|(_, bytes)| sha256(&bytes) == row.hash)
     });
-    match differs {
-        Some(row) => changed(&row.path),
-        None => Ok(()),
+    if let Some(row) = differs {
+        return changed(&row.path);
     }
+    seen.into_iter()
+        .zip(&table.files)
+        .map(|(now, row)| now.ok_or_else(|| Miss::Changed(row.path.clone())))
+        .collect()
 }
 
 fn index_stamp(root: &Path) -> Option<Stamp> {

@@ -115,6 +115,14 @@ pub(crate) fn write_file(root: &Path, name: &str, bytes: &[u8]) -> io::Result<()
     renamed
 }
 
+/// Removes the cache file `name` (a link in its place is removed, never
+/// followed), best effort: it is written again by the next index.
+pub(crate) fn remove(root: &Path, name: &str) {
+    if let Ok(dir) = existing_dir(root) {
+        let _ = fs::remove_file(dir.join(name));
+    }
+}
+
 /// A writer that died leaves its temporary file; one older than any write
 /// takes is removed, so the directory stays bounded.
 fn sweep(dir: &Path) {
@@ -167,8 +175,12 @@ pub(crate) fn clean(root: &Path) -> io::Result<bool> {
         let name = name.to_string_lossy();
         let ours = FILES.contains(&&*name) || name == ".gitignore" || is_temp(&name);
         // `remove_file` removes a link itself, never its target.
+        // One another process renamed or removed meanwhile is gone too.
         if ours && !entry.file_type()?.is_dir() {
-            fs::remove_file(entry.path())?;
+            match fs::remove_file(entry.path()) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+                _ => {}
+            }
         }
     }
     Ok(fs::remove_dir(&dir).is_ok())

@@ -32,6 +32,7 @@ use self::format::{Entry, Hash, sha256};
 pub(crate) use self::stamps::now;
 use crate::engine::Engine;
 use crate::python::ModuleFacts;
+use crate::service::model::Relationship;
 use crate::workspace::config::Config;
 use crate::workspace::{Notice, NoticeKind};
 
@@ -242,40 +243,53 @@ impl Writer {
         self.spawn(engine, true);
     }
 
-    /// Hashes, encodes and writes on a thread of its own, from owned texts
-    /// and shared facts: the engine snapshot is held only while the answers
-    /// are rendered, and an update that comes meanwhile cancels that (the
-    /// answers are written with a later update), so no update waits for
-    /// the disk, and a command's answer does not either.
+    /// Writes on a thread of its own. The engine snapshot is held only
+    /// while the answers are rendered (when the answers on disk do not hold
+    /// for the tree) and the texts and facts taken; an update that comes
+    /// meanwhile cancels that and the write waits for a later update. The
+    /// texts are hashed and everything encoded and written after the
+    /// snapshot is dropped, so no update waits for the disk, and a
+    /// command's answer does not either.
     fn spawn(&self, engine: &Engine, facts: bool) {
-        let held: Vec<(String, String, Arc<ModuleFacts>)> = engine
-            .paths()
-            .filter_map(|path| {
-                let facts = Arc::clone(engine.shared_facts(path)?);
-                Some((path.to_string(), engine.text(path)?.to_string(), facts))
-            })
-            .collect();
         let snapshot = engine.clone();
         let (root, key, busy) = (self.root.clone(), self.key.clone(), Arc::clone(&self.busy));
         let tree = self.tree.clone();
         let handle = std::thread::spawn(move || {
-            let entries: Vec<Entry> = held
-                .into_par_iter()
-                .map(|(path, text, facts)| Entry {
-                    hash: sha256(text.as_bytes()),
-                    path,
-                    facts,
-                })
-                .collect();
-            if facts && let Err(error) = write(&root, &key, &entries) {
-                tracing::warn!("cannot write the warm-start cache: {error}");
-            }
-            if answers::Prebuilt::open(&root).is_err() {
-                let texts: Vec<(String, Hash)> =
-                    entries.into_iter().map(|e| (e.path, e.hash)).collect();
-                let written = answers::write(snapshot, &texts, &root, &key, &tree);
-                if let Err(error) = written {
-                    tracing::warn!("cannot write the warm-start answers: {error}");
+            let stale = answers::Prebuilt::open(&root).is_err();
+            let taken = salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
+                let rendered = stale.then(|| answers::render(&snapshot));
+                let held: Vec<(String, String, Arc<ModuleFacts>)> = if facts || stale {
+                    snapshot
+                        .paths()
+                        .filter_map(|path| {
+                            let facts = Arc::clone(snapshot.shared_facts(path)?);
+                            Some((path.to_string(), snapshot.text(path)?.to_string(), facts))
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (rendered, held)
+            }));
+            drop(snapshot);
+            if let Ok((rendered, held)) = taken {
+                let entries: Vec<Entry> = held
+                    .into_par_iter()
+                    .map(|(path, text, facts)| Entry {
+                        hash: sha256(text.as_bytes()),
+                        path,
+                        facts,
+                    })
+                    .collect();
+                if facts && let Err(error) = write(&root, &key, &entries) {
+                    tracing::warn!("cannot write the warm-start cache: {error}");
+                }
+                if let Some(rendered) = rendered {
+                    let texts: Vec<(String, Hash)> =
+                        entries.into_iter().map(|e| (e.path, e.hash)).collect();
+                    if let Err(error) = answers::write(rendered, &texts, &root, &key, &tree) {
+                        tracing::warn!("cannot write the warm-start answers: {error}");
+                    }
                 }
             }
             busy.store(false, Ordering::Release);
@@ -436,6 +450,17 @@ pub fn info(root: &Path) -> Info {
     }
 }
 
+/// What `deps` answers for `path` (root-relative) from the warm-start
+/// answers of `root` (canonical), when they hold for the tree now.
+pub fn cached_dependencies(root: &Path, path: &str) -> Option<Vec<Relationship>> {
+    answers::Prebuilt::open(root).ok()?.dependencies(path)
+}
+
+/// What `dependents` answers for `path` from the warm-start answers.
+pub fn cached_dependents(root: &Path, path: &str) -> Option<Vec<Relationship>> {
+    answers::Prebuilt::open(root).ok()?.dependents(path)
+}
+
 /// Removes the cache; whether there was a cache directory to remove.
 pub fn clean(root: &Path) -> std::io::Result<bool> {
     disk::clean(root)
@@ -469,7 +494,7 @@ mod tests {
     fn updates_are_written_at_most_every_interval() {
         let root = tempfile::tempdir().expect("tempdir");
         let key = Key::new(&Config::default(), &[]);
-        let mut writer = Writer::new(root.path(), key.clone()).expect("enabled");
+        let mut writer = Writer::new(root.path(), key.clone(), Tree::default()).expect("enabled");
         writer.first(&engine(&[("a.py", "import b\n")]), false);
         written(&writer);
         assert_eq!(cached(root.path(), &key), ["a.py"]);
