@@ -138,6 +138,7 @@ impl Service {
         // Before anything is read: what the warm-start answers are true of.
         let read_from = warm::now();
         let root = workspace::canonical_root(root)?;
+        warm::prepare(&root);
         let (config, config_notices) = Config::load(&root);
         let mut notices: Vec<Notice> = config_notices
             .into_iter()

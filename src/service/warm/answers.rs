@@ -558,11 +558,17 @@ fn unchanged(root: &Path, table: &Table) -> Result<Vec<Stamp>, Miss> {
         .collect();
     // A file whose stamp cannot vouch for it is read (as discovery reads
     // it: inside the root, no sensitive file, regular files only) and
-    // compared by hash.
-    let differs = doubtful.par_iter().find_any(|row| {
+    // compared by hash; in parallel only when there are some, as starting
+    // the thread pool costs more than the usual none.
+    let differs = |row: &&&Row| {
         let read = read_project_file(root, &root.join(&row.path), Links::Resolve, row.stamp.len());
         !read.is_ok_and(|(_, bytes)| sha256(&bytes) == row.hash)
-    });
+    };
+    let differs = match doubtful.len() {
+        0 => None,
+        1 => doubtful.iter().find(differs),
+        _ => doubtful.par_iter().find_any(differs),
+    };
     if let Some(row) = differs {
         return changed(&row.path);
     }

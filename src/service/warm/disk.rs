@@ -35,7 +35,7 @@ fn existing_dir(root: &Path) -> io::Result<PathBuf> {
 }
 
 /// Creates the directory (private) and its `.gitignore` when missing.
-fn ensure_dir(root: &Path) -> io::Result<PathBuf> {
+pub(crate) fn ensure_dir(root: &Path) -> io::Result<PathBuf> {
     let dir = dir(root);
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}

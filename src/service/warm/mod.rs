@@ -1,16 +1,29 @@
-//! The warm-start cache (issue 18): each file's parse and extraction
-//! (`ModuleFacts`, the costliest part of a cold index) kept in
-//! `.xfile_cache/index.bin` by content hash, so a restart parses only the
-//! files whose text changed. Everything downstream (resolution, rules) is
-//! derived again, so a warm start answers exactly as a cold one: a cached
-//! entry is used only for the very text (SHA-256) it was extracted from,
-//! and only from a file written with the same key.
+//! The warm-start cache (issue 18), two files in `.xfile_cache/`:
 //!
-//! Why not salsa's `persistence` feature: it needs every persisted query's
-//! value to be serde (our stage outputs are crepe relation tuples over ids
-//! of the engine's own `Interner`, which lives outside salsa, and matchers
-//! hold `GlobSet`s), and a memo whose dependencies are not persisted is not
-//! reused; the facts are what pays (see `docs/performance.md`).
+//! - `index.bin`: each file's parse and extraction (`ModuleFacts`, the
+//!   costliest part of a cold index) by content hash, so a restart that
+//!   must index parses only the files whose text changed. Everything
+//!   downstream (resolution, rules) is derived again, so such a start
+//!   answers exactly as a cold one: a cached entry is used only for the
+//!   very text (SHA-256) it was extracted from, and only from a file
+//!   written with the same key.
+//! - `answers.bin` (`answers.rs`): the answers that must come at once
+//!   (`deps`, `dependents`, a server's first answers of those) with the
+//!   state of the tree they hold for, compared by stamps before anything
+//!   is read; any difference and the start indexes as above.
+//!
+//! Why not salsa's `persistence` feature (salsa 0.28.5, with `inventory`):
+//! it serializes the whole database, inputs and every memo opted in, and a
+//! persisted memo's dependencies must be persisted too. Ours would need
+//! the engine's own `Interner` (its ids are in every stage tuple, and it
+//! lives outside salsa) saved in lockstep, serde on the crepe-generated
+//! relation types, and the matchers (`GlobSet`s) rebuilt rather than
+//! stored. Even then a start would read every file to set the text inputs,
+//! decode the whole database (the stage outputs of 2,800 files) and let
+//! salsa re-verify every memo before the first answer: far over a tenth of
+//! a cold index. The answers file skips all of that for the common case
+//! (nothing changed) and is a rendering of what the engine answers, so it
+//! cannot disagree with it.
 
 pub(crate) mod answers;
 mod disk;
@@ -54,6 +67,15 @@ pub fn disable() {
 
 fn enabled() -> bool {
     !DISABLED.load(Ordering::Relaxed)
+}
+
+/// Creates the cache directory before an index reads the tree: created
+/// later, it would change the root's stamp after the read began, and the
+/// answers that index writes would not be trusted by the next start.
+pub(crate) fn prepare(root: &Path) {
+    if enabled() {
+        let _ = disk::ensure_dir(root);
+    }
 }
 
 /// What a cache is valid for: this xfile build (version, the rules and the
