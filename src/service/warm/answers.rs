@@ -208,6 +208,15 @@ pub(crate) struct Rendered {
     dependents: Vec<Vec<(u32, u32)>>,
 }
 
+/// Whether answers written now could be trusted by a later start: not
+/// when a directory or another file they rest on changed since the index
+/// began reading (a file created since, say), since the start would not
+/// trust its stamp; rendering them would be work for nothing.
+pub(crate) fn worth_writing(tree: &Tree) -> bool {
+    let settled = |path: &Path| Stamp::at(path).is_none_or(|s| s.settled(tree.read_from));
+    tree.dirs.iter().all(|dir| settled(dir))
+}
+
 /// Every file's answers (queries: run it inside `salsa::Cancelled::catch`
 /// on a snapshot that updates may cancel).
 pub(crate) fn render(engine: &Engine) -> Rendered {

@@ -277,7 +277,7 @@ impl Writer {
         let (root, key, busy) = (self.root.clone(), self.key.clone(), Arc::clone(&self.busy));
         let tree = self.tree.clone();
         let handle = std::thread::spawn(move || {
-            let stale = answers::Prebuilt::open(&root).is_err();
+            let stale = answers::Prebuilt::open(&root).is_err() && answers::worth_writing(&tree);
             let taken = salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
                 let rendered = stale.then(|| answers::render(&snapshot));
                 let held: Vec<(String, String, Arc<ModuleFacts>)> = if facts || stale {
