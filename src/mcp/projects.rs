@@ -94,7 +94,13 @@ impl Member {
         tokio::spawn(async move {
             // Checked before the index begins, so the two do not compete
             // for the disk; it stats the tree and reads a table, no more.
-            member.prebuilt().await;
+            // When it holds, the first answers come from it, and they need
+            // the tokenizer (paging counts tokens): the index, which takes
+            // every core, starts once that is built, not alongside it.
+            if member.prebuilt().await.is_some() {
+                let _ = tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""))
+                    .await;
+            }
             let Ok(live) = member.cell.get_or_init(|| open(member.root.clone())).await else {
                 return;
             };
