@@ -455,7 +455,7 @@ type Change = (&'static str, fn(&Path), bool);
 fn answers_are_not_used_after_changes_while_stopped() {
     let dir = common::copy_sample();
     let root = canonical(&dir);
-    let changes: [Change; 9] = [
+    let changes: [Change; 10] = [
         (
             "touched",
             |root| {
@@ -495,6 +495,14 @@ fn answers_are_not_used_after_changes_while_stopped() {
                     "from app.models import Usre\n\n\ndef make():\n    return Usre()\n",
                 )
                 .expect("create");
+            },
+            false,
+        ),
+        (
+            "created at the root",
+            |root| {
+                std::fs::write(root.join("top.py"), "from app.models import Usre\n")
+                    .expect("create");
             },
             false,
         ),

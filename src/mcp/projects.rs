@@ -98,8 +98,8 @@ impl Member {
             // the tokenizer (paging counts tokens): the index, which takes
             // every core, starts once that is built, not alongside it.
             if member.prebuilt().await.is_some() {
-                let _ = tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""))
-                    .await;
+                let _ =
+                    tokio::task::spawn_blocking(|| crate::service::context::count_tokens("")).await;
             }
             let Ok(live) = member.cell.get_or_init(|| open(member.root.clone())).await else {
                 return;

@@ -23,7 +23,8 @@
 //! leave the engine to rebuild (salsa re-verifies every memo on load) and
 //! the whole state to decode before the first answer.
 //!
-//! Layout: magic, format, key (as `index.bin`'s), table length, SHA-256 of
+//! Layout: magic, format, key (`index.bin`'s and the sources of discovery,
+//! the engine and the rendering: `build.rs`'s `XFILE_ANSWERS_HASH`), table length, SHA-256 of
 //! the table; the table (MessagePack: stamps, and per file its record
 //! spans); then the records: a file's relationships (`Wire`, MessagePack)
 //! and its dependents as (source file, position in the source's list).
@@ -358,7 +359,7 @@ fn encode_rendered(
     let mut out = Vec::with_capacity(HEADER_LEN + table.len() + records.len());
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
-    out.extend_from_slice(&key.digest);
+    out.extend_from_slice(&key.answers);
     out.extend_from_slice(&u64::try_from(table.len()).ok()?.to_le_bytes());
     out.extend_from_slice(&sha256(&table));
     out.extend_from_slice(&table);
@@ -406,7 +407,7 @@ impl Prebuilt {
         }
         let (config, _) = Config::load(root);
         let (file, key, table, records_at) = read_table(root)?;
-        if Key::new(&config, &table.sub_projects).digest != key {
+        if Key::new(&config, &table.sub_projects).answers != key {
             return Err(Miss::Key);
         }
         let seen = unchanged(root, &table)?;

@@ -85,6 +85,9 @@ pub(crate) fn prepare(root: &Path) {
 #[derive(Clone, Debug)]
 pub(crate) struct Key {
     digest: Hash,
+    /// The answers' key: also the sources of discovery, the engine and the
+    /// rendering, which the answers come from and the facts do not.
+    answers: Hash,
 }
 
 impl Key {
@@ -101,8 +104,11 @@ impl Key {
             hex(&sha256(&config)),
             sub_projects,
         );
+        let digest = sha256(text.as_bytes());
+        let answers = format!("{}\nanswers {}\n", hex(&digest), env!("XFILE_ANSWERS_HASH"));
         Key {
-            digest: sha256(text.as_bytes()),
+            digest,
+            answers: sha256(answers.as_bytes()),
         }
     }
 }
@@ -354,8 +360,9 @@ pub(crate) fn watched(
     markers: &BTreeSet<String>,
     notices: &[Notice],
 ) -> Vec<String> {
-    const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
-    let mut out: Vec<String> = [crate::workspace::config::CONFIG_FILE, ".git/info/exclude"]
+    // `.git/info/exclude` too wherever a directory may be a repository.
+    const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
+    let mut out: Vec<String> = [crate::workspace::config::CONFIG_FILE]
         .into_iter()
         .chain(crate::workspace::pytest::settings_files())
         .map(str::to_string)
@@ -368,7 +375,7 @@ pub(crate) fn watched(
         }
     }
     for ancestor in root.ancestors().skip(1) {
-        for name in IGNORE_FILES.iter().chain(&[".git/info/exclude"]) {
+        for name in IGNORE_FILES {
             out.push(ancestor.join(name).to_string_lossy().into_owned());
         }
     }
