@@ -36,6 +36,7 @@ use crate::service::live::{Involved, Live};
 use crate::service::paging::{self, CursorError};
 use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
 use crate::service::text;
+use crate::service::warm::answers;
 use crate::service::{ReadError, ReadOptions, Service};
 use crate::workspace::PathError;
 use crate::workspace::config::Config;
@@ -383,13 +384,38 @@ fn paged<T: Serialize>(
     what: &str,
     render: impl Fn(&[T]) -> String,
 ) -> Result<CallToolResult, ToolError> {
+    paged_knowing(items, args, budget, what, render, None)
+}
+
+/// [`paged`], knowing the tokens of the text form of the first `n` items
+/// (`known`: `(n, tokens)`), as the warm-start answers do.
+fn paged_knowing<T: Serialize>(
+    items: Vec<T>,
+    args: &PageArgs,
+    budget: usize,
+    what: &str,
+    render: impl Fn(&[T]) -> String,
+    known: Option<(usize, usize)>,
+) -> Result<CallToolResult, ToolError> {
     let limit = args.limit.unwrap_or(paging::DEFAULT_LIMIT);
     let cursor = args.cursor.as_deref();
     let budget = budget.saturating_sub(FRAME_TOKENS).max(1);
     Ok(match args.format {
         Format::Text => {
             let page = paging::page_by(items, cursor, limit, budget, |items| {
-                count_tokens(&render(items))
+                match known {
+                    Some((n, tokens)) if cursor.is_none() && items.len() == n => return tokens,
+                    _ => {}
+                }
+                let text = render(items);
+                // A token is at least a byte: a text no longer than the
+                // budget fits, whatever its count (which is all paging
+                // asks of a cost within the budget), without counting.
+                if text.len() <= budget {
+                    text.len()
+                } else {
+                    count_tokens(&text)
+                }
             })?;
             text_result(render(&page.items) + &page.footer(what))
         }
@@ -756,7 +782,21 @@ impl XfileServer {
             }
             tracing::debug!(file = %path, "answered from the warm-start answers");
             let budget = usize::try_from(prebuilt.config.answer_token_limit).unwrap_or(usize::MAX);
-            let answer = paged(list, &page, budget, "relationships", text::relationships);
+            // The first page's size is known for the whole list only.
+            let known = match &dependents {
+                Some(Some(_)) => None,
+                _ => prebuilt
+                    .first_page_tokens(&path, dependents.is_some())
+                    .map(|tokens| (list.len().min(answers::PAGE), tokens)),
+            };
+            let answer = paged_knowing(
+                list,
+                &page,
+                budget,
+                "relationships",
+                text::relationships,
+                known,
+            );
             Some(answer.unwrap_or_else(failure))
         })
         .await

@@ -213,6 +213,7 @@ impl Service {
             watched: warm::watched(&root, &dirs, &markers, &notices),
             dirs: dirs.iter().cloned().collect(),
             sub_projects: sub_projects_seen,
+            budget: usize::try_from(config.answer_token_limit).unwrap_or(usize::MAX),
         };
         let writer = warm::Writer::new(&root, warm_key, tree).map(Arc::new);
         if let Some(writer) = &writer {

@@ -67,6 +67,8 @@ pub(crate) struct Tree {
     /// (or absolute, outside it), present or not.
     pub watched: Vec<String>,
     pub sub_projects: Vec<String>,
+    /// The answer budget in tokens (`answer_token_limit`).
+    pub budget: usize,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -90,7 +92,16 @@ struct Row {
     hash: Hash,
     deps: Span,
     dependents: Span,
+    /// Tokens of the text form of the first page (the first
+    /// [`PAGE`] items) of the dependencies and of the dependents, when
+    /// that text is too long to be known to fit the budget by its length:
+    /// what paging them measures first, known without building the
+    /// tokenizer.
+    first_page: [Option<u32>; 2],
 }
+
+/// Items on a page unless asked otherwise.
+pub(crate) const PAGE: usize = crate::service::paging::DEFAULT_LIMIT;
 
 /// A record: where it is after the table, and its checksum.
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -291,6 +302,31 @@ pub(crate) fn write(
     }
 }
 
+/// Each file's [`Row::first_page`] token counts. A text no longer than
+/// half the budget in bytes fits whatever the answer's frame takes (a
+/// token is at least a byte), so only longer ones are counted.
+fn first_pages(rendered: &Rendered, budget: usize) -> Vec<[Option<u32>; 2]> {
+    let counted = |list: &[&Relationship]| {
+        let list: Vec<Relationship> = list.iter().take(PAGE).map(|r| (*r).clone()).collect();
+        let text = crate::service::text::relationships(&list);
+        (text.len() > budget / 2)
+            .then(|| u32::try_from(crate::service::context::count_tokens(&text)).ok())
+            .flatten()
+    };
+    (0..rendered.paths.len())
+        .into_par_iter()
+        .map(|f| {
+            let deps: Vec<&Relationship> = rendered.deps[f].iter().take(PAGE).collect();
+            let dependents: Vec<&Relationship> = rendered.dependents[f]
+                .iter()
+                .take(PAGE)
+                .filter_map(|&(s, k)| rendered.deps.get(s as usize)?.get(k as usize))
+                .collect();
+            [counted(&deps), counted(&dependents)]
+        })
+        .collect()
+}
+
 fn encode_rendered(
     rendered: Rendered,
     texts: &[(String, Hash)],
@@ -309,12 +345,14 @@ fn encode_rendered(
         records.extend_from_slice(&bytes);
         Some(span)
     };
+    let first_pages = first_pages(&rendered, tree.budget);
     let mut files = Vec::with_capacity(rendered.paths.len());
-    for ((path, deps), dependents) in rendered
+    for (((path, deps), dependents), first_page) in rendered
         .paths
         .into_iter()
         .zip(rendered.deps)
         .zip(rendered.dependents)
+        .zip(first_pages)
     {
         let wire: Vec<Wire> = deps.iter().map(Wire::of).collect();
         let deps = push(rmp_serde::to_vec(&wire).ok()?)?;
@@ -332,6 +370,7 @@ fn encode_rendered(
             hash,
             deps,
             dependents,
+            first_page,
         });
     }
     let dirs = tree
@@ -464,6 +503,13 @@ impl Prebuilt {
     /// `None` when the file holds no such record or it does not check out.
     pub(crate) fn dependencies(&self, path: &str) -> Option<Vec<Relationship>> {
         self.deps_at(*self.by_path.get(path)?)
+    }
+
+    /// The tokens of the text form of the first [`PAGE`] dependencies (or
+    /// dependents) of `path`, when they were counted.
+    pub(crate) fn first_page_tokens(&self, path: &str, dependents: bool) -> Option<usize> {
+        let row = self.table.files.get(*self.by_path.get(path)?)?;
+        usize::try_from(row.first_page[usize::from(dependents)]?).ok()
     }
 
     /// What `Service::dependents` answers for `path` (root-relative).
