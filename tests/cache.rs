@@ -646,6 +646,12 @@ fn a_servers_first_answers_come_from_the_cache_and_equal_the_index() {
             "get_dependents",
             json!({"file_path": "pkg/m0.py", "limit": 50}),
         ),
+        // A first page whose size the answers file knows, and the next.
+        ("get_dependents", json!({"file_path": "pkg/m0.py"})),
+        (
+            "get_dependents",
+            json!({"file_path": "pkg/m0.py", "cursor": "100"}),
+        ),
         (
             "get_dependents",
             json!({"file_path": "pkg/m5.py", "symbol": "f5", "format": "json"}),
