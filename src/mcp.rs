@@ -713,7 +713,8 @@ impl XfileServer {
     /// tokenizer, in the background; each project's file watcher starts
     /// once its index is there.
     pub fn start_indexing(&self) {
-        tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""));
+        // Each project builds the tokenizer (once for all) after looking
+        // at its warm-start answers (`projects::Member::start`).
         self.projects.start();
     }
 

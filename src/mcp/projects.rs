@@ -92,14 +92,17 @@ impl Member {
     pub(crate) fn start(self: &Arc<Member>) {
         let member = self.clone();
         tokio::spawn(async move {
-            // Checked before the index begins, so the two do not compete
-            // for the disk; it stats the tree and reads a table, no more.
-            // When it holds, the first answers come from it, and they need
-            // the tokenizer (paging counts tokens): the index, which takes
+            // Checked before the index begins and before the tokenizer is
+            // built, so nothing competes with it for the disk or the cores;
+            // it stats the tree and reads a table, no more. When it holds,
+            // the first answers come from it, and later ones may need the
+            // tokenizer (paging counts tokens): the index, which takes
             // every core, starts once that is built, not alongside it.
-            if member.prebuilt().await.is_some() {
-                let _ =
-                    tokio::task::spawn_blocking(|| crate::service::context::count_tokens("")).await;
+            let prebuilt = member.prebuilt().await.is_some();
+            let tokenizer =
+                tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""));
+            if prebuilt {
+                let _ = tokenizer.await;
             }
             let Ok(live) = member.cell.get_or_init(|| open(member.root.clone())).await else {
                 return;

@@ -367,10 +367,19 @@ pub(crate) fn watched(
         .chain(crate::workspace::pytest::settings_files())
         .map(str::to_string)
         .collect();
+    // In an entered directory, an ignore file created or removed changes
+    // the directory's own stamp, which is compared anyway: only the ones
+    // there are watched (for edits), and `.git/info/exclude` (which is
+    // not in that listing) wherever there is a `.git`.
     for dir in dirs {
         if let Ok(relative) = dir.strip_prefix(root) {
             for name in IGNORE_FILES {
-                out.push(relative.join(name).to_string_lossy().into_owned());
+                // A link counts as there, whether or not it leads anywhere.
+                let entry = name.split_once('/').map_or(name, |(git, _)| git);
+                let there = std::fs::symlink_metadata(dir.join(entry)).is_ok();
+                if there {
+                    out.push(relative.join(name).to_string_lossy().into_owned());
+                }
             }
         }
     }
