@@ -7,6 +7,7 @@
 //! request. stdout carries only protocol.
 
 mod projects;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -433,6 +434,9 @@ tokio::task_local! {
 struct Request {
     session: Option<String>,
     project: Option<String>,
+    /// Cancelled when the client cancels the request: work not yet begun
+    /// is skipped (see [`check_cancelled`]).
+    cancel: tokio_util::sync::CancellationToken,
 }
 
 fn current_request() -> Request {
@@ -445,6 +449,47 @@ pub struct XfileServer {
     tool_router: ToolRouter<Self>,
     /// Tools that answer but are not in the tool list.
     unlisted: Arc<Vec<String>>,
+    /// Permits for [`HEAVY_TOOLS`] calls running at once.
+    heavy: Arc<tokio::sync::Semaphore>,
+}
+
+/// Tools whose work spans the whole project (every file, every relation,
+/// a history walk): at most [`HEAVY_AT_ONCE`] run at a time, the rest
+/// wait (and leave when cancelled), so a flood of them costs the memory
+/// of a few, not of all (a full graph summary on Django holds ~100 MB).
+const HEAVY_TOOLS: &[&str] = &[
+    "get_relationship_graph",
+    "query_relation",
+    "explain",
+    "get_warnings",
+    "search_with_context",
+    "expand_cluster_relationship",
+    "get_callers",
+    "get_callees",
+    "impact",
+    "git_log",
+    "git_blame",
+    "git_diff",
+    "cross_refs",
+    "collection_map",
+];
+const HEAVY_AT_ONCE: usize = 2;
+
+/// Stops a request the client cancelled before its work begins (rmcp
+/// sends no reply for it).
+fn check_cancelled(cancel: &tokio_util::sync::CancellationToken) -> Result<(), ToolError> {
+    if cancel.is_cancelled() {
+        return Err(cancelled());
+    }
+    Ok(())
+}
+
+fn cancelled() -> ToolError {
+    ToolError {
+        code: "cancelled",
+        message: "the request was cancelled".into(),
+        suggestion: "Ask again if the answer is still wanted.",
+    }
 }
 
 /// A tool failure: a stable code, what went wrong, and what to do.
@@ -706,6 +751,7 @@ impl XfileServer {
             projects: Arc::new(projects),
             tool_router,
             unlisted: Arc::new(choice.unlisted),
+            heavy: Arc::new(tokio::sync::Semaphore::new(HEAVY_AT_ONCE)),
         }
     }
 
@@ -737,8 +783,12 @@ impl XfileServer {
         involved: Involved,
         f: impl Fn(&Service) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
     ) -> CallToolResult {
+        let cancel = current_request().cancel;
         self.with_live(move |live, shares| {
-            live.read_fresh(&involved, |s| f(&projects::share(s, shares)))
+            live.read_fresh(&involved, |s| {
+                check_cancelled(&cancel)?;
+                f(&projects::share(s, shares))
+            })
         })
         .await
     }
@@ -1766,6 +1816,19 @@ impl ServerHandler for XfileServer {
         let tool = request.name.to_string();
         let started = std::time::Instant::now();
         let known = self.tool_router.has_route(&request.name);
+        asked.cancel = context.ct.clone();
+        let mut heavy = None;
+        let _permit = if HEAVY_TOOLS.contains(&tool.as_str()) {
+            let call = heavy.insert(crate::ops::metrics::global().heavy_call());
+            let permit = tokio::select! {
+                permit = self.heavy.clone().acquire_owned() => permit.ok(),
+                () = context.ct.cancelled() => return Ok(failure(cancelled()).into()),
+            };
+            call.started();
+            permit
+        } else {
+            None
+        };
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         let answer = REQUEST.scope(asked, self.tool_router.call(call)).await;
         // Arguments that do not fit the schema are the caller's to fix,
@@ -1885,6 +1948,22 @@ pub(crate) fn tracing_to_stderr() {
         .try_init();
 }
 
+/// Serves the client on `wire` until it closes its side. A handshake
+/// that fails (an `initialize` rmcp cannot accept) is logged and the next
+/// `initialize` starts over: the server stays up whatever arrives.
+async fn session(server: XfileServer, wire: &wire::Wire) -> anyhow::Result<()> {
+    loop {
+        match server.clone().serve(wire.link()).await {
+            Ok(running) => return running.waiting().await.map(drop).map_err(Into::into),
+            Err(_) if wire.input_ended() => return Ok(()),
+            Err(error) => {
+                tracing::warn!(%error, "the client's handshake failed; waiting for a new initialize");
+                wire.restart();
+            }
+        }
+    }
+}
+
 fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -1899,13 +1978,14 @@ fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow
             crate::http::spawn(Some(addr), server.projects.clone()).await?;
         }
         let projects = server.projects.clone();
-        let running = server.serve(rmcp::transport::stdio()).await?;
+        let wire = wire::Wire::stdio();
         // The session ends when the client disconnects or the process is
         // asked to stop; either way its metrics are written (FR-43).
         let ended = tokio::select! {
-            quit = running.waiting() => quit.map(drop).map_err(anyhow::Error::from),
+            quit = session(server, &wire) => quit,
             () = crate::ops::terminated() => Ok(()),
         };
+        wire.finish().await;
         let ready = projects
             .started()
             .into_iter()

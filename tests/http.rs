@@ -277,3 +277,86 @@ fn the_dashboard_serves_its_page_and_read_only_json() {
     // An unknown project is a 404, never another project's data.
     assert_eq!(get(&server.addr, "/api/overview?project=other").0, 404);
 }
+
+/// A project of `n` modules, each importing and calling the previous few.
+fn generated_project(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        let mut text = String::new();
+        for j in i.saturating_sub(5)..i {
+            text.push_str(&format!("from m{j} import f{j}\n"));
+        }
+        text.push_str(&format!("\n\ndef f{i}():\n"));
+        for j in i.saturating_sub(5)..i {
+            text.push_str(&format!("    f{j}()\n"));
+        }
+        text.push_str("    return 1\n");
+        std::fs::write(dir.path().join(format!("m{i}.py")), text).unwrap();
+    }
+    dir
+}
+
+// Issue 19 F8: a flood of pipelined whole-project requests runs a few at
+// a time (the rest wait), as the gauges on /metrics show while it lasts.
+#[test]
+fn a_flood_of_graph_requests_runs_two_at_a_time_f8() {
+    const FLOOD: u64 = 40;
+    let project = generated_project(300);
+    let root = project.path().to_str().unwrap();
+    let mut server = Server::start(&["serve", "--root", root, "--http", "127.0.0.1:0"], &[]);
+    let mut lines = BufReader::new(server.child.stdout.take().unwrap());
+    rpc(
+        &mut server,
+        &mut lines,
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let graph = json!({"name": "get_relationship_graph", "arguments": {}});
+    rpc(&mut server, &mut lines, 2, "tools/call", graph.clone());
+    let stdin = server.child.stdin.as_mut().unwrap();
+    for id in 0..FLOOD {
+        let request =
+            json!({"jsonrpc": "2.0", "id": 100 + id, "method": "tools/call", "params": graph});
+        writeln!(stdin, "{request}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let (done, replies) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut answered = 0;
+        for line in lines.lines() {
+            let Ok(line) = line else { break };
+            if serde_json::from_str::<Value>(&line).is_ok_and(|m| m["result"].is_object()) {
+                answered += 1;
+                if answered == FLOOD {
+                    break;
+                }
+            }
+        }
+        let _ = done.send(answered);
+    });
+    let (mut most_running, mut most_waiting) = (0.0f64, 0.0f64);
+    let answered = loop {
+        let (_, text) = get(&server.addr, "/metrics");
+        let scrape =
+            prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+        most_running = most_running.max(sample(&scrape, "xfile_heavy_requests_running", None));
+        most_waiting = most_waiting.max(sample(&scrape, "xfile_heavy_requests_waiting", None));
+        if let Ok(answered) = replies.recv_timeout(Duration::from_millis(5)) {
+            break answered;
+        }
+    };
+    assert_eq!(answered, FLOOD);
+    assert!(
+        most_running <= 2.0,
+        "{most_running} heavy requests ran at once"
+    );
+    assert!(
+        most_waiting >= 1.0,
+        "the flood never queued (waiting peaked at {most_waiting})"
+    );
+    let (_, text) = get(&server.addr, "/metrics");
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    assert_eq!(sample(&scrape, "xfile_heavy_requests_running", None), 0.0);
+    assert_eq!(sample(&scrape, "xfile_heavy_requests_waiting", None), 0.0);
+}

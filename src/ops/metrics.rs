@@ -81,6 +81,8 @@ pub struct Metrics {
     cache_misses: Family<ProjectLabel, Gauge>,
     cache_evictions: Family<ProjectLabel, Gauge>,
     cache_bytes: Family<ProjectLabel, Gauge>,
+    heavy_running: Gauge,
+    heavy_waiting: Gauge,
     sessions: Mutex<BTreeMap<PathBuf, SessionLog>>,
     /// When the process's session began: [`global`] is first called as
     /// the server starts.
@@ -125,6 +127,32 @@ fn push_sample(samples: &mut Vec<f64>, value: f64) {
     }
 }
 
+/// One whole-project tool call in the gauges.
+pub struct HeavyCall<'a> {
+    metrics: &'a Metrics,
+    running: bool,
+}
+
+impl HeavyCall<'_> {
+    pub fn started(&mut self) {
+        if !self.running {
+            self.running = true;
+            self.metrics.heavy_waiting.dec();
+            self.metrics.heavy_running.inc();
+        }
+    }
+}
+
+impl Drop for HeavyCall<'_> {
+    fn drop(&mut self) {
+        if self.running {
+            self.metrics.heavy_running.dec();
+        } else {
+            self.metrics.heavy_waiting.dec();
+        }
+    }
+}
+
 /// The process's metrics.
 pub fn global() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -151,6 +179,8 @@ impl Metrics {
             cache_misses: gauge(),
             cache_evictions: gauge(),
             cache_bytes: gauge(),
+            heavy_running: Gauge::default(),
+            heavy_waiting: Gauge::default(),
             sessions: Mutex::new(BTreeMap::new()),
             started: SystemTime::now(),
         };
@@ -199,6 +229,16 @@ impl Metrics {
         for (name, help, family) in gauges {
             registry.register(name, help, family.clone());
         }
+        registry.register(
+            "heavy_requests_running",
+            "Whole-project tool calls running now (a few at a time)",
+            m.heavy_running.clone(),
+        );
+        registry.register(
+            "heavy_requests_waiting",
+            "Whole-project tool calls waiting for their turn",
+            m.heavy_waiting.clone(),
+        );
         Metrics {
             registry,
             ..metrics
@@ -215,6 +255,16 @@ impl Metrics {
             .observe(latency.as_secs_f64());
         if let Some(code) = error {
             self.record_error(code);
+        }
+    }
+
+    /// A whole-project tool call waiting for its turn: counted as waiting,
+    /// then (after [`HeavyCall::started`]) as running, until dropped.
+    pub fn heavy_call(&self) -> HeavyCall<'_> {
+        self.heavy_waiting.inc();
+        HeavyCall {
+            metrics: self,
+            running: false,
         }
     }
 

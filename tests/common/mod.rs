@@ -3,6 +3,7 @@
 pub mod git_repo;
 pub mod http;
 pub mod mcp_client;
+pub mod raw_mcp;
 
 use std::path::{Path, PathBuf};
 
