@@ -142,6 +142,8 @@ fn write_cache_keys(rules: &[std::path::PathBuf]) {
         "src/service/links.rs",
         "src/service/model.rs",
         "src/service/relationships.rs",
+        // The text form whose first page's tokens the answers keep.
+        "src/service/text.rs",
     ] {
         println!("cargo:rerun-if-changed={file}");
         answers.push(std::path::PathBuf::from(file));
