@@ -129,10 +129,34 @@ fn write_cache_keys(rules: &[std::path::PathBuf]) {
     let mut front_end = vec![std::path::PathBuf::from("Cargo.lock")];
     rust_files(Path::new("src/python"), &mut front_end);
     front_end.sort();
+    // What the warm-start answers (rendered dependencies and dependents)
+    // come from besides the facts and the rules: discovery, the engine and
+    // the rendering.
+    let mut answers = front_end.clone();
+    for dir in ["src/engine", "src/workspace", "src/service/warm"] {
+        println!("cargo:rerun-if-changed={dir}");
+        rust_files(Path::new(dir), &mut answers);
+    }
+    for file in [
+        "src/service/mod.rs",
+        "src/service/links.rs",
+        "src/service/model.rs",
+        "src/service/relationships.rs",
+        // The text form whose first page's tokens the answers keep.
+        "src/service/text.rs",
+    ] {
+        println!("cargo:rerun-if-changed={file}");
+        answers.push(std::path::PathBuf::from(file));
+    }
+    answers.sort();
     println!("cargo:rustc-env=XFILE_RULES_HASH={}", hash_files(rules));
     println!(
         "cargo:rustc-env=XFILE_FRONT_END_HASH={}",
         hash_files(&front_end)
+    );
+    println!(
+        "cargo:rustc-env=XFILE_ANSWERS_HASH={}",
+        hash_files(&answers)
     );
 }
 

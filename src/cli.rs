@@ -328,6 +328,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             status: 1,
         });
     }
+    if cache::answered(&cli.command, &root, cli.json)? {
+        return Ok(());
+    }
     let service = open(&root)?;
     // FILE arguments, from where the user typed them (see
     // `workspace::resolve_cli_path`).

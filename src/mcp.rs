@@ -36,6 +36,7 @@ use crate::service::live::{Involved, Live};
 use crate::service::paging::{self, CursorError};
 use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
 use crate::service::text;
+use crate::service::warm::answers;
 use crate::service::{ReadError, ReadOptions, Service};
 use crate::workspace::PathError;
 use crate::workspace::config::Config;
@@ -56,7 +57,7 @@ pub enum Format {
 /// One page of a list answer. Fields whose names say it all carry no
 /// description: every word here is repeated in each client's tool list
 /// (limit defaults to 100; cursor is the previous page's next_cursor).
-#[derive(Deserialize, JsonSchema)]
+#[derive(Clone, Deserialize, JsonSchema)]
 pub struct PageArgs {
     pub limit: Option<usize>,
     pub cursor: Option<String>,
@@ -383,13 +384,38 @@ fn paged<T: Serialize>(
     what: &str,
     render: impl Fn(&[T]) -> String,
 ) -> Result<CallToolResult, ToolError> {
+    paged_knowing(items, args, budget, what, render, None)
+}
+
+/// [`paged`], knowing the tokens of the text form of the first `n` items
+/// (`known`: `(n, tokens)`), as the warm-start answers do.
+fn paged_knowing<T: Serialize>(
+    items: Vec<T>,
+    args: &PageArgs,
+    budget: usize,
+    what: &str,
+    render: impl Fn(&[T]) -> String,
+    known: Option<(usize, usize)>,
+) -> Result<CallToolResult, ToolError> {
     let limit = args.limit.unwrap_or(paging::DEFAULT_LIMIT);
     let cursor = args.cursor.as_deref();
     let budget = budget.saturating_sub(FRAME_TOKENS).max(1);
     Ok(match args.format {
         Format::Text => {
             let page = paging::page_by(items, cursor, limit, budget, |items| {
-                count_tokens(&render(items))
+                match known {
+                    Some((n, tokens)) if cursor.is_none() && items.len() == n => return tokens,
+                    _ => {}
+                }
+                let text = render(items);
+                // A token is at least a byte: a text no longer than the
+                // budget fits, whatever its count (which is all paging
+                // asks of a cost within the budget), without counting.
+                if text.len() <= budget {
+                    text.len()
+                } else {
+                    count_tokens(&text)
+                }
             })?;
             text_result(render(&page.items) + &page.footer(what))
         }
@@ -732,7 +758,8 @@ impl XfileServer {
     /// tokenizer, in the background; each project's file watcher starts
     /// once its index is there.
     pub fn start_indexing(&self) {
-        tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""));
+        // Each project builds the tokenizer (once for all) after looking
+        // at its warm-start answers (`projects::Member::start`).
         self.projects.start();
     }
 
@@ -763,6 +790,68 @@ impl XfileServer {
             })
         })
         .await
+    }
+
+    /// `get_dependencies` (`dependents` none) or `get_dependents` (with
+    /// the symbol asked for, if any) from the warm-start answers, while a
+    /// single project's first index is not there yet and the answers hold
+    /// for the tree; `None` means the index answers, as it does for
+    /// everything else (several projects, a file the answers do not know,
+    /// or one of the files the answer rests on changed since the start).
+    async fn prebuilt(
+        &self,
+        file: String,
+        dependents: Option<Option<String>>,
+        page: PageArgs,
+    ) -> Option<CallToolResult> {
+        if self.projects.federated() {
+            return None;
+        }
+        let member = match self.members().ok()?.as_slice() {
+            [member] => member.clone(),
+            _ => return None,
+        };
+        if member.ready_now().is_some() {
+            return None;
+        }
+        let prebuilt = member.prebuilt().await?;
+        tokio::task::spawn_blocking(move || {
+            let path = crate::workspace::resolve_user_path(&member.root, &file).ok()?;
+            let list = match &dependents {
+                None => prebuilt.dependencies(&path)?,
+                Some(symbol) => {
+                    let mut list = prebuilt.dependents(&path)?;
+                    if let Some(symbol) = symbol {
+                        crate::service::of_symbol(&mut list, symbol);
+                    }
+                    list
+                }
+            };
+            if !prebuilt.still(&path, &list) {
+                return None;
+            }
+            tracing::debug!(file = %path, "answered from the warm-start answers");
+            let budget = usize::try_from(prebuilt.config.answer_token_limit).unwrap_or(usize::MAX);
+            // The first page's size is known for the whole list only.
+            let known = match &dependents {
+                Some(Some(_)) => None,
+                _ => prebuilt
+                    .first_page_tokens(&path, dependents.is_some())
+                    .map(|tokens| (list.len().min(answers::PAGE), tokens)),
+            };
+            let answer = paged_knowing(
+                list,
+                &page,
+                budget,
+                "relationships",
+                text::relationships,
+                known,
+            );
+            Some(answer.unwrap_or_else(failure))
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// A call-graph walk over fresh files (any file may hold a caller).
@@ -992,6 +1081,10 @@ impl XfileServer {
         description = "What a Python file imports, calls and inherits from other files, with lines and target locations."
     )]
     async fn get_dependencies(&self, Parameters(args): Parameters<FileArgs>) -> CallToolResult {
+        let file = args.file_path.clone();
+        if let Some(answer) = self.prebuilt(file, None, args.page.clone()).await {
+            return answer;
+        }
         let involved = Involved::Dependencies(args.file_path.clone());
         let across = self.cross_project().await;
         self.fresh(involved, move |s| {
@@ -1019,6 +1112,11 @@ impl XfileServer {
         description = "Who imports, calls or inherits from a Python file or one of its definitions: check it before changing a signature."
     )]
     async fn get_dependents(&self, Parameters(args): Parameters<DependentsArgs>) -> CallToolResult {
+        let (file, symbol) = (args.file_path.clone(), args.symbol.clone());
+        let dependents = Some(symbol);
+        if let Some(answer) = self.prebuilt(file, dependents, args.page.clone()).await {
+            return answer;
+        }
         let involved = Involved::Dependents(args.file_path.clone());
         let across = self.cross_project().await;
         self.fresh(involved, move |s| {

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use xfile::service::Service;
+use xfile::service::model::Relationship;
 use xfile::service::warm::{self, format::KEY_OFFSET};
 
 /// Everything a project answers that a cache could get wrong: every
@@ -330,4 +331,353 @@ fn cache_info_and_clean() {
         stdout(&xfile(root, &["cache", "clean"])),
         "no cache to remove\n"
     );
+}
+
+// The answers (`answers.bin`): `deps`, `dependents` and a server's first
+// answers read them without indexing when the tree is as they record.
+
+/// Waits until stamps taken from now on are settled: a change within the
+/// coarse clock's margin of a start is hashed (files) or not trusted
+/// (directories), so answers written right after a change are not used.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(250));
+}
+
+fn answers_current(root: &Path) -> bool {
+    warm::info(root).answers.current
+}
+
+/// Starts until the answers hold for the tree: the first start after a
+/// change (creating `.xfile_cache/` is one) records an unsettled tree.
+fn warmed(root: &Path) {
+    for _ in 0..4 {
+        if answers_current(root) {
+            return;
+        }
+        settle();
+        drop(Service::open(root).expect("opens"));
+    }
+    panic!("answers never current: {:?}", warm::info(root).answers);
+}
+
+type Answers = Vec<(String, Vec<Relationship>, Vec<Relationship>)>;
+
+/// Every file's dependencies and dependents from a fresh index of a copy
+/// of `root`.
+fn fresh_answers(root: &Path) -> Answers {
+    let copy = common::copy_tree(root);
+    let fresh = cold(copy.path());
+    let paths: Vec<String> = fresh.engine().paths().map(str::to_string).collect();
+    paths
+        .into_iter()
+        .map(|path| {
+            let deps = fresh.dependencies(&path).expect("deps");
+            let dependents = fresh.dependents(&path).expect("dependents");
+            (path, deps, dependents)
+        })
+        .collect()
+}
+
+/// Whatever the answers file answers for `root` equals `expected`; with
+/// `used`, it answers for every file.
+fn cached_as(root: &Path, expected: &Answers, used: bool, what: &str) {
+    for (path, deps, dependents) in expected {
+        let cached = warm::cached_dependencies(root, path);
+        assert_eq!(cached.is_some(), used, "{what}: {path}");
+        if let Some(cached) = cached {
+            assert_eq!(&cached, deps, "{what}: deps of {path}");
+        }
+        if let Some(cached) = warm::cached_dependents(root, path) {
+            assert_eq!(&cached, dependents, "{what}: dependents of {path}");
+        }
+    }
+}
+
+fn canonical(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    std::fs::canonicalize(dir.path()).expect("canonical")
+}
+
+#[test]
+fn cached_answers_equal_a_fresh_index_for_every_file() {
+    for name in [
+        "member_calls",
+        "string_links",
+        "sub_projects",
+        "warnings_patterns",
+        "granular_resolution",
+    ] {
+        let dir = common::copy_fixture(name);
+        let root = canonical(&dir);
+        let expected = fresh_answers(&root);
+        assert!(expected.iter().any(|(_, _, d)| !d.is_empty()), "{name}");
+        warmed(&root);
+        cached_as(&root, &expected, true, name);
+    }
+}
+
+#[test]
+fn deps_and_dependents_commands_answer_from_the_cache_as_without_it() {
+    let dir = common::copy_sample();
+    let root = canonical(&dir);
+    warmed(&root);
+    for args in [
+        vec!["deps", "app/bot.py"],
+        vec!["--json", "deps", "app/handlers.py"],
+        vec!["dependents", "app/models.py"],
+        vec!["--json", "dependents", "app/utils/retry.py"],
+        vec!["dependents", "app/models.py", "--symbol", "User"],
+        vec!["deps", "app/missing.py"],
+    ] {
+        let warm = xfile(&root, &args);
+        let no_cache = xfile(&root, &[&["--no-cache"], &args[..]].concat());
+        assert_eq!(warm.stdout, no_cache.stdout, "{args:?}");
+        assert_eq!(warm.status, no_cache.status, "{args:?}");
+        assert_eq!(warm.stderr, no_cache.stderr, "{args:?}");
+        assert!(answers_current(&root), "{args:?}: still current");
+    }
+    // From a directory inside the root, FILE is taken from there.
+    let inside = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .current_dir(root.join("app"))
+        .args(["deps", "bot.py"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        stdout(&inside),
+        stdout(&xfile(&root, &["--no-cache", "deps", "app/bot.py"]))
+    );
+}
+
+/// A change made while xfile was not running, and whether the answers
+/// still hold after it (only a change of stamps without one of contents).
+type Change = (&'static str, fn(&Path), bool);
+
+#[test]
+fn answers_are_not_used_after_changes_while_stopped() {
+    let dir = common::copy_sample();
+    let root = canonical(&dir);
+    let changes: [Change; 10] = [
+        (
+            "touched",
+            |root| {
+                let path = root.join("app/bot.py");
+                let file = std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .expect("open");
+                file.set_modified(std::time::SystemTime::now())
+                    .expect("touch");
+            },
+            true,
+        ),
+        (
+            "edited, same length and mtime",
+            |root| {
+                let models = root.join("app/models.py");
+                let stamp = std::fs::metadata(&models)
+                    .and_then(|m| m.modified())
+                    .expect("mtime");
+                let text = std::fs::read_to_string(&models).expect("models.py");
+                std::fs::write(&models, text.replacen("class User", "class Usre", 1))
+                    .expect("edit");
+                let file = std::fs::File::options()
+                    .write(true)
+                    .open(&models)
+                    .expect("open");
+                file.set_modified(stamp).expect("mtime kept");
+            },
+            false,
+        ),
+        (
+            "created",
+            |root| {
+                std::fs::write(
+                    root.join("app/fresh.py"),
+                    "from app.models import Usre\n\n\ndef make():\n    return Usre()\n",
+                )
+                .expect("create");
+            },
+            false,
+        ),
+        (
+            "created at the root",
+            |root| {
+                std::fs::write(root.join("top.py"), "from app.models import Usre\n")
+                    .expect("create");
+            },
+            false,
+        ),
+        (
+            "deleted",
+            |root| {
+                std::fs::remove_file(root.join("app/admin.py")).expect("delete");
+            },
+            false,
+        ),
+        (
+            "renamed",
+            |root| {
+                std::fs::rename(root.join("app/storage.py"), root.join("app/store.py"))
+                    .expect("rename");
+            },
+            false,
+        ),
+        (
+            "new package",
+            |root| {
+                std::fs::create_dir(root.join("app/sub")).expect("dir");
+                std::fs::write(root.join("app/sub/__init__.py"), "").expect("init");
+                std::fs::write(
+                    root.join("app/sub/deep.py"),
+                    "from app.utils.retry import *\n",
+                )
+                .expect("module");
+            },
+            false,
+        ),
+        (
+            "ignore file",
+            |root| {
+                std::fs::write(root.join(".gitignore"), "app/plugins.py\n").expect("ignore");
+            },
+            false,
+        ),
+        (
+            "ignore file edited",
+            |root| {
+                std::fs::write(root.join(".gitignore"), "app/handlers.py\n").expect("ignore");
+            },
+            false,
+        ),
+        (
+            "configuration",
+            |root| {
+                std::fs::write(
+                    root.join(".cross_file_context_links.yml"),
+                    "warn_on_wildcards: true\n",
+                )
+                .expect("config");
+            },
+            false,
+        ),
+    ];
+    for (what, change, holds) in changes {
+        warmed(&root);
+        change(&root);
+        let expected = fresh_answers(&root);
+        assert_eq!(answers_current(&root), holds, "{what}");
+        cached_as(&root, &expected, holds, what);
+        // The command answers as a fresh index, and the answers are
+        // written again for the tree as it is now.
+        for (path, _, _) in expected.iter().take(3) {
+            for command in ["deps", "dependents"] {
+                let warm = xfile(&root, &[command, path]);
+                let no_cache = xfile(&root, &["--no-cache", command, path]);
+                assert_eq!(stdout(&warm), stdout(&no_cache), "{what}: {command} {path}");
+            }
+        }
+        warmed(&root);
+        cached_as(&root, &expected, true, what);
+    }
+}
+
+#[test]
+fn damaged_answers_are_not_used() {
+    let dir = common::copy_sample();
+    let root = canonical(&dir);
+    warmed(&root);
+    let answers = root.join(warm::DIR).join("answers.bin");
+    let good = std::fs::read(&answers).expect("answers");
+    // The last file in path order: its dependents are the last record.
+    let command = ["dependents", "app/utils/retry.py"];
+    let expected = stdout(&xfile(&root, &[&["--no-cache"], &command[..]].concat()));
+    let mut table = good.clone();
+    table[100] ^= 0x40;
+    let mut record = good.clone();
+    let last = record.len() - 1;
+    record[last] ^= 0x40;
+    let damaged: [(&str, Vec<u8>); 4] = [
+        ("table", table),
+        ("record", record),
+        ("truncated", good[..good.len() - 1].to_vec()),
+        ("empty", Vec::new()),
+    ];
+    for (what, bytes) in damaged {
+        std::fs::write(&answers, &bytes).expect("damage");
+        let output = xfile(&root, &command);
+        assert_eq!(stdout(&output), expected, "{what}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("answers.bin was not used") && stderr.contains("rebuilding"),
+            "{what}: {stderr}"
+        );
+        // Rebuilt: used again, quietly.
+        warmed(&root);
+        let output = xfile(&root, &command);
+        assert_eq!(stdout(&output), expected, "{what}");
+        assert!(output.stderr.is_empty(), "{what}: {:?}", output.stderr);
+    }
+}
+
+#[test]
+fn a_servers_first_answers_come_from_the_cache_and_equal_the_index() {
+    use common::mcp_client::Client;
+    use serde_json::json;
+    // Big enough that the first index takes a while: the first answers
+    // come before it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = canonical(&dir);
+    std::fs::create_dir(root.join("pkg")).expect("pkg");
+    std::fs::write(root.join("pkg/__init__.py"), "").expect("init");
+    for i in 0..600 {
+        let text = match i {
+            0 => "def f0():\n    return 0\n".to_string(),
+            _ => format!(
+                "from pkg.m{p} import f{p}\nimport pkg.m0\n\n\ndef f{i}():\n    return f{p}() + pkg.m0.f0()\n",
+                p = i - 1
+            ),
+        };
+        std::fs::write(root.join(format!("pkg/m{i}.py")), text).expect("module");
+    }
+    warmed(&root);
+    let root_arg = root.to_str().expect("UTF-8");
+    let calls = [
+        ("get_dependencies", json!({"file_path": "pkg/m5.py"})),
+        (
+            "get_dependents",
+            json!({"file_path": "pkg/m0.py", "limit": 50}),
+        ),
+        // A first page whose size the answers file knows, and the next.
+        ("get_dependents", json!({"file_path": "pkg/m0.py"})),
+        (
+            "get_dependents",
+            json!({"file_path": "pkg/m0.py", "cursor": "100"}),
+        ),
+        (
+            "get_dependents",
+            json!({"file_path": "pkg/m5.py", "symbol": "f5", "format": "json"}),
+        ),
+        ("get_dependencies", json!({"file_path": "pkg/nowhere.py"})),
+    ];
+    // Outside the root: a file created there changes the tree.
+    let logs = tempfile::tempdir().expect("tempdir");
+    let log = logs.path().join("server.log");
+    let mut warm = Client::serve_logging(
+        &["--root", root_arg],
+        &[("XFILE_LOG", "xfile=debug")],
+        std::fs::File::create(&log).expect("log").into(),
+    );
+    let answers: Vec<_> = calls
+        .iter()
+        .map(|(tool, args)| warm.call(tool, args.clone()))
+        .collect();
+    let logged = std::fs::read_to_string(&log).expect("log");
+    assert!(
+        logged.contains("answered from the warm-start answers"),
+        "{logged}"
+    );
+    warm.disconnect();
+    let mut indexed = Client::serve(&["--no-cache", "--root", root_arg], &[]);
+    for ((tool, args), answer) in calls.iter().zip(answers) {
+        assert_eq!(indexed.call(tool, args.clone()), answer, "{tool} {args}");
+    }
 }

@@ -18,6 +18,7 @@ use crate::federation::{CrossIndex, Peer, Scope, SessionError, Sessions};
 use crate::registry::{Registry, RegistryError};
 use crate::service::Service;
 use crate::service::live::Live;
+use crate::service::warm::answers::Prebuilt;
 use crate::watch::{self, Watch};
 
 type Shared = Arc<OnceCell<Result<Arc<Live>, String>>>;
@@ -62,6 +63,10 @@ pub(crate) struct Member {
     pub(crate) name: String,
     pub(crate) root: PathBuf,
     cell: Shared,
+    /// The warm-start answers, if they hold for the tree as the server
+    /// found it: what `get_dependencies`/`get_dependents` answer with
+    /// until the first index is there.
+    prebuilt: Arc<OnceCell<Option<Arc<Prebuilt>>>>,
     watch: Mutex<Option<Watch>>,
 }
 
@@ -77,6 +82,7 @@ impl Member {
             name,
             root,
             cell: Arc::new(OnceCell::new()),
+            prebuilt: Arc::new(OnceCell::new()),
             watch: Mutex::new(None),
         })
     }
@@ -86,6 +92,18 @@ impl Member {
     pub(crate) fn start(self: &Arc<Member>) {
         let member = self.clone();
         tokio::spawn(async move {
+            // Checked before the index begins and before the tokenizer is
+            // built, so nothing competes with it for the disk or the cores;
+            // it stats the tree and reads a table, no more. When it holds,
+            // the first answers come from it, and later ones may need the
+            // tokenizer (paging counts tokens): the index, which takes
+            // every core, starts once that is built, not alongside it.
+            let prebuilt = member.prebuilt().await.is_some();
+            let tokenizer =
+                tokio::task::spawn_blocking(|| crate::service::context::count_tokens(""));
+            if prebuilt {
+                let _ = tokenizer.await;
+            }
             let Ok(live) = member.cell.get_or_init(|| open(member.root.clone())).await else {
                 return;
             };
@@ -113,6 +131,20 @@ impl Member {
             Ok(Ok(live)) => Ok(live.clone()),
             Ok(Err(message)) => Err(Unready::Failed(message.clone())),
         }
+    }
+
+    /// The warm-start answers, if they held for the tree when first asked.
+    pub(crate) async fn prebuilt(&self) -> Option<Arc<Prebuilt>> {
+        let root = self.root.clone();
+        self.prebuilt
+            .get_or_init(|| async move {
+                tokio::task::spawn_blocking(move || Prebuilt::open(&root).ok().map(Arc::new))
+                    .await
+                    .ok()
+                    .flatten()
+            })
+            .await
+            .clone()
     }
 
     /// The live index if the first index is done.

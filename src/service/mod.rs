@@ -143,7 +143,10 @@ impl Service {
     /// Like [`Service::open`], reporting each phase to `progress`.
     pub fn open_with_progress(root: &Path, progress: &dyn Fn(&str)) -> Result<Service, PathError> {
         let started = Instant::now();
+        // Before anything is read: what the warm-start answers are true of.
+        let read_from = warm::now();
         let root = workspace::canonical_root(root)?;
+        warm::prepare(&root);
         let (config, config_notices) = Config::load(&root);
         let mut notices: Vec<Notice> = config_notices
             .into_iter()
@@ -159,7 +162,7 @@ impl Service {
         let discover_ms = elapsed_ms(phase);
         let unindexed = too_large(&discovery.notices);
         notices.extend(discovery.notices);
-        let dirs = discovery.dirs.into_iter().collect();
+        let dirs: BTreeSet<PathBuf> = discovery.dirs.into_iter().collect();
         let markers: BTreeSet<String> = discovery.markers.into_iter().collect();
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
@@ -171,6 +174,7 @@ impl Service {
         }));
         let sub_projects = workspace::discover::sub_project_dirs(&markers);
         let warm_key = warm::Key::new(&config, &sub_projects);
+        let sub_projects_seen = sub_projects.clone();
         engine.set_sub_projects(sub_projects);
         let (entry_points, entry_point_notices) = links::declared_entry_points(&root, &markers);
         engine.set_entry_points(entry_points);
@@ -212,7 +216,14 @@ impl Service {
         let phase = Instant::now();
         engine.analyze();
         let analyze_ms = elapsed_ms(phase);
-        let writer = warm::Writer::new(&root, warm_key).map(Arc::new);
+        let tree = warm::answers::Tree {
+            read_from,
+            watched: warm::watched(&root, &dirs, &markers, &notices),
+            dirs: dirs.iter().cloned().collect(),
+            sub_projects: sub_projects_seen,
+            budget: usize::try_from(config.answer_token_limit).unwrap_or(usize::MAX),
+        };
+        let writer = warm::Writer::new(&root, warm_key, tree).map(Arc::new);
         if let Some(writer) = &writer {
             writer.first(&engine, cached.is_current(&warm));
         }
@@ -378,12 +389,7 @@ impl Service {
         symbol: &str,
     ) -> Result<Vec<Relationship>, PathError> {
         let mut dependents = self.dependents(file)?;
-        let member_prefix = format!("{symbol}.");
-        dependents.retain(|r| {
-            r.target_symbol
-                .as_deref()
-                .is_some_and(|t| t == symbol || t.starts_with(&member_prefix))
-        });
+        of_symbol(&mut dependents, symbol);
         Ok(dependents)
     }
 
@@ -628,6 +634,17 @@ impl Service {
     pub fn cycles(&self) -> Vec<Vec<String>> {
         self.engine.cycles()
     }
+}
+
+/// Keeps the dependents whose target is `symbol` or, for a class, one of
+/// its members.
+pub(crate) fn of_symbol(dependents: &mut Vec<Relationship>, symbol: &str) {
+    let member_prefix = format!("{symbol}.");
+    dependents.retain(|r| {
+        r.target_symbol
+            .as_deref()
+            .is_some_and(|t| t == symbol || t.starts_with(&member_prefix))
+    });
 }
 
 fn elapsed_ms(since: Instant) -> f64 {

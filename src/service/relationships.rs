@@ -17,15 +17,26 @@ pub fn all(engine: &Engine) -> Vec<Relationship> {
 /// Renders references (from the engine's semantic layer) as relationship
 /// objects, in source order.
 pub fn render(engine: &Engine, references: &[Reference]) -> Vec<Relationship> {
+    render_each(engine, references)
+        .into_iter()
+        .map(|(relationship, _)| relationship)
+        .collect()
+}
+
+/// [`render`], each relationship with the index of the reference it was
+/// rendered from (references that render to nothing are left out).
+pub(crate) fn render_each(engine: &Engine, references: &[Reference]) -> Vec<(Relationship, usize)> {
     let renderer = Renderer {
         engine,
         owners: Default::default(),
     };
-    let mut out: Vec<Relationship> = references
+    let mut out: Vec<(Relationship, usize)> = references
         .iter()
-        .filter_map(|r| renderer.render(r))
+        .enumerate()
+        .filter_map(|(i, r)| Some((renderer.render(r)?, i)))
         .collect();
-    out.sort_by(|a, b| {
+    // Stable: relationships with equal keys keep the references' order.
+    out.sort_by(|(a, _), (b, _)| {
         (
             &a.source_file,
             a.line_number,

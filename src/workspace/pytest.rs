@@ -33,6 +33,11 @@ const FILES: &[(&str, Format)] = &[
     ("setup.cfg", Format::Ini("tool:pytest")),
 ];
 
+/// The files (at the root) pytest settings may be read from.
+pub fn settings_files() -> impl Iterator<Item = &'static str> {
+    FILES.iter().map(|(file, _)| *file)
+}
+
 /// Whether `name` is a file (at the root) that pytest settings are read from.
 pub fn is_settings_file(name: &std::ffi::OsStr) -> bool {
     FILES.iter().any(|(file, _)| name == *file)

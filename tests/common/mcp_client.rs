@@ -27,12 +27,17 @@ impl Client {
 
     /// Starts `xfile serve ARGS` with extra environment variables.
     pub fn serve(args: &[&str], env: &[(&str, &str)]) -> Client {
+        Self::serve_logging(args, env, Stdio::null())
+    }
+
+    /// [`Client::serve`], the server's log going to `stderr`.
+    pub fn serve_logging(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_xfile"))
             .arg("serve")
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .envs(env.iter().copied())
             .spawn()
             .expect("server starts");

@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 /// The cache directory at the root, ignored by git through its own
 /// `.gitignore` (as ruff's `.ruff_cache`).
 pub const DIR: &str = crate::workspace::discover::CACHE_DIR;
-/// The one cache file in it.
+/// The cache file of per-file facts in it.
 pub const FILE: &str = "index.bin";
+/// Every file the cache keeps (`answers.rs`'s is the other).
+const FILES: [&str; 2] = [FILE, super::answers::ANSWERS];
 
 pub(crate) fn dir(root: &Path) -> PathBuf {
     root.join(DIR)
@@ -33,7 +35,7 @@ fn existing_dir(root: &Path) -> io::Result<PathBuf> {
 }
 
 /// Creates the directory (private) and its `.gitignore` when missing.
-fn ensure_dir(root: &Path) -> io::Result<PathBuf> {
+pub(crate) fn ensure_dir(root: &Path) -> io::Result<PathBuf> {
     let dir = dir(root);
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
@@ -63,29 +65,41 @@ fn new_file(path: &Path) -> io::Result<File> {
 /// The cache file's bytes; `NotFound` when there is none. A link, a FIFO or
 /// any other non-regular file is refused before a byte is read.
 pub(crate) fn read(root: &Path) -> io::Result<Vec<u8>> {
-    let path = existing_dir(root)?.join(FILE);
-    let mut file = OpenOptions::new()
+    let mut file = open(root, FILE)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(file.metadata()?.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The cache file `name`, open for reading; only a regular file, never
+/// through a link.
+pub(crate) fn open(root: &Path, name: &str) -> io::Result<File> {
+    let path = existing_dir(root)?.join(name);
+    let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&path)?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
+    if !file.metadata()?.file_type().is_file() {
         return Err(io::Error::other(format!(
             "{} is not a regular file",
             path.display()
         )));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
-/// Replaces the cache file with `bytes` at once. Each writer has its own
-/// temporary file, so processes writing together each leave a whole file.
+/// Replaces the cache file with `bytes` at once.
 pub(crate) fn write(root: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_file(root, FILE, bytes)
+}
+
+/// Replaces the cache file `name` with `bytes` at once. Each writer has its
+/// own temporary file, so processes writing together each leave a whole
+/// file.
+pub(crate) fn write_file(root: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     let dir = ensure_dir(root)?;
     let temp = dir.join(format!(
-        "{FILE}.{}.{}.tmp",
+        "{name}.{}.{}.tmp",
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
@@ -93,12 +107,20 @@ pub(crate) fn write(root: &Path, bytes: &[u8]) -> io::Result<()> {
         file.write_all(bytes)?;
         file.sync_all()
     });
-    let renamed = written.and_then(|()| fs::rename(&temp, dir.join(FILE)));
+    let renamed = written.and_then(|()| fs::rename(&temp, dir.join(name)));
     if renamed.is_err() {
         let _ = fs::remove_file(&temp);
     }
     sweep(&dir);
     renamed
+}
+
+/// Removes the cache file `name` (a link in its place is removed, never
+/// followed), best effort: it is written again by the next index.
+pub(crate) fn remove(root: &Path, name: &str) {
+    if let Ok(dir) = existing_dir(root) {
+        let _ = fs::remove_file(dir.join(name));
+    }
 }
 
 /// A writer that died leaves its temporary file; one older than any write
@@ -122,13 +144,20 @@ fn sweep(dir: &Path) {
 }
 
 fn is_temp(name: &str) -> bool {
-    name.starts_with(FILE) && name.ends_with(".tmp")
+    FILES.iter().any(|f| name.starts_with(f)) && name.ends_with(".tmp")
 }
 
-/// The cache file's size, if there is one.
+/// The cache files' size in all, if there is one.
 pub(crate) fn size(root: &Path) -> Option<u64> {
-    let meta = fs::symlink_metadata(existing_dir(root).ok()?.join(FILE)).ok()?;
-    meta.file_type().is_file().then_some(meta.len())
+    let dir = existing_dir(root).ok()?;
+    let sizes: Vec<u64> = FILES
+        .iter()
+        .filter_map(|name| {
+            let meta = fs::symlink_metadata(dir.join(name)).ok()?;
+            meta.file_type().is_file().then_some(meta.len())
+        })
+        .collect();
+    (!sizes.is_empty()).then(|| sizes.iter().sum())
 }
 
 /// Removes the cache directory's files (ours only: the cache file, its
@@ -144,10 +173,14 @@ pub(crate) fn clean(root: &Path) -> io::Result<bool> {
         let entry = entry?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let ours = name == FILE || name == ".gitignore" || is_temp(&name);
+        let ours = FILES.contains(&&*name) || name == ".gitignore" || is_temp(&name);
         // `remove_file` removes a link itself, never its target.
+        // One another process renamed or removed meanwhile is gone too.
         if ours && !entry.file_type()?.is_dir() {
-            fs::remove_file(entry.path())?;
+            match fs::remove_file(entry.path()) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+                _ => {}
+            }
         }
     }
     Ok(fs::remove_dir(&dir).is_ok())

@@ -1,20 +1,36 @@
-//! The warm-start cache (issue 18): each file's parse and extraction
-//! (`ModuleFacts`, the costliest part of a cold index) kept in
-//! `.xfile_cache/index.bin` by content hash, so a restart parses only the
-//! files whose text changed. Everything downstream (resolution, rules) is
-//! derived again, so a warm start answers exactly as a cold one: a cached
-//! entry is used only for the very text (SHA-256) it was extracted from,
-//! and only from a file written with the same key.
+//! The warm-start cache (issue 18), two files in `.xfile_cache/`:
 //!
-//! Why not salsa's `persistence` feature: it needs every persisted query's
-//! value to be serde (our stage outputs are crepe relation tuples over ids
-//! of the engine's own `Interner`, which lives outside salsa, and matchers
-//! hold `GlobSet`s), and a memo whose dependencies are not persisted is not
-//! reused; the facts are what pays (see `docs/performance.md`).
+//! - `index.bin`: each file's parse and extraction (`ModuleFacts`, the
+//!   costliest part of a cold index) by content hash, so a restart that
+//!   must index parses only the files whose text changed. Everything
+//!   downstream (resolution, rules) is derived again, so such a start
+//!   answers exactly as a cold one: a cached entry is used only for the
+//!   very text (SHA-256) it was extracted from, and only from a file
+//!   written with the same key.
+//! - `answers.bin` (`answers.rs`): the answers that must come at once
+//!   (`deps`, `dependents`, a server's first answers of those) with the
+//!   state of the tree they hold for, compared by stamps before anything
+//!   is read; any difference and the start indexes as above.
+//!
+//! Why not salsa's `persistence` feature (salsa 0.28.5, with `inventory`):
+//! it serializes the whole database, inputs and every memo opted in, and a
+//! persisted memo's dependencies must be persisted too. Ours would need
+//! the engine's own `Interner` (its ids are in every stage tuple, and it
+//! lives outside salsa) saved in lockstep, serde on the crepe-generated
+//! relation types, and the matchers (`GlobSet`s) rebuilt rather than
+//! stored. Even then a start would read every file to set the text inputs,
+//! decode the whole database (the stage outputs of 2,800 files) and let
+//! salsa re-verify every memo before the first answer: far over a tenth of
+//! a cold index. The answers file skips all of that for the common case
+//! (nothing changed) and is a rendering of what the engine answers, so it
+//! cannot disagree with it.
 
+pub(crate) mod answers;
 mod disk;
 pub mod format;
+mod stamps;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,10 +40,14 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use self::answers::Tree;
 use self::format::{Entry, Hash, sha256};
+pub(crate) use self::stamps::now;
 use crate::engine::Engine;
 use crate::python::ModuleFacts;
+use crate::service::model::Relationship;
 use crate::workspace::config::Config;
+use crate::workspace::{Notice, NoticeKind};
 
 pub use self::disk::{DIR, FILE};
 
@@ -49,6 +69,15 @@ fn enabled() -> bool {
     !DISABLED.load(Ordering::Relaxed)
 }
 
+/// Creates the cache directory before an index reads the tree: created
+/// later, it would change the root's stamp after the read began, and the
+/// answers that index writes would not be trusted by the next start.
+pub(crate) fn prepare(root: &Path) {
+    if enabled() {
+        let _ = disk::ensure_dir(root);
+    }
+}
+
 /// What a cache is valid for: this xfile build (version, the rules and the
 /// front end's sources, hashed by `build.rs`), the configuration and the
 /// search roots. The facts depend only on the text and the front end; the
@@ -56,6 +85,9 @@ fn enabled() -> bool {
 #[derive(Clone, Debug)]
 pub(crate) struct Key {
     digest: Hash,
+    /// The answers' key: also the sources of discovery, the engine and the
+    /// rendering, which the answers come from and the facts do not.
+    answers: Hash,
 }
 
 impl Key {
@@ -72,8 +104,11 @@ impl Key {
             hex(&sha256(&config)),
             sub_projects,
         );
+        let digest = sha256(text.as_bytes());
+        let answers = format!("{}\nanswers {}\n", hex(&digest), env!("XFILE_ANSWERS_HASH"));
         Key {
-            digest: sha256(text.as_bytes()),
+            digest,
+            answers: sha256(answers.as_bytes()),
         }
     }
 }
@@ -182,6 +217,8 @@ fn write(root: &Path, key: &Key, entries: &[Entry]) -> std::io::Result<()> {
 pub(crate) struct Writer {
     root: PathBuf,
     key: Key,
+    /// What the answers file records besides the files (see `answers.rs`).
+    tree: Tree,
     /// [`WRITE_EVERY`]; shorter in tests.
     every: Duration,
     last: Mutex<Option<Instant>>,
@@ -198,10 +235,11 @@ impl Drop for Writer {
 }
 
 impl Writer {
-    pub(crate) fn new(root: &Path, key: Key) -> Option<Writer> {
+    pub(crate) fn new(root: &Path, key: Key, tree: Tree) -> Option<Writer> {
         enabled().then(|| Writer {
             root: root.to_path_buf(),
             key,
+            tree,
             every: WRITE_EVERY,
             last: Mutex::new(None),
             busy: Arc::default(),
@@ -209,11 +247,12 @@ impl Writer {
         })
     }
 
-    /// After the first index: written now, unless it is already current.
+    /// After the first index: the facts written now unless they are
+    /// current already, and the answers unless they are.
     pub(crate) fn first(&self, engine: &Engine, current: bool) {
         self.stamp();
-        if !current && !self.busy.swap(true, Ordering::AcqRel) {
-            self.spawn(engine);
+        if !self.busy.swap(true, Ordering::AcqRel) {
+            self.spawn(engine, !current);
         }
     }
 
@@ -229,32 +268,57 @@ impl Writer {
             return;
         }
         self.stamp();
-        self.spawn(engine);
+        self.spawn(engine, true);
     }
 
-    /// Hashes, encodes and writes on a thread of its own, from owned texts
-    /// and shared facts: the engine snapshot is not held meanwhile, so no
-    /// update waits for the disk, and a command's answer does not either.
-    fn spawn(&self, engine: &Engine) {
-        let held: Vec<(String, String, Arc<ModuleFacts>)> = engine
-            .paths()
-            .filter_map(|path| {
-                let facts = Arc::clone(engine.shared_facts(path)?);
-                Some((path.to_string(), engine.text(path)?.to_string(), facts))
-            })
-            .collect();
+    /// Writes on a thread of its own. The engine snapshot is held only
+    /// while the answers are rendered (when the answers on disk do not hold
+    /// for the tree) and the texts and facts taken; an update that comes
+    /// meanwhile cancels that and the write waits for a later update. The
+    /// texts are hashed and everything encoded and written after the
+    /// snapshot is dropped, so no update waits for the disk, and a
+    /// command's answer does not either.
+    fn spawn(&self, engine: &Engine, facts: bool) {
+        let snapshot = engine.clone();
         let (root, key, busy) = (self.root.clone(), self.key.clone(), Arc::clone(&self.busy));
+        let tree = self.tree.clone();
         let handle = std::thread::spawn(move || {
-            let entries: Vec<Entry> = held
-                .into_par_iter()
-                .map(|(path, text, facts)| Entry {
-                    hash: sha256(text.as_bytes()),
-                    path,
-                    facts,
-                })
-                .collect();
-            if let Err(error) = write(&root, &key, &entries) {
-                tracing::warn!("cannot write the warm-start cache: {error}");
+            let stale = answers::Prebuilt::open(&root).is_err() && answers::worth_writing(&tree);
+            let taken = salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
+                let rendered = stale.then(|| answers::render(&snapshot));
+                let held: Vec<(String, String, Arc<ModuleFacts>)> = if facts || stale {
+                    snapshot
+                        .paths()
+                        .filter_map(|path| {
+                            let facts = Arc::clone(snapshot.shared_facts(path)?);
+                            Some((path.to_string(), snapshot.text(path)?.to_string(), facts))
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (rendered, held)
+            }));
+            drop(snapshot);
+            if let Ok((rendered, held)) = taken {
+                let entries: Vec<Entry> = held
+                    .into_par_iter()
+                    .map(|(path, text, facts)| Entry {
+                        hash: sha256(text.as_bytes()),
+                        path,
+                        facts,
+                    })
+                    .collect();
+                if facts && let Err(error) = write(&root, &key, &entries) {
+                    tracing::warn!("cannot write the warm-start cache: {error}");
+                }
+                if let Some(rendered) = rendered {
+                    let texts: Vec<(String, Hash)> =
+                        entries.into_iter().map(|e| (e.path, e.hash)).collect();
+                    if let Err(error) = answers::write(rendered, &texts, &root, &key, &tree) {
+                        tracing::warn!("cannot write the warm-start answers: {error}");
+                    }
+                }
             }
             busy.store(false, Ordering::Release);
         });
@@ -284,6 +348,75 @@ impl Writer {
     }
 }
 
+/// The files besides the Python sources whose contents or state an index
+/// depends on (root-relative, or absolute outside the root): settings,
+/// sub-project markers, ignore files wherever the walk may read them
+/// (entered directories, the root's ancestors, git's global ones), and the
+/// files discovery skipped or decoded with a notice (an edit can change
+/// that). Files that do not exist are listed too: creating one matters.
+pub(crate) fn watched(
+    root: &Path,
+    dirs: &BTreeSet<PathBuf>,
+    markers: &BTreeSet<String>,
+    notices: &[Notice],
+) -> Vec<String> {
+    // `.git/info/exclude` too wherever a directory may be a repository.
+    const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
+    let mut out: Vec<String> = [crate::workspace::config::CONFIG_FILE]
+        .into_iter()
+        .chain(crate::workspace::pytest::settings_files())
+        .map(str::to_string)
+        .collect();
+    // In an entered directory, an ignore file created or removed changes
+    // the directory's own stamp, which is compared anyway: only the ones
+    // there are watched (for edits), and `.git/info/exclude` (which is
+    // not in that listing) wherever there is a `.git`.
+    for dir in dirs {
+        if let Ok(relative) = dir.strip_prefix(root) {
+            for name in IGNORE_FILES {
+                // A link counts as there, whether or not it leads anywhere.
+                let entry = name.split_once('/').map_or(name, |(git, _)| git);
+                let there = std::fs::symlink_metadata(dir.join(entry)).is_ok();
+                if there {
+                    out.push(relative.join(name).to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    for ancestor in root.ancestors().skip(1) {
+        for name in IGNORE_FILES {
+            out.push(ancestor.join(name).to_string_lossy().into_owned());
+        }
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    if let Some(home) = &home {
+        out.push(home.join(".gitconfig").to_string_lossy().into_owned());
+    }
+    if let Some(config_home) = &config_home {
+        for name in ["git/config", "git/ignore"] {
+            out.push(config_home.join(name).to_string_lossy().into_owned());
+        }
+    }
+    out.extend(markers.iter().cloned());
+    out.extend(
+        notices
+            .iter()
+            .filter(|n| {
+                !matches!(
+                    n.kind,
+                    NoticeKind::Hidden | NoticeKind::Config | NoticeKind::NonUtf8Name
+                )
+            })
+            .map(|n| n.path.clone()),
+    );
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// What `xfile cache info` shows.
 #[derive(Debug, Serialize)]
 pub struct Info {
@@ -294,6 +427,22 @@ pub struct Info {
     /// Whether this xfile, with the project's configuration, would use it.
     pub usable: bool,
     /// Why not, when it would not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// The answers kept with it.
+    pub answers: AnswersInfo,
+}
+
+/// Whether `deps` and `dependents` would answer from the cache now.
+#[derive(Debug, Serialize)]
+pub struct AnswersInfo {
+    /// They hold for the tree as it is.
+    pub current: bool,
+    /// How many files they answer for, when current.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<usize>,
+    /// Why they would not be used (absent, damaged, another key, or the
+    /// first change found in the tree).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
 }
@@ -316,7 +465,20 @@ pub fn info(root: &Path) -> Info {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
         Err(error) => (None, Some(error.to_string())),
     };
+    let answers = match answers::status(root) {
+        Ok(files) => AnswersInfo {
+            current: true,
+            files: Some(files),
+            problem: None,
+        },
+        Err(miss) => AnswersInfo {
+            current: false,
+            files: None,
+            problem: Some(miss.to_string()),
+        },
+    };
     Info {
+        answers,
         path,
         exists: bytes.is_some(),
         bytes,
@@ -324,6 +486,17 @@ pub fn info(root: &Path) -> Info {
         files,
         problem,
     }
+}
+
+/// What `deps` answers for `path` (root-relative) from the warm-start
+/// answers of `root` (canonical), when they hold for the tree now.
+pub fn cached_dependencies(root: &Path, path: &str) -> Option<Vec<Relationship>> {
+    answers::Prebuilt::open(root).ok()?.dependencies(path)
+}
+
+/// What `dependents` answers for `path` from the warm-start answers.
+pub fn cached_dependents(root: &Path, path: &str) -> Option<Vec<Relationship>> {
+    answers::Prebuilt::open(root).ok()?.dependents(path)
 }
 
 /// Removes the cache; whether there was a cache directory to remove.
@@ -359,7 +532,7 @@ mod tests {
     fn updates_are_written_at_most_every_interval() {
         let root = tempfile::tempdir().expect("tempdir");
         let key = Key::new(&Config::default(), &[]);
-        let mut writer = Writer::new(root.path(), key.clone()).expect("enabled");
+        let mut writer = Writer::new(root.path(), key.clone(), Tree::default()).expect("enabled");
         writer.first(&engine(&[("a.py", "import b\n")]), false);
         written(&writer);
         assert_eq!(cached(root.path(), &key), ["a.py"]);
