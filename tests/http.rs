@@ -44,6 +44,27 @@ fn rpc(
     }
 }
 
+/// `xfile serve --root ROOT` with its HTTP side, past the handshake; its
+/// stdout as lines.
+fn serve_initialized(root: &str) -> (Server, BufReader<std::process::ChildStdout>) {
+    let mut server = Server::start(&["serve", "--root", root, "--http", "127.0.0.1:0"], &[]);
+    let mut lines = BufReader::new(server.child.stdout.take().unwrap());
+    rpc(
+        &mut server,
+        &mut lines,
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    (server, lines)
+}
+
+/// `/metrics`, parsed.
+fn scrape(addr: &str) -> prometheus_parse::Scrape {
+    let (_, text) = get(addr, "/metrics");
+    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap()
+}
+
 fn sample(metric: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
     metric
         .samples
@@ -63,15 +84,7 @@ fn sample(metric: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &s
 fn serve_http_exposes_prometheus_metrics_of_the_mcp_tools_and_the_watcher() {
     let project = common::copy_sample();
     let root = project.path().to_str().unwrap();
-    let mut server = Server::start(&["serve", "--root", root, "--http", "127.0.0.1:0"], &[]);
-    let mut lines = BufReader::new(server.child.stdout.take().unwrap());
-    rpc(
-        &mut server,
-        &mut lines,
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-    );
+    let (mut server, mut lines) = serve_initialized(root);
     let (status, body) = server.wait_for("/health", |s, _| s == 200);
     assert_eq!(status, 200, "{body}");
     let health: Value = serde_json::from_str(&body).unwrap();
@@ -303,15 +316,7 @@ fn a_flood_of_graph_requests_runs_two_at_a_time_f8() {
     const FLOOD: u64 = 40;
     let project = generated_project(300);
     let root = project.path().to_str().unwrap();
-    let mut server = Server::start(&["serve", "--root", root, "--http", "127.0.0.1:0"], &[]);
-    let mut lines = BufReader::new(server.child.stdout.take().unwrap());
-    rpc(
-        &mut server,
-        &mut lines,
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-    );
+    let (mut server, mut lines) = serve_initialized(root);
     let graph = json!({"name": "get_relationship_graph", "arguments": {}});
     rpc(&mut server, &mut lines, 2, "tools/call", graph.clone());
     let stdin = server.child.stdin.as_mut().unwrap();
@@ -337,9 +342,7 @@ fn a_flood_of_graph_requests_runs_two_at_a_time_f8() {
     });
     let (mut most_running, mut most_waiting) = (0.0f64, 0.0f64);
     let answered = loop {
-        let (_, text) = get(&server.addr, "/metrics");
-        let scrape =
-            prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+        let scrape = scrape(&server.addr);
         most_running = most_running.max(sample(&scrape, "xfile_heavy_requests_running", None));
         most_waiting = most_waiting.max(sample(&scrape, "xfile_heavy_requests_waiting", None));
         if let Ok(answered) = replies.recv_timeout(Duration::from_millis(5)) {
@@ -355,8 +358,7 @@ fn a_flood_of_graph_requests_runs_two_at_a_time_f8() {
         most_waiting >= 1.0,
         "the flood never queued (waiting peaked at {most_waiting})"
     );
-    let (_, text) = get(&server.addr, "/metrics");
-    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let scrape = scrape(&server.addr);
     assert_eq!(sample(&scrape, "xfile_heavy_requests_running", None), 0.0);
     assert_eq!(sample(&scrape, "xfile_heavy_requests_waiting", None), 0.0);
 }
