@@ -60,10 +60,13 @@ impl Raw {
         self.write(message.to_string().as_bytes());
     }
 
-    /// Reads until a message answers `id` (which is returned; others are
-    /// kept for [`Raw::drain`]); panics on a
-    /// line that is not JSON, on the server's exit, or after a minute.
+    /// The message that answers `id`, from those already read or the next
+    /// ones (others are kept for [`Raw::drain`]); panics on a line that is
+    /// not JSON, on the server's exit, or after a minute.
     pub fn reply(&mut self, id: &Value) -> Value {
+        if let Some(at) = self.pending.iter().position(|m| m.get("id") == Some(id)) {
+            return self.pending.remove(at);
+        }
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
