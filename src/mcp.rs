@@ -1814,17 +1814,20 @@ impl ServerHandler for XfileServer {
         let started = std::time::Instant::now();
         let known = self.tool_router.has_route(&request.name);
         asked.cancel = context.ct.clone();
-        let mut heavy = None;
-        let _permit = if HEAVY_TOOLS.contains(&tool.as_str()) {
-            let call = heavy.insert(crate::ops::metrics::global().heavy_call());
-            let permit = tokio::select! {
-                permit = self.heavy.clone().acquire_owned() => permit.ok(),
-                () = context.ct.cancelled() => return Ok(failure(cancelled()).into()),
-            };
-            call.started();
-            permit
-        } else {
-            None
+        // Held until the answer is in: the gauge's entry and the permit.
+        let mut heavy = HEAVY_TOOLS
+            .contains(&tool.as_str())
+            .then(|| crate::ops::metrics::global().heavy_call());
+        let _permit = match heavy.as_mut() {
+            Some(call) => {
+                let permit = tokio::select! {
+                    permit = self.heavy.clone().acquire_owned() => permit.ok(),
+                    () = context.ct.cancelled() => return Ok(failure(cancelled()).into()),
+                };
+                call.started();
+                permit
+            }
+            None => None,
         };
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         let answer = REQUEST.scope(asked, self.tool_router.call(call)).await;

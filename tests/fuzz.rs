@@ -20,7 +20,6 @@ mod hostile_python;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use common::raw_mcp::Raw;
@@ -60,33 +59,6 @@ fn serve_everything(root: &Path) -> Result<String, String> {
     Ok(out)
 }
 
-/// Runs `f` on a thread of its own: Err on panic or after `limit`.
-fn bounded<T: Send + 'static>(
-    limit: Duration,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, String> {
-    let (send, receive) = mpsc::channel();
-    std::thread::Builder::new()
-        .stack_size(8 * 1024 * 1024)
-        .spawn(move || {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-            let _ = send.send(outcome);
-        })
-        .map_err(|e| e.to_string())?;
-    match receive.recv_timeout(limit) {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(panic)) => Err(format!(
-            "panicked: {}",
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        )),
-        Err(_) => Err(format!("did not finish within {limit:?} (hang)")),
-    }
-}
-
 fn keep_failure(root: &Path, seed: u64, case: u64) -> PathBuf {
     let kept = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/fuzz-failures")
@@ -119,7 +91,7 @@ fn hostile_python_trees_index_and_serve_without_panic_hang_or_leak() {
         std::fs::create_dir(&root).unwrap();
         hostile_python::tree(&mut rng, &corpus, &root, &secret);
         let served_root = root.clone();
-        let outcome = bounded(Duration::from_secs(120), move || {
+        let outcome = common::bounded(Duration::from_secs(120), move || {
             serve_everything(&served_root)
         })
         .and_then(|served| served);

@@ -11,7 +11,6 @@ mod common;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use xfile::engine::datalog::RELATIONS;
@@ -56,13 +55,7 @@ fn write(root: &Path, relative: &str, text: &str) {
 /// Runs `f` on a thread of its own and fails the test if it has not
 /// finished in 60 s: a hang must fail, not stall the suite.
 fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(f());
-    });
-    receive
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("{what} did not finish within a minute (hang)"))
+    common::bounded(Duration::from_secs(60), f).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 /// Everything a client can get out of the index about its files: the

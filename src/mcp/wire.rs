@@ -32,6 +32,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::{QUOTED_CHARS, shortened};
+
 /// The longest message read whole (as rmcp's own limit); a longer line is
 /// refused with the id its first bytes show.
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -303,7 +305,10 @@ fn judge_line(line: &[u8], state: &mut State) -> Vec<Verdict> {
         match value {
             Ok(value) => values.push(value),
             Err(error) => {
-                let message = format!("parse error: {}", cut(&error.to_string(), 200));
+                let message = format!(
+                    "parse error: {}",
+                    shortened(&error.to_string(), QUOTED_CHARS)
+                );
                 return vec![Verdict::Reply(error_reply(
                     readable_id(line).as_ref(),
                     PARSE_ERROR,
@@ -385,7 +390,10 @@ fn judge_request(
         Some(_) => false,
     };
     if !params_ok {
-        let message = format!("{} needs \"params\", an object", cut(method, 100));
+        let message = format!(
+            "{} needs \"params\", an object",
+            shortened(method, QUOTED_CHARS)
+        );
         return Verdict::Reply(error_reply(Some(&id), INVALID_PARAMS, &message));
     }
     match decode(object) {
@@ -402,7 +410,11 @@ fn judge_request(
             } else {
                 INVALID_PARAMS
             };
-            let message = format!("invalid {}: {}", cut(method, 100), cut(&error, 200));
+            let message = format!(
+                "invalid {}: {}",
+                shortened(method, QUOTED_CHARS),
+                shortened(&error, QUOTED_CHARS)
+            );
             Verdict::Reply(error_reply(Some(&id), code, &message))
         }
     }
@@ -518,14 +530,6 @@ fn value_at(bytes: &[u8], start: usize) -> Option<Value> {
                 .map(Value::Number)
         }
         _ => None,
-    }
-}
-
-/// At most `max` characters of `text`.
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 

@@ -13,6 +13,34 @@ use xfile::service::Service;
 use xfile::service::model::Relationship;
 use xfile::service::query;
 
+/// Runs `f` on a thread of its own: Err on a panic or after `limit` (a
+/// hang), so a test names what hung instead of hanging.
+pub fn bounded<T: Send + 'static>(
+    limit: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .stack_size(8 * 1024 * 1024)
+        .spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            let _ = send.send(outcome);
+        })
+        .map_err(|e| e.to_string())?;
+    match receive.recv_timeout(limit) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => Err(format!(
+            "panicked: {}",
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        )),
+        Err(_) => Err(format!("did not finish within {limit:?} (hang)")),
+    }
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
