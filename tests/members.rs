@@ -101,13 +101,14 @@ fn a_variable_or_class_attribute_bound_to_a_class_makes_instances_of_it() {
     assert_eq!(
         calls_from("shop/aliases.py"),
         [
-            // manager_class = Manager, through self and cls.
-            "shop/aliases.py:10:36 function_call shop/base.py Manager.filter 14",
+            // manager_class = Manager, read on the class and through cls.
+            "shop/aliases.py:10:40 function_call shop/base.py Manager.filter 14",
             "shop/aliases.py:14:35 function_call shop/base.py Manager.filter 14",
             // ManagerAlias = Manager at module level.
             "shop/aliases.py:33:26 function_call shop/base.py Manager.filter 14",
             // Not relating: Unset.manager_class is None, Twice's is bound
-            // to two different things.
+            // to two different things, and on an instance (Widget) an
+            // attribute set on self may hide the class attribute.
         ]
     );
 }
