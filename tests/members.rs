@@ -114,6 +114,26 @@ fn a_variable_or_class_attribute_bound_to_a_class_makes_instances_of_it() {
 }
 
 #[test]
+fn a_class_defined_in_a_function_is_a_local_bound_to_that_class() {
+    assert_eq!(
+        calls_in("local_rebinding", "flow/local_classes.py"),
+        [
+            // Inherited members, on an instance and on the class.
+            "flow/local_classes.py:9:14 function_call flow/models.py Product.save 7",
+            "flow/local_classes.py:11:19 function_call flow/models.py Product.related 10",
+            // Patched (an attribute set in the function, or through setattr
+            // in a nested one) and a decorated class relate nothing.
+            "flow/local_classes.py:27:8 function_call <builtin:setattr> setattr -",
+            // Bound again to another class: each binding where it reaches.
+            "flow/local_classes.py:37:12 function_call flow/models.py Order.total 15",
+            "flow/local_classes.py:39:19 function_call flow/models.py Product.save 7",
+            // Bound once: a nested function sees it.
+            "flow/local_classes.py:55:22 function_call flow/models.py Order.total 15",
+        ]
+    );
+}
+
+#[test]
 fn a_local_bound_several_times_holds_the_binding_that_reaches_it_in_straight_line_code() {
     assert_eq!(
         calls_in("local_rebinding", "flow/rebinding.py"),

@@ -62,6 +62,9 @@ struct Frame {
     reaching: flow::Reaching,
     /// Locals a nested function declares `nonlocal`: never known.
     rebound_inside: FxHashSet<String>,
+    /// Locals whose attributes the body sets (`C.x = ...`, `setattr(C,
+    /// ...)`): a class bound to one of them is not known.
+    patched: FxHashSet<String>,
     /// `f`, `C.m`, `outer.<locals>.inner` for functions and classes;
     /// `None` for lambdas and comprehensions, which calls are not
     /// attributed to.
@@ -617,7 +620,7 @@ impl<'src> Extractor<'src> {
     }
 
     fn class_def(&mut self, class: &StmtClassDef) {
-        self.decorators(&class.decorator_list);
+        let kept = self.decorators(&class.decorator_list);
         let qualname = self.qualname_of(class.name.as_str());
         let mut bases = Vec::new();
         if let Some(arguments) = &class.arguments {
@@ -644,7 +647,6 @@ impl<'src> Extractor<'src> {
         }
         self.record_class(class, &qualname);
         self.bind_module(class.name.as_str(), BindingKind::Definition);
-        self.reach(class.name.as_str(), None);
         if let Some(outer) = self.class_body()
             && let Some(c) = self.semantic.classes.get_mut(outer as usize)
         {
@@ -668,11 +670,37 @@ impl<'src> Extractor<'src> {
             bases,
             members,
         });
+        let index = self.semantic.classes.len() as u32 - 1;
         self.scopes.push(frame);
         self.class_names.push(class.name.to_string());
         self.suite(&class.body);
         self.class_names.pop();
         self.scopes.pop();
+        self.local_class(class, index, kept);
+    }
+
+    /// A class defined in a function is a local bound to that class, once
+    /// its body has run: `Model.check()` and `Form().is_valid()` in a test
+    /// resolve. Not when a decorator may replace it or the function sets
+    /// its attributes (which would patch its members).
+    fn local_class(&mut self, class: &StmtClassDef, index: u32, kept: bool) {
+        let name = class.name.as_str();
+        let Some(frame) = self.scopes.last() else {
+            return;
+        };
+        if frame.kind != FrameKind::Deferred || !kept || frame.patched.contains(name) {
+            self.reach(name, None);
+            return;
+        }
+        let once = frame.counts.get(name) == Some(&1);
+        let site = self.add_site(class.name.range.start());
+        let id = self.push_expression(site, ExprKind::ClassOf { class: index });
+        match self.scopes.last_mut() {
+            Some(frame) if once => {
+                frame.values.insert(name.to_string(), id);
+            }
+            _ => self.reach(name, Some(id)),
+        }
     }
 
     /// Whether definitions here are recorded: at module level and in
@@ -1199,7 +1227,9 @@ impl<'src> Extractor<'src> {
 
     /// Decorators are expressions evaluated where the definition stands;
     /// those that may replace what they decorate are recorded (EC-8).
-    fn decorators(&mut self, decorators: &[ast::Decorator]) {
+    /// Returns whether every decorator keeps the definition as written.
+    fn decorators(&mut self, decorators: &[ast::Decorator]) -> bool {
+        let mut keeps = true;
         for decorator in decorators {
             let expression = &decorator.expression;
             let callee = match expression {
@@ -1212,6 +1242,7 @@ impl<'src> Extractor<'src> {
                 None => self.short_text(callee),
             };
             if !dynamic::keeps_definition(&name) {
+                keeps = false;
                 self.push_dynamic(
                     expression.range().start(),
                     DynamicPattern::Decorator { name },
@@ -1219,6 +1250,7 @@ impl<'src> Extractor<'src> {
             }
             self.visit_expr(expression);
         }
+        keeps
     }
 
     fn metaclass(&mut self, class: &str, at: TextSize, metaclass: &Expr) {
@@ -1294,6 +1326,7 @@ impl Frame {
             values: FxHashMap::default(),
             reaching: flow::Reaching::default(),
             rebound_inside: FxHashSet::default(),
+            patched: FxHashSet::default(),
             qualname: None,
             class: None,
         }
@@ -1341,6 +1374,10 @@ fn collect_locals(body: &[Stmt], frame: &mut Frame) {
                     self.targets(&named.target);
                     self.visit_expr(&named.value);
                 }
+                Expr::Call(call) => {
+                    setattr_object(call, &mut self.frame.patched);
+                    visitor::walk_expr(self, expr);
+                }
                 Expr::Lambda(_) => {}
                 _ => visitor::walk_expr(self, expr),
             });
@@ -1353,16 +1390,17 @@ fn collect_locals(body: &[Stmt], frame: &mut Frame) {
             for name in names {
                 self.frame.bind(name, Local::Other);
             }
+            attribute_heads(target, &mut self.frame.patched);
         }
         fn stmt(&mut self, stmt: &Stmt) {
             match stmt {
                 Stmt::FunctionDef(def) => {
                     self.frame.bind(def.name.as_str(), Local::Other);
-                    flow::nonlocal_names(&def.body, &mut self.frame.rebound_inside);
+                    flow::nested_changes(&def.body, self.frame);
                 }
                 Stmt::ClassDef(class) => {
                     self.frame.bind(class.name.as_str(), Local::Other);
-                    flow::nonlocal_names(&class.body, &mut self.frame.rebound_inside);
+                    flow::nested_changes(&class.body, self.frame);
                 }
                 Stmt::Import(import) => {
                     for alias in &import.names {
@@ -1473,6 +1511,30 @@ fn pattern_names(pattern: &ast::Pattern, frame: &mut Frame) {
             }
         }
         Pattern::MatchValue(_) | Pattern::MatchSingleton(_) => {}
+    }
+}
+
+/// `setattr(C, ...)`: C's attributes are set.
+fn setattr_object(call: &ast::ExprCall, out: &mut FxHashSet<String>) {
+    if is_name(&call.func, "setattr")
+        && let Some(Expr::Name(object)) = call.arguments.args.first()
+    {
+        out.insert(object.id.to_string());
+    }
+}
+
+/// The names whose attributes an assignment target sets (`C.x = ...`).
+fn attribute_heads(target: &Expr, out: &mut FxHashSet<String>) {
+    match target {
+        Expr::Attribute(attribute) => {
+            if let Expr::Name(name) = attribute.value.as_ref() {
+                out.insert(name.id.to_string());
+            }
+        }
+        Expr::Tuple(tuple) => tuple.elts.iter().for_each(|e| attribute_heads(e, out)),
+        Expr::List(list) => list.elts.iter().for_each(|e| attribute_heads(e, out)),
+        Expr::Starred(starred) => attribute_heads(&starred.value, out),
+        _ => {}
     }
 }
 

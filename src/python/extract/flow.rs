@@ -14,7 +14,9 @@ use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{Extractor, Frame, FrameKind, collect_locals, target_names};
+use super::{
+    Extractor, Frame, FrameKind, attribute_heads, collect_locals, setattr_object, target_names,
+};
 use crate::python::facts::ExprId;
 
 /// The reaching values of one function frame.
@@ -128,24 +130,51 @@ fn bound_names(stmts: &[Stmt]) -> FxHashSet<String> {
     frame.counts.into_keys().collect()
 }
 
-/// The names functions nested in `body` declare `nonlocal`: a call of one
-/// of them can rebind the enclosing function's local at any time.
-pub(super) fn nonlocal_names(body: &[Stmt], out: &mut FxHashSet<String>) {
-    struct Collector<'o> {
-        out: &'o mut FxHashSet<String>,
+/// What code nested in `body` (functions and class bodies) can change in
+/// the enclosing function at any time: locals it declares `nonlocal`
+/// (`Frame::rebound_inside`) and locals whose attributes it sets
+/// (`Frame::patched`).
+pub(super) fn nested_changes(body: &[Stmt], frame: &mut Frame) {
+    struct Collector<'f> {
+        frame: &'f mut Frame,
     }
     impl<'a> Visitor<'a> for Collector<'_> {
         fn visit_stmt(&mut self, stmt: &'a Stmt) {
             stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
-                if let Stmt::Nonlocal(nonlocal) = stmt {
-                    self.out
-                        .extend(nonlocal.names.iter().map(|n| n.to_string()));
+                match stmt {
+                    Stmt::Nonlocal(nonlocal) => {
+                        let names = nonlocal.names.iter().map(|n| n.to_string());
+                        self.frame.rebound_inside.extend(names);
+                    }
+                    Stmt::Assign(assign) => {
+                        for target in &assign.targets {
+                            attribute_heads(target, &mut self.frame.patched);
+                        }
+                    }
+                    Stmt::AugAssign(assign) => {
+                        attribute_heads(&assign.target, &mut self.frame.patched)
+                    }
+                    Stmt::AnnAssign(assign) => {
+                        attribute_heads(&assign.target, &mut self.frame.patched)
+                    }
+                    Stmt::Delete(delete) => {
+                        for target in &delete.targets {
+                            attribute_heads(target, &mut self.frame.patched);
+                        }
+                    }
+                    _ => {}
                 }
                 visitor::walk_stmt(self, stmt);
             });
         }
-        // Expressions hold no statements.
-        fn visit_expr(&mut self, _: &'a Expr) {}
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
+                if let Expr::Call(call) = expr {
+                    setattr_object(call, &mut self.frame.patched);
+                }
+                visitor::walk_expr(self, expr);
+            });
+        }
     }
-    visitor::walk_body(&mut Collector { out }, body);
+    visitor::walk_body(&mut Collector { frame }, body);
 }
