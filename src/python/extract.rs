@@ -961,20 +961,9 @@ impl<'src> Extractor<'src> {
     }
 
     fn stmt(&mut self, stmt: &Stmt) {
-        let compound = matches!(
-            stmt,
-            Stmt::If(_)
-                | Stmt::For(_)
-                | Stmt::While(_)
-                | Stmt::Try(_)
-                | Stmt::With(_)
-                | Stmt::Match(_)
-        );
         let mut entry = self.enter(stmt);
         self.simple_or_compound(stmt, &mut entry);
-        if compound {
-            self.merge(&mut entry);
-        }
+        self.leave(&mut entry);
     }
 
     fn simple_or_compound(&mut self, stmt: &Stmt, entry: &mut flow::Entry) {

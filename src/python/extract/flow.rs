@@ -22,10 +22,11 @@ use crate::python::facts::ExprId;
 /// The reaching values of one function frame.
 pub(super) type Reaching = FxHashMap<String, ExprId>;
 
-/// A compound statement being walked: the flow where it starts, and (once
-/// asked) the locals it binds anywhere.
+/// A statement being walked; for a compound one, the flow where it
+/// starts, and (once asked) the locals it binds anywhere.
 pub(super) struct Entry<'a> {
     stmt: &'a Stmt,
+    compound: bool,
     before: Reaching,
     bound: Option<FxHashSet<String>>,
 }
@@ -72,14 +73,31 @@ impl Extractor<'_> {
     }
 
     pub(super) fn enter<'a>(&mut self, stmt: &'a Stmt) -> Entry<'a> {
-        let before = self
-            .function_frame()
-            .map(|f| f.reaching.clone())
-            .unwrap_or_default();
+        let compound = matches!(
+            stmt,
+            Stmt::If(_)
+                | Stmt::For(_)
+                | Stmt::While(_)
+                | Stmt::Try(_)
+                | Stmt::With(_)
+                | Stmt::Match(_)
+        );
+        let before = match self.function_frame() {
+            Some(frame) if compound => frame.reaching.clone(),
+            _ => Reaching::default(),
+        };
         Entry {
             stmt,
+            compound,
             before,
             bound: None,
+        }
+    }
+
+    /// After a compound statement, its paths meet.
+    pub(super) fn leave(&mut self, entry: &mut Entry) {
+        if entry.compound {
+            self.merge(entry);
         }
     }
 
