@@ -1,6 +1,7 @@
 //! The symbol model (issue 11): class members, member-level calls through
 //! the method resolution order, callers per call site, and the call graph,
-//! on the `member_calls` fixture, each expected relationship asserted.
+//! on the `member_calls` fixture (locals bound more than once on
+//! `local_rebinding`), each expected relationship asserted.
 
 mod common;
 
@@ -10,7 +11,11 @@ use serde_json::{Value, json};
 
 /// The function_call relationships of `file`, as `common::line` renders them.
 fn calls_from(file: &str) -> Vec<String> {
-    let service = open("member_calls");
+    calls_in("member_calls", file)
+}
+
+fn calls_in(fixture: &str, file: &str) -> Vec<String> {
+    let service = open(fixture);
     service
         .dependencies(file)
         .expect("file exists")
@@ -87,6 +92,102 @@ fn an_attribute_made_by_a_class_attribute_is_looked_up_from_the_receivers_class(
             "shop/client_tests.py:13:20 function_call shop/clients.py RecordingClient.get 7",
             // Not relating: self.other (made by a function, not a class) and
             // FactoryTests's client (client_class is a method there).
+        ]
+    );
+}
+
+#[test]
+fn a_variable_or_class_attribute_bound_to_a_class_makes_instances_of_it() {
+    assert_eq!(
+        calls_from("shop/aliases.py"),
+        [
+            // manager_class = Manager, read on the class and through cls.
+            "shop/aliases.py:10:40 function_call shop/base.py Manager.filter 14",
+            "shop/aliases.py:14:35 function_call shop/base.py Manager.filter 14",
+            // ManagerAlias = Manager at module level.
+            "shop/aliases.py:33:26 function_call shop/base.py Manager.filter 14",
+            // Not relating: Unset.manager_class is None, Twice's is bound
+            // to two different things, and on an instance (Widget) an
+            // attribute set on self may hide the class attribute.
+        ]
+    );
+}
+
+#[test]
+fn a_class_defined_in_a_function_is_a_local_bound_to_that_class() {
+    assert_eq!(
+        calls_in("local_rebinding", "flow/local_classes.py"),
+        [
+            // Inherited members, on an instance and on the class.
+            "flow/local_classes.py:9:14 function_call flow/models.py Product.save 7",
+            "flow/local_classes.py:11:19 function_call flow/models.py Product.related 10",
+            // Patched (an attribute set in the function, or through setattr
+            // in a nested one) and a decorated class relate nothing.
+            "flow/local_classes.py:27:8 function_call <builtin:setattr> setattr -",
+            // Bound again to another class: each binding where it reaches.
+            "flow/local_classes.py:37:12 function_call flow/models.py Order.total 15",
+            "flow/local_classes.py:39:19 function_call flow/models.py Product.save 7",
+            // Bound once: a nested function sees it.
+            "flow/local_classes.py:55:22 function_call flow/models.py Order.total 15",
+        ]
+    );
+}
+
+#[test]
+fn a_local_bound_several_times_holds_the_binding_that_reaches_it_in_straight_line_code() {
+    assert_eq!(
+        calls_in("local_rebinding", "flow/rebinding.py"),
+        [
+            "flow/rebinding.py:8:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:9:9 function_call flow/models.py Product.save 7",
+            "flow/rebinding.py:10:11 function_call flow/models.py Order 14",
+            "flow/rebinding.py:11:9 function_call flow/models.py Order.total 15",
+            // A comprehension runs where it stands.
+            "flow/rebinding.py:12:10 function_call flow/models.py Order.store 18",
+            // The value is read before the target is bound; store() is not
+            // annotated, so the item.save() after it relates nothing.
+            "flow/rebinding.py:13:16 function_call flow/models.py Order.store 18",
+            // A parameter's annotation holds until the body binds it again.
+            "flow/rebinding.py:18:10 function_call flow/models.py Order.total 15",
+            "flow/rebinding.py:19:12 function_call flow/models.py Product 6",
+            "flow/rebinding.py:20:10 function_call flow/models.py Product.save 7",
+            // if: each branch starts from before the if; after it, nothing.
+            "flow/rebinding.py:24:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:26:15 function_call flow/models.py Order 14",
+            "flow/rebinding.py:27:13 function_call flow/models.py Order.total 15",
+            "flow/rebinding.py:29:13 function_call flow/models.py Product.related 10",
+            // Loops: an earlier iteration may have rebound item, so neither
+            // the first statement of the body nor what follows the loop
+            // relates.
+            "flow/rebinding.py:34:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:37:15 function_call flow/models.py Order 14",
+            "flow/rebinding.py:38:13 function_call flow/models.py Order.total 15",
+            "flow/rebinding.py:40:17 function_call <stdlib:random> random -",
+            "flow/rebinding.py:41:15 function_call flow/models.py Product 6",
+            // try: a handler may start anywhere in the body; else follows
+            // the whole body.
+            "flow/rebinding.py:46:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:48:15 function_call flow/models.py Order 14",
+            "flow/rebinding.py:52:13 function_call flow/models.py Order.total 15",
+            // with: straight on inside; a context manager may swallow an
+            // exception, so what follows relates nothing.
+            "flow/rebinding.py:57:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:59:15 function_call flow/models.py Order 14",
+            "flow/rebinding.py:60:13 function_call flow/models.py Order.total 15",
+            // A nested function runs later (item.save() there relates
+            // nothing); one that rebinds a local through nonlocal makes it
+            // unknown, even bound once.
+            "flow/rebinding.py:65:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:70:11 function_call flow/models.py Order 14",
+            "flow/rebinding.py:75:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:79:15 function_call flow/models.py Order 14",
+            "flow/rebinding.py:83:11 function_call flow/models.py Manager 1",
+            // An assignment expression rebinds.
+            "flow/rebinding.py:87:11 function_call flow/models.py Product 6",
+            // match: each case starts without what the statement binds.
+            "flow/rebinding.py:93:11 function_call flow/models.py Product 6",
+            "flow/rebinding.py:96:19 function_call flow/models.py Order 14",
+            "flow/rebinding.py:97:17 function_call flow/models.py Order.total 15",
         ]
     );
 }

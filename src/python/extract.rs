@@ -13,6 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::dynamic;
 
+mod flow;
 mod links;
 use super::facts::{
     Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
@@ -57,6 +58,13 @@ struct Frame {
     counts: FxHashMap<String, u32>,
     /// What a local bound exactly once holds, as an expression.
     values: FxHashMap<String, ExprId>,
+    /// What a local bound more than once holds here (`flow.rs`).
+    reaching: flow::Reaching,
+    /// Locals a nested function declares `nonlocal`: never known.
+    rebound_inside: FxHashSet<String>,
+    /// Locals whose attributes the body sets (`C.x = ...`, `setattr(C,
+    /// ...)`): a class bound to one of them is not known.
+    patched: FxHashSet<String>,
     /// `f`, `C.m`, `outer.<locals>.inner` for functions and classes;
     /// `None` for lambdas and comprehensions, which calls are not
     /// attributed to.
@@ -189,6 +197,9 @@ impl<'src> Extractor<'src> {
         let mut deferred = false;
         let innermost = self.scopes.len();
         for (index, frame) in self.scopes.iter().enumerate().rev() {
+            // A function between the use and this frame runs later: only a
+            // value bound once holds there.
+            let later = deferred;
             if frame.kind == FrameKind::Deferred {
                 deferred = true;
             }
@@ -205,7 +216,7 @@ impl<'src> Extractor<'src> {
                 Some(Local::Import(Some(index))) => {
                     return NameValue::Global(Lookup::LocalImport(*index));
                 }
-                Some(_) => return NameValue::Local(frame.values.get(name).copied()),
+                Some(_) => return NameValue::Local(frame.value_of(name, later)),
                 None => {}
             }
         }
@@ -413,20 +424,38 @@ impl<'src> Extractor<'src> {
         })
     }
 
-    /// A local bound once to `value` (or declared as `annotation`) holds it.
-    fn local_value(&mut self, target: &Expr, value: Option<&Expr>, annotation: Option<&Expr>) {
-        let Expr::Name(name) = target else { return };
+    /// A local bound to `value` (or declared as `annotation`) holds it:
+    /// everywhere when it is bound once, else until it is bound again or
+    /// the flow merges (`flow.rs`).
+    /// `assigned` keeps the value's expression across the targets of one
+    /// assignment: it is evaluated once, before any target is bound.
+    fn local_value(
+        &mut self,
+        target: &Expr,
+        value: Option<&Expr>,
+        annotation: Option<&Expr>,
+        assigned: &mut Option<Option<ExprId>>,
+    ) {
+        let Expr::Name(name) = target else {
+            self.forget_targets(target);
+            return;
+        };
         let Some(frame) = self.scopes.last() else {
             return;
         };
-        if frame.counts.get(name.id.as_str()) != Some(&1) {
+        let once = frame.counts.get(name.id.as_str()) == Some(&1);
+        if !once && value.is_none() {
+            // A bare declaration binds nothing at run time.
             return;
         }
-        let id = match annotation {
-            Some(annotation) => self.annotated_value(annotation),
-            None => value.and_then(|v| self.value_expr(v, None)),
+        let id = match (annotation, *assigned) {
+            (Some(annotation), _) => self.annotated_value(annotation),
+            (None, Some(id)) => id,
+            (None, None) => *assigned.insert(value.and_then(|v| self.value_expr(v, None))),
         };
-        if let (Some(id), Some(frame)) = (id, self.scopes.last_mut()) {
+        if !once {
+            self.reach(name.id.as_str(), id);
+        } else if let (Some(id), Some(frame)) = (id, self.scopes.last_mut()) {
             frame.values.insert(name.id.to_string(), id);
         }
     }
@@ -493,6 +522,7 @@ impl<'src> Extractor<'src> {
         self.sem().imports.push(import);
         let index = (self.semantic.imports.len() - 1) as u32;
         let Some(name) = bound else { return };
+        self.reach(&name, None);
         if let Some(frame) = self.scopes.last_mut() {
             if let Some(Local::Import(slot)) = frame.locals.get_mut(&name) {
                 *slot = Some(index);
@@ -512,6 +542,7 @@ impl<'src> Extractor<'src> {
         let qualname = self.qualname_of(def.name.as_str());
         self.record_function(def, &qualname);
         self.bind_module(def.name.as_str(), BindingKind::Definition);
+        self.reach(def.name.as_str(), None);
         if let Some(class) = self.class_body()
             && let Some(c) = self.semantic.classes.get_mut(class as usize)
         {
@@ -566,9 +597,12 @@ impl<'src> Extractor<'src> {
         for (name, id) in annotated {
             frame.values.entry(name).or_insert(id);
         }
-        frame
-            .values
-            .retain(|name, _| frame.counts.get(name) == Some(&1));
+        // A parameter bound again in the body holds its value until then.
+        let (once, again) = std::mem::take(&mut frame.values)
+            .into_iter()
+            .partition(|(name, _)| frame.counts.get(name) == Some(&1));
+        frame.values = once;
+        frame.reaching = again;
         self.scopes.push(frame);
         self.suite(&def.body);
         self.scopes.pop();
@@ -586,7 +620,7 @@ impl<'src> Extractor<'src> {
     }
 
     fn class_def(&mut self, class: &StmtClassDef) {
-        self.decorators(&class.decorator_list);
+        let kept = self.decorators(&class.decorator_list);
         let qualname = self.qualname_of(class.name.as_str());
         let mut bases = Vec::new();
         if let Some(arguments) = &class.arguments {
@@ -636,11 +670,37 @@ impl<'src> Extractor<'src> {
             bases,
             members,
         });
+        let index = self.semantic.classes.len() as u32 - 1;
         self.scopes.push(frame);
         self.class_names.push(class.name.to_string());
         self.suite(&class.body);
         self.class_names.pop();
         self.scopes.pop();
+        self.local_class(class, index, kept);
+    }
+
+    /// A class defined in a function is a local bound to that class, once
+    /// its body has run: `Model.check()` and `Form().is_valid()` in a test
+    /// resolve. Not when a decorator may replace it or the function sets
+    /// its attributes (which would patch its members).
+    fn local_class(&mut self, class: &StmtClassDef, index: u32, kept: bool) {
+        let name = class.name.as_str();
+        let Some(frame) = self.scopes.last() else {
+            return;
+        };
+        if frame.kind != FrameKind::Deferred || !kept || frame.patched.contains(name) {
+            self.reach(name, None);
+            return;
+        }
+        let once = frame.counts.get(name) == Some(&1);
+        let site = self.add_site(class.name.range.start());
+        let id = self.push_expression(site, ExprKind::ClassOf { class: index });
+        match self.scopes.last_mut() {
+            Some(frame) if once => {
+                frame.values.insert(name.to_string(), id);
+            }
+            _ => self.reach(name, Some(id)),
+        }
     }
 
     /// Whether definitions here are recorded: at module level and in
@@ -796,7 +856,7 @@ impl<'src> Extractor<'src> {
         };
     }
 
-    fn try_stmt(&mut self, stmt: &ast::StmtTry) {
+    fn try_stmt(&mut self, entry: &mut flow::Entry, stmt: &ast::StmtTry) {
         let guards_import = stmt.handlers.iter().any(|ExceptHandler::ExceptHandler(h)| {
             h.type_.as_deref().is_none_or(catches_import_error)
         });
@@ -806,7 +866,9 @@ impl<'src> Extractor<'src> {
             Condition::Other
         };
         self.conditional_suite(condition, &stmt.body);
+        let body_done = self.snapshot();
         for ExceptHandler::ExceptHandler(handler) in &stmt.handlers {
+            self.merge(entry);
             if let Some(type_) = &handler.type_ {
                 self.visit_expr(type_);
             }
@@ -815,15 +877,19 @@ impl<'src> Extractor<'src> {
             }
             self.conditional_suite(condition, &handler.body);
         }
+        // `else` runs when the body ran to its end.
+        self.restore(body_done);
         self.conditional_suite(condition, &stmt.orelse);
+        self.merge(entry);
         self.suite(&stmt.finalbody);
     }
 
-    fn if_stmt(&mut self, stmt: &ast::StmtIf) {
+    fn if_stmt(&mut self, entry: &flow::Entry, stmt: &ast::StmtIf) {
         self.visit_expr(&stmt.test);
         let condition = classify_condition(&stmt.test);
         self.conditional_suite(condition, &stmt.body);
         for clause in &stmt.elif_else_clauses {
+            self.branch(entry);
             if let Some(test) = &clause.test {
                 self.visit_expr(test);
             }
@@ -837,6 +903,23 @@ impl<'src> Extractor<'src> {
     }
 
     fn stmt(&mut self, stmt: &Stmt) {
+        let compound = matches!(
+            stmt,
+            Stmt::If(_)
+                | Stmt::For(_)
+                | Stmt::While(_)
+                | Stmt::Try(_)
+                | Stmt::With(_)
+                | Stmt::Match(_)
+        );
+        let mut entry = self.enter(stmt);
+        self.simple_or_compound(stmt, &mut entry);
+        if compound {
+            self.merge(&mut entry);
+        }
+    }
+
+    fn simple_or_compound(&mut self, stmt: &Stmt, entry: &mut flow::Entry) {
         match stmt {
             Stmt::FunctionDef(def) => self.function_def(def),
             Stmt::ClassDef(class) => self.class_def(class),
@@ -870,18 +953,19 @@ impl<'src> Extractor<'src> {
                     self.import(target, alias.asname.as_ref(), at);
                 }
             }
-            Stmt::If(stmt) => self.if_stmt(stmt),
-            Stmt::Try(stmt) => self.try_stmt(stmt),
+            Stmt::If(stmt) => self.if_stmt(entry, stmt),
+            Stmt::Try(stmt) => self.try_stmt(entry, stmt),
             Stmt::Assign(assign) => {
                 self.plugin_factory(assign);
                 self.visit_expr(&assign.value);
                 self.dunder_all(stmt);
                 self.dunder_metaclass(assign);
+                let mut assigned = None;
                 for target in &assign.targets {
                     self.attribute_assignments(target);
                     self.visit_expr(target);
                     self.declare(target, Some(&assign.value), None);
-                    self.local_value(target, Some(&assign.value), None);
+                    self.local_value(target, Some(&assign.value), None, &mut assigned);
                     self.self_attribute(stmt, target, Some(&assign.value), None);
                     self.bind_targets(target, BindingKind::Assignment);
                     self.record_variable(target, stmt);
@@ -901,7 +985,7 @@ impl<'src> Extractor<'src> {
                     self.record_variable(&assign.target, stmt);
                 }
                 self.declare(&assign.target, value, annotation);
-                self.local_value(&assign.target, value, annotation);
+                self.local_value(&assign.target, value, annotation, &mut None);
                 self.self_attribute(stmt, &assign.target, value, annotation);
                 self.visit_expr(&assign.target);
             }
@@ -912,17 +996,23 @@ impl<'src> Extractor<'src> {
                 self.declare(&assign.target, None, None);
                 self.self_attribute(stmt, &assign.target, None, None);
                 self.bind_targets(&assign.target, BindingKind::Assignment);
+                self.forget_targets(&assign.target);
             }
             Stmt::For(stmt) => {
                 self.visit_expr(&stmt.iter);
+                // Each iteration starts where any earlier one may have left.
+                self.merge(entry);
                 self.bind_targets(&stmt.target, BindingKind::Other);
                 self.visit_expr(&stmt.target);
                 self.conditional_suite(Condition::Other, &stmt.body);
+                self.merge(entry);
                 self.conditional_suite(Condition::Other, &stmt.orelse);
             }
             Stmt::While(stmt) => {
+                self.merge(entry);
                 self.visit_expr(&stmt.test);
                 self.conditional_suite(Condition::Other, &stmt.body);
+                self.merge(entry);
                 self.conditional_suite(Condition::Other, &stmt.orelse);
             }
             Stmt::With(stmt) => {
@@ -931,13 +1021,17 @@ impl<'src> Extractor<'src> {
                     if let Some(vars) = &item.optional_vars {
                         self.bind_targets(vars, BindingKind::Other);
                         self.visit_expr(vars);
+                        self.forget_targets(vars);
                     }
                 }
+                // Straight on inside; a context manager that swallows an
+                // exception ends the body early, so what follows merges.
                 self.suite(&stmt.body);
             }
             Stmt::Match(stmt) => {
                 self.visit_expr(&stmt.subject);
                 for case in &stmt.cases {
+                    self.merge(entry);
                     if let Some(guard) = &case.guard {
                         self.visit_expr(guard);
                     }
@@ -948,6 +1042,7 @@ impl<'src> Extractor<'src> {
                 for target in &delete.targets {
                     self.bind_targets(target, BindingKind::Other);
                     self.visit_expr(target);
+                    self.forget_targets(target);
                 }
             }
             Stmt::Expr(expr) => {
@@ -1014,6 +1109,7 @@ impl<'src> Extractor<'src> {
             Expr::Named(named) => {
                 self.visit_expr(&named.value);
                 self.bind_targets(&named.target, BindingKind::Other);
+                self.forget_everywhere(&named.target);
             }
             Expr::Subscript(subscript) => {
                 self.plugin_subscript(subscript);
@@ -1131,7 +1227,9 @@ impl<'src> Extractor<'src> {
 
     /// Decorators are expressions evaluated where the definition stands;
     /// those that may replace what they decorate are recorded (EC-8).
-    fn decorators(&mut self, decorators: &[ast::Decorator]) {
+    /// Returns whether every decorator keeps the definition as written.
+    fn decorators(&mut self, decorators: &[ast::Decorator]) -> bool {
+        let mut keeps = true;
         for decorator in decorators {
             let expression = &decorator.expression;
             let callee = match expression {
@@ -1144,6 +1242,7 @@ impl<'src> Extractor<'src> {
                 None => self.short_text(callee),
             };
             if !dynamic::keeps_definition(&name) {
+                keeps = false;
                 self.push_dynamic(
                     expression.range().start(),
                     DynamicPattern::Decorator { name },
@@ -1151,6 +1250,7 @@ impl<'src> Extractor<'src> {
             }
             self.visit_expr(expression);
         }
+        keeps
     }
 
     fn metaclass(&mut self, class: &str, at: TextSize, metaclass: &Expr) {
@@ -1224,8 +1324,24 @@ impl Frame {
             nonlocals: FxHashSet::default(),
             counts: FxHashMap::default(),
             values: FxHashMap::default(),
+            reaching: flow::Reaching::default(),
+            rebound_inside: FxHashSet::default(),
+            patched: FxHashSet::default(),
             qualname: None,
             class: None,
+        }
+    }
+
+    /// What local `name` holds at the current position; `later` for a use
+    /// from a nested function.
+    fn value_of(&self, name: &str, later: bool) -> Option<ExprId> {
+        if self.rebound_inside.contains(name) {
+            return None;
+        }
+        match self.values.get(name) {
+            Some(&id) => Some(id),
+            None if later => None,
+            None => self.reaching.get(name).copied(),
         }
     }
 
@@ -1258,6 +1374,10 @@ fn collect_locals(body: &[Stmt], frame: &mut Frame) {
                     self.targets(&named.target);
                     self.visit_expr(&named.value);
                 }
+                Expr::Call(call) => {
+                    setattr_object(call, &mut self.frame.patched);
+                    visitor::walk_expr(self, expr);
+                }
                 Expr::Lambda(_) => {}
                 _ => visitor::walk_expr(self, expr),
             });
@@ -1270,11 +1390,18 @@ fn collect_locals(body: &[Stmt], frame: &mut Frame) {
             for name in names {
                 self.frame.bind(name, Local::Other);
             }
+            attribute_heads(target, &mut self.frame.patched);
         }
         fn stmt(&mut self, stmt: &Stmt) {
             match stmt {
-                Stmt::FunctionDef(def) => self.frame.bind(def.name.as_str(), Local::Other),
-                Stmt::ClassDef(class) => self.frame.bind(class.name.as_str(), Local::Other),
+                Stmt::FunctionDef(def) => {
+                    self.frame.bind(def.name.as_str(), Local::Other);
+                    flow::nested_changes(&def.body, self.frame);
+                }
+                Stmt::ClassDef(class) => {
+                    self.frame.bind(class.name.as_str(), Local::Other);
+                    flow::nested_changes(&class.body, self.frame);
+                }
                 Stmt::Import(import) => {
                     for alias in &import.names {
                         let name = alias.asname.as_ref().map_or_else(
@@ -1384,6 +1511,30 @@ fn pattern_names(pattern: &ast::Pattern, frame: &mut Frame) {
             }
         }
         Pattern::MatchValue(_) | Pattern::MatchSingleton(_) => {}
+    }
+}
+
+/// `setattr(C, ...)`: C's attributes are set.
+fn setattr_object(call: &ast::ExprCall, out: &mut FxHashSet<String>) {
+    if is_name(&call.func, "setattr")
+        && let Some(Expr::Name(object)) = call.arguments.args.first()
+    {
+        out.insert(object.id.to_string());
+    }
+}
+
+/// The names whose attributes an assignment target sets (`C.x = ...`).
+fn attribute_heads(target: &Expr, out: &mut FxHashSet<String>) {
+    match target {
+        Expr::Attribute(attribute) => {
+            if let Expr::Name(name) = attribute.value.as_ref() {
+                out.insert(name.id.to_string());
+            }
+        }
+        Expr::Tuple(tuple) => tuple.elts.iter().for_each(|e| attribute_heads(e, out)),
+        Expr::List(list) => list.elts.iter().for_each(|e| attribute_heads(e, out)),
+        Expr::Starred(starred) => attribute_heads(&starred.value, out),
+        _ => {}
     }
 }
 

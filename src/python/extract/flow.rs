@@ -1,0 +1,180 @@
+//! What a local bound more than once holds at a point of a function body:
+//! the value of the last binding, as long as straight-line code leads from
+//! it to the use. `form = Form(a); form.is_valid(); form = Form(b);
+//! form.is_valid()` knows both calls' receivers.
+//!
+//! A compound statement (`if`, `for`, `while`, `try`, `with`, `match`) can
+//! skip, repeat or leave early any part of its body, so where its branches
+//! meet again (after it, at a loop's next iteration, in an exception
+//! handler) every local it binds anywhere is forgotten. A local bound once
+//! keeps its value everywhere (`Frame::values`), as before; a nested
+//! function sees only those, since it runs later.
+
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{Expr, Stmt};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::{
+    Extractor, Frame, FrameKind, attribute_heads, collect_locals, setattr_object, target_names,
+};
+use crate::python::facts::ExprId;
+
+/// The reaching values of one function frame.
+pub(super) type Reaching = FxHashMap<String, ExprId>;
+
+/// A compound statement being walked: the flow where it starts, and (once
+/// asked) the locals it binds anywhere.
+pub(super) struct Entry<'a> {
+    stmt: &'a Stmt,
+    before: Reaching,
+    bound: Option<FxHashSet<String>>,
+}
+
+impl Extractor<'_> {
+    /// The innermost frame when it is a function body (flow is followed
+    /// there only).
+    fn function_frame(&mut self) -> Option<&mut Frame> {
+        self.scopes
+            .last_mut()
+            .filter(|f| f.kind == FrameKind::Deferred)
+    }
+
+    /// A local of the current function now holds `value` (or something
+    /// unknown).
+    pub(super) fn reach(&mut self, name: &str, value: Option<ExprId>) {
+        if let Some(frame) = self.function_frame() {
+            match value {
+                Some(id) => frame.reaching.insert(name.to_string(), id),
+                None => frame.reaching.remove(name),
+            };
+        }
+    }
+
+    /// Every local `target` binds now holds something unknown.
+    pub(super) fn forget_targets(&mut self, target: &Expr) {
+        let mut names = Vec::new();
+        target_names(target, &mut names);
+        for name in names {
+            self.reach(name, None);
+        }
+    }
+
+    /// An assignment expression binds in the nearest function, not in the
+    /// comprehension it may stand in: forgotten in every frame.
+    pub(super) fn forget_everywhere(&mut self, target: &Expr) {
+        let mut names = Vec::new();
+        target_names(target, &mut names);
+        for frame in &mut self.scopes {
+            for name in &names {
+                frame.reaching.remove(*name);
+            }
+        }
+    }
+
+    pub(super) fn enter<'a>(&mut self, stmt: &'a Stmt) -> Entry<'a> {
+        let before = self
+            .function_frame()
+            .map(|f| f.reaching.clone())
+            .unwrap_or_default();
+        Entry {
+            stmt,
+            before,
+            bound: None,
+        }
+    }
+
+    /// Back to the flow where the statement started (an `if`'s next
+    /// branch).
+    pub(super) fn branch(&mut self, entry: &Entry) {
+        if let Some(frame) = self.function_frame() {
+            frame.reaching.clone_from(&entry.before);
+        }
+    }
+
+    /// A point several paths through the statement reach: what it started
+    /// with, less every local it binds.
+    pub(super) fn merge(&mut self, entry: &mut Entry) {
+        if self.function_frame().is_none() {
+            return;
+        }
+        let mut reaching = entry.before.clone();
+        if !reaching.is_empty() {
+            let bound = entry
+                .bound
+                .get_or_insert_with(|| bound_names(std::slice::from_ref(entry.stmt)));
+            reaching.retain(|name, _| !bound.contains(name));
+        }
+        if let Some(frame) = self.function_frame() {
+            frame.reaching = reaching;
+        }
+    }
+
+    /// The current flow, to come back to (a `try`'s `else` follows its body).
+    pub(super) fn snapshot(&mut self) -> Reaching {
+        self.function_frame()
+            .map(|f| f.reaching.clone())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn restore(&mut self, reaching: Reaching) {
+        if let Some(frame) = self.function_frame() {
+            frame.reaching = reaching;
+        }
+    }
+}
+
+/// The names `stmts` bind anywhere outside nested scopes.
+fn bound_names(stmts: &[Stmt]) -> FxHashSet<String> {
+    let mut frame = Frame::new(FrameKind::Deferred, FxHashMap::default());
+    collect_locals(stmts, &mut frame);
+    frame.counts.into_keys().collect()
+}
+
+/// What code nested in `body` (functions and class bodies) can change in
+/// the enclosing function at any time: locals it declares `nonlocal`
+/// (`Frame::rebound_inside`) and locals whose attributes it sets
+/// (`Frame::patched`).
+pub(super) fn nested_changes(body: &[Stmt], frame: &mut Frame) {
+    struct Collector<'f> {
+        frame: &'f mut Frame,
+    }
+    impl<'a> Visitor<'a> for Collector<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
+                match stmt {
+                    Stmt::Nonlocal(nonlocal) => {
+                        let names = nonlocal.names.iter().map(|n| n.to_string());
+                        self.frame.rebound_inside.extend(names);
+                    }
+                    Stmt::Assign(assign) => {
+                        for target in &assign.targets {
+                            attribute_heads(target, &mut self.frame.patched);
+                        }
+                    }
+                    Stmt::AugAssign(assign) => {
+                        attribute_heads(&assign.target, &mut self.frame.patched)
+                    }
+                    Stmt::AnnAssign(assign) => {
+                        attribute_heads(&assign.target, &mut self.frame.patched)
+                    }
+                    Stmt::Delete(delete) => {
+                        for target in &delete.targets {
+                            attribute_heads(target, &mut self.frame.patched);
+                        }
+                    }
+                    _ => {}
+                }
+                visitor::walk_stmt(self, stmt);
+            });
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
+                if let Expr::Call(call) = expr {
+                    setattr_object(call, &mut self.frame.patched);
+                }
+                visitor::walk_expr(self, expr);
+            });
+        }
+    }
+    visitor::walk_body(&mut Collector { frame }, body);
+}
