@@ -143,7 +143,7 @@ pub(crate) fn usage_counts(db: &dyn Db, project: Project) -> Vec<((Node, Sym), u
 /// and the whole-project stages. What `program` concatenates, read here
 /// relation by relation so that an answer about one relation does not
 /// build (and keep) the union of all of them.
-fn stage_outputs<'db>(db: &'db dyn Db, project: Project) -> impl Iterator<Item = &'db Outputs> {
+fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs> {
     [db::resolve_stage(db, project)]
         .into_iter()
         .chain(
