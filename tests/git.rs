@@ -289,6 +289,61 @@ fn a_cached_blame_answers_as_a_fresh_one_and_follows_the_content_and_head() {
 }
 
 #[test]
+fn blames_computed_ahead_answer_as_fresh_ones_and_follow_head() {
+    let repo = history();
+    let service = xfile::service::Service::open(&repo.path()).unwrap();
+    let fresh = |path: &str| {
+        let blame = Repo::open(&repo.path())
+            .unwrap()
+            .blame(path, None, None)
+            .unwrap();
+        xfile::service::history::blame_text(&blame, service.answer_token_limit())
+    };
+    // Newest change first; app/models.py, gone from the work tree since
+    // the rename, cannot be blamed and is passed over.
+    let expected = ["app/core.py", "app/utils.py", "README.md"];
+    service.precompute_blames();
+    assert_eq!(service.blamed_ahead(), expected);
+    for path in expected {
+        assert_eq!(service.git_blame(path, None, None).unwrap(), fresh(path));
+    }
+    // A range is cut from the whole-file blame computed ahead.
+    let range = service.git_blame("app/core.py", Some(6), Some(8)).unwrap();
+    let cold = Repo::open(&repo.path())
+        .unwrap()
+        .blame("app/core.py", Some(6), Some(8))
+        .unwrap();
+    assert_eq!(
+        range,
+        xfile::service::history::blame_text(&cold, service.answer_token_limit())
+    );
+    // A new commit moves HEAD: the next git answer starts the blames
+    // ahead again, off its own path, for the new HEAD.
+    let path = repo.path().join("app/core.py");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("return 20", "return 200")).unwrap();
+    repo.git(&["add", "app/core.py"]);
+    repo.commit_staged("Eve", 7, "Bigger helper");
+    assert!(service.blamed_ahead().is_empty());
+    service.git_log(&query(1)).unwrap();
+    let waited = std::time::Instant::now();
+    while service.blamed_ahead().len() < expected.len() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(60),
+            "no blames ahead for the new HEAD"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(service.blamed_ahead(), expected);
+    let after = service.git_blame("app/core.py", None, None).unwrap();
+    assert_eq!(after, fresh("app/core.py"));
+    assert!(
+        after.contains("Eve <eve@example.com>: Bigger helper"),
+        "{after}"
+    );
+}
+
+#[test]
 fn change_times_walk_from_head_within_their_bounds() {
     let repo = history();
     let git = Repo::open(&repo.path()).unwrap();

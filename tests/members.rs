@@ -134,6 +134,34 @@ fn a_class_defined_in_a_function_is_a_local_bound_to_that_class() {
 }
 
 #[test]
+fn an_unannotated_function_returning_only_calls_of_one_class_returns_its_instances() {
+    assert_eq!(
+        calls_in("local_rebinding", "flow/returns.py"),
+        [
+            "flow/returns.py:14:4 function_call flow/models.py make_order 22",
+            // return Order()
+            "flow/returns.py:14:17 function_call flow/models.py Order.total 15",
+            "flow/returns.py:15:4 function_call flow/models.py maybe_product 26",
+            // return None or Product(): a call can only succeed on a Product.
+            "flow/returns.py:15:24 function_call flow/models.py Product.save 7",
+            // Not relating: either (two classes), products (a generator),
+            // fetch (async: a coroutine), shadowed (Order is a local there).
+            "flow/returns.py:16:4 function_call flow/models.py either 32",
+            "flow/returns.py:17:4 function_call flow/models.py forwarded 38",
+            // return make_order(): what that returns.
+            "flow/returns.py:17:16 function_call flow/models.py Order.total 15",
+            "flow/returns.py:18:4 function_call flow/models.py products 42",
+            "flow/returns.py:19:4 function_call flow/models.py fetch 47",
+            "flow/returns.py:20:4 function_call flow/models.py shadowed 51",
+            // Store.order returns Order().
+            "flow/returns.py:21:11 function_call flow/models.py Store 56",
+            "flow/returns.py:21:19 function_call flow/models.py Store.order 57",
+            "flow/returns.py:21:27 function_call flow/models.py Order.store 18",
+        ]
+    );
+}
+
+#[test]
 fn a_local_bound_several_times_holds_the_binding_that_reaches_it_in_straight_line_code() {
     assert_eq!(
         calls_in("local_rebinding", "flow/rebinding.py"),

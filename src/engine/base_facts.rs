@@ -15,8 +15,8 @@ use super::datalog::{
     Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported, CallIn, CallRef,
     ClassDef, Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance, ExprName, ExprSelf,
     ExprSuper, External, HasAll, HasMember, ImportName, ImportStmt, InputFact, MadeBy, MethodCall,
-    Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, RuntimeImport, Site,
-    StarExport, StarImport, Sym,
+    Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, ReturnsCall,
+    RuntimeImport, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -559,6 +559,9 @@ impl Builder<'_> {
                 }
                 TypeSource::Returns => {
                     InputFact::ReturnsAnnotated(ReturnsAnnotated(self.me, qualname, module, name))
+                }
+                TypeSource::ReturnsCall => {
+                    InputFact::ReturnsCall(ReturnsCall(self.me, qualname, module, name))
                 }
                 TypeSource::Alias => {
                     InputFact::AssignedName(AssignedName(self.me, qualname, module, name))

@@ -111,6 +111,10 @@ impl Member {
             // cancels and restarts the computation.
             let hot = live.clone();
             tokio::task::spawn_blocking(move || hot.read(Service::precompute_hot_spots));
+            // So are the blames of the files changed last (no index needed:
+            // they come from the repository).
+            let blames = live.clone();
+            tokio::task::spawn_blocking(move || blames.snapshot().precompute_blames());
             let logged = live.clone();
             let refreshing = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let root = member.root.clone();

@@ -65,6 +65,10 @@ struct Frame {
     /// Locals whose attributes the body sets (`C.x = ...`, `setattr(C,
     /// ...)`): a class bound to one of them is not known.
     patched: FxHashSet<String>,
+    /// What the function's `return` statements return so far.
+    returned: Returned,
+    /// The body yields: calling it makes a generator.
+    generator: bool,
     /// `f`, `C.m`, `outer.<locals>.inner` for functions and classes;
     /// `None` for lambdas and comprehensions, which calls are not
     /// attributed to.
@@ -72,6 +76,16 @@ struct Frame {
     /// A class body: the class's index in `Semantic::classes`. A method
     /// body: the class it is a method of (for `super()`).
     class: Option<u32>,
+}
+
+/// The values a function's `return` statements give, as far as they agree.
+enum Returned {
+    /// Only `return`, `return None` or none at all.
+    Nothing,
+    /// Calls of one name chain (`return Engine(...)`), a global or import.
+    Call(Reference),
+    /// Anything else.
+    Unknown,
 }
 
 /// Where a name used in an expression comes from.
@@ -605,7 +619,51 @@ impl<'src> Extractor<'src> {
         frame.reaching = again;
         self.scopes.push(frame);
         self.suite(&def.body);
-        self.scopes.pop();
+        let frame = self.scopes.pop();
+        // Calling an async function or a generator gives a coroutine or a
+        // generator, whatever it returns.
+        if let Some(Frame {
+            returned: Returned::Call(reference),
+            generator: false,
+            qualname: Some(qualname),
+            ..
+        }) = frame
+            && def.returns.is_none()
+            && !def.is_async
+        {
+            self.declarations
+                .returns(qualname, (TypeSource::ReturnsCall, reference));
+        }
+    }
+
+    /// A `return` of the innermost function.
+    fn returns(&mut self, value: Option<&Expr>) {
+        let value = value.filter(|v| !v.is_none_literal_expr());
+        let call = match value {
+            None => return,
+            Some(Expr::Call(call)) => Some(call),
+            Some(_) => None,
+        };
+        let Some(frame) = self.scopes.last() else {
+            return;
+        };
+        let returned = match (&frame.returned, call) {
+            (Returned::Unknown, _) | (_, None) => Returned::Unknown,
+            (Returned::Call(first), Some(call)) => {
+                let mut path = Vec::new();
+                match name_chain(&call.func, &mut path) {
+                    Some(_) if path == first.path => return,
+                    _ => Returned::Unknown,
+                }
+            }
+            (Returned::Nothing, Some(call)) => match self.reference(&call.func) {
+                Some(reference) => Returned::Call(reference),
+                None => Returned::Unknown,
+            },
+        };
+        if let Some(frame) = self.scopes.last_mut() {
+            frame.returned = returned;
+        }
     }
 
     fn parameter_defaults(&mut self, parameters: &Parameters) {
@@ -1049,6 +1107,12 @@ impl<'src> Extractor<'src> {
                 self.dunder_all(stmt);
                 self.visit_expr(&expr.value);
             }
+            Stmt::Return(ret) => {
+                if let Some(value) = &ret.value {
+                    self.visit_expr(value);
+                }
+                self.returns(ret.value.as_deref());
+            }
             _ => visitor::walk_stmt(self, stmt),
         }
     }
@@ -1105,6 +1169,12 @@ impl<'src> Extractor<'src> {
                 let mut elements: Vec<&Expr> = comp.key.iter().map(AsRef::as_ref).collect();
                 elements.push(&comp.value);
                 self.comprehension(&comp.generators, &elements);
+            }
+            Expr::Yield(_) | Expr::YieldFrom(_) => {
+                if let Some(frame) = self.scopes.last_mut() {
+                    frame.generator = true;
+                }
+                visitor::walk_expr(self, expr);
             }
             Expr::Named(named) => {
                 self.visit_expr(&named.value);
@@ -1327,6 +1397,8 @@ impl Frame {
             reaching: flow::Reaching::default(),
             rebound_inside: FxHashSet::default(),
             patched: FxHashSet::default(),
+            returned: Returned::Nothing,
+            generator: false,
             qualname: None,
             class: None,
         }

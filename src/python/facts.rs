@@ -186,6 +186,9 @@ pub enum TypeSource {
     Call,
     /// `def f(...) -> T`: calling f gives an instance of class T.
     Returns,
+    /// `def f(...)` without a return annotation whose every `return`
+    /// returns `T(...)` (or nothing): calling f gives what calling T gives.
+    ReturnsCall,
     /// `x = T` (a class attribute or module variable naming T): x is T
     /// itself, when T is a class.
     Alias,

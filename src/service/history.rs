@@ -253,10 +253,28 @@ pub fn diff_text(diff: &Diff, budget: usize) -> String {
 }
 
 /// The git tools of a served project: the repository opened once, blames
-/// kept per file content and HEAD.
+/// kept per file content and HEAD, those of the files changed last
+/// computed ahead.
 impl super::Service {
+    /// Computes ahead, here and now, the blames of the files the newest
+    /// commits changed (a server does this once its index is ready, and
+    /// again on a thread of its own when a git tool sees HEAD moved).
+    pub fn precompute_blames(&self) {
+        self.git.warm_blames(self.root());
+    }
+
+    /// The files whose blames [`Service::precompute_blames`] computed for
+    /// the current HEAD.
+    pub fn blamed_ahead(&self) -> Vec<String> {
+        match self.git.repo(self.root()).map(|repo| repo.head_id()) {
+            Ok(Some(head)) => self.git.blamed_ahead(head),
+            _ => Vec::new(),
+        }
+    }
+
     pub fn git_log(&self, query: &LogQuery<'_>) -> Result<String, GitError> {
         let log = self.git.repo(self.root())?.log(query)?;
+        self.git.warm_blames_later(self.root());
         Ok(log_text(&log, self.answer_token_limit()))
     }
 
@@ -268,6 +286,7 @@ impl super::Service {
     ) -> Result<String, GitError> {
         let repo = self.git.repo(self.root())?;
         let blame = repo.blame_cached(file, start, end, Some(&self.git.blames))?;
+        self.git.warm_blames_later(self.root());
         Ok(blame_text(&blame, self.answer_token_limit()))
     }
 
@@ -278,6 +297,7 @@ impl super::Service {
         path: Option<&str>,
     ) -> Result<String, GitError> {
         let diff = self.git.repo(self.root())?.diff(base, head, path)?;
+        self.git.warm_blames_later(self.root());
         Ok(diff_text(&diff, self.answer_token_limit()))
     }
 }

@@ -112,6 +112,7 @@ impl Service {
     pub fn impact(&self, base: Option<&str>, depth: usize) -> Result<Impact, GitError> {
         let repo = self.git.repo(self.root())?;
         let diff = repo.diff(base, None, None)?;
+        self.git.warm_blames_later(self.root());
         let base = diff.base.clone();
         let depth = depth.clamp(1, MAX_DEPTH);
         let mut changed = Vec::new();
@@ -390,7 +391,23 @@ impl<'s> Walk<'s> {
                     line,
                 ));
             }
-            for (file, class) in engine.subclasses(&symbol.file, &symbol.qualname) {
+            // Only a class (one of the file's class facts, which the class
+            // table is built from) has subclasses; asking the table of
+            // every method and function (a scan of every class's
+            // resolution order each) was a third of the walk.
+            let is_class = engine.facts(&symbol.file).is_some_and(|facts| {
+                facts
+                    .semantic
+                    .classes
+                    .iter()
+                    .any(|c| c.qualname == symbol.qualname)
+            });
+            let subclasses = if is_class {
+                engine.subclasses(&symbol.file, &symbol.qualname)
+            } else {
+                Vec::new()
+            };
+            for (file, class) in subclasses {
                 let line = engine
                     .facts(&file)
                     .and_then(|f| f.definitions.iter().find(|d| d.qualname == class))
@@ -398,13 +415,16 @@ impl<'s> Walk<'s> {
                 direct.push((symbol_of(&file, &class), Via::Subclasses, line));
             }
         }
-        for (importer, name, line) in self.imports_of(&symbol.file) {
-            // A module-level change reaches every importer; a definition,
-            // those importing it by name.
-            let names_it =
-                symbol.qualname == "<module>" || name.as_deref() == Some(&symbol.qualname);
-            if names_it {
-                direct.push((importer.clone(), Via::Imports, *line));
+        // A module-level change reaches every importer; a definition,
+        // those importing it by name. Only module-level definitions can be
+        // imported by name (an import resolves to a module-level binding),
+        // so a method or a nested function has no importers to look up.
+        let importable = symbol.qualname == "<module>" || !symbol.qualname.contains('.');
+        if importable {
+            for (importer, name, line) in self.imports_of(&symbol.file) {
+                if symbol.qualname == "<module>" || name.as_deref() == Some(&symbol.qualname) {
+                    direct.push((importer.clone(), Via::Imports, *line));
+                }
             }
         }
         direct.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
@@ -524,12 +544,17 @@ impl Impact {
             out
         };
         let room = budget.saturating_sub(count_tokens(&head));
-        let shown = fitting(items.len(), room, |n| count_tokens(&render(n)));
-        let shown = if count_tokens(&render(shown)) <= room {
-            shown
-        } else {
-            0
+        // Each size counted once: `fitting` has usually just counted the
+        // size it settles on (the whole list, when it fits).
+        let counted = std::cell::RefCell::new(HashMap::new());
+        let cost = |n: usize| {
+            *counted
+                .borrow_mut()
+                .entry(n)
+                .or_insert_with(|| count_tokens(&render(n)))
         };
+        let shown = fitting(items.len(), room, cost);
+        let shown = if cost(shown) <= room { shown } else { 0 };
         let mut out = head + &render(shown);
         if self.dependents.is_empty() && self.test_dependents.is_empty() {
             out.push_str("\nNo dependents found in the project.\n");
