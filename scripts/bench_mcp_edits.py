@@ -27,7 +27,9 @@ server = Server(os.path.abspath(args.xfile), root)
 
 def depends(source):
     text = server.call("get_dependents", {"file_path": args.target})
-    return f'"source_file": "{source}"' in text
+    # The answer is text by default (a JSON key test never matched): the
+    # source's path shows in either form only when it is a dependent.
+    return source in text
 
 depends(args.importer)  # waits for the first index
 module = args.target[:-3].replace("/", ".")

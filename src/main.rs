@@ -1,5 +1,7 @@
 // Parsing and fact extraction allocate many small, short-lived objects:
-// mimalloc serves them faster than the system allocator.
+// mimalloc serves them faster than the system allocator. The feature
+// `system-alloc` leaves it out for heap profilers (README, development).
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

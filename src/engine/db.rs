@@ -654,47 +654,57 @@ pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> 
     )
 }
 
-/// What the `file` stage sees for one file: its own base facts; the
-/// `resolve` tuples whose first argument occurs in them; and the
-/// project-level facts about any value of those (so a rule can ask whether
-/// the file a call resolves to is a test module). Equal inputs let salsa
-/// skip the file's rules. `tests/incremental.rs` checks on every fixture
-/// that this is all the file rules need.
+/// The project-level facts about any value of one file's facts or of the
+/// `resolve` and class tuples it sees (so a rule can ask whether the file a
+/// call resolves to is a test module): the only part of the `file`
+/// stage's inputs that is not another per-file query's value already. A
+/// query of its own, so that a change to the project-level facts (a new
+/// test module, a layer) re-runs only the files whose slice changed.
+/// `tests/incremental.rs` checks on every fixture that the stage's inputs
+/// are all the file rules need.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_inputs(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
-    db.log().executed("file_inputs", Some(file.path(db)));
-    let mut derived = file_resolved(db, project, file).clone();
-    let members = class_context(db, project, file);
-    derived.extend(&members.derived);
-    derived.normalize();
-    let mut keys: Vec<Value> = derived
+pub(crate) fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
+    db.log().executed("file_context", Some(file.path(db)));
+    let mut keys: Vec<Value> = file_resolved(db, project, file)
         .tuples_values()
+        .chain(class_context(db, project, file).derived.tuples_values())
         .chain(file_keys(db, project, file).iter().copied())
         .collect();
     keys.sort_unstable();
     keys.dedup();
-    let facts = file_base_facts(db, project, file)
-        .iter()
-        .copied()
-        .chain(project_context(project_facts(db, project), &keys))
-        .chain(members.facts.iter().copied())
-        .filter(datalog::FILE.reads_fact)
-        .collect();
-    StageInputs { facts, derived }
+    let mut context = project_context(project_facts(db, project), &keys);
+    context.retain(datalog::FILE.reads_fact);
+    context
 }
 
-/// The `file` stage for one file.
+/// The `file` stage for one file, over its own base facts, the `resolve`
+/// tuples whose first argument occurs in them (`file_resolved`), the slice
+/// of the class table its member lookups reach (`class_context`) and its
+/// `file_context`. Those are assembled here and dropped after the run
+/// rather than kept as a value of their own: each is a memoized query
+/// already, so equal parts still let salsa skip the file's rules.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_stage", Some(file.path(db)));
-    let inputs = file_inputs(db, project, file);
-    run_stage(
-        db,
-        "file_stage",
-        &datalog::FILE,
-        &inputs.facts,
-        &inputs.derived,
-    )
+    let members = class_context(db, project, file);
+    let facts: Vec<InputFact> = file_base_facts(db, project, file)
+        .iter()
+        .chain(file_context(db, project, file))
+        .chain(&members.facts)
+        .copied()
+        .filter(datalog::FILE.reads_fact)
+        .collect();
+    let resolved = file_resolved(db, project, file);
+    let merged;
+    let derived = if members.derived == Outputs::default() {
+        resolved
+    } else {
+        let mut union = resolved.clone();
+        union.extend(&members.derived);
+        merged = union;
+        &merged
+    };
+    run_stage(db, "file_stage", &datalog::FILE, &facts, derived)
 }
 
 /// What the `project` stage reads: base facts and the tuples of earlier

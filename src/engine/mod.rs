@@ -359,18 +359,25 @@ impl Engine {
         if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
             let files: Vec<SourceFile> = self.files.values().copied().collect();
             let project = self.project;
+            // Each file's facts and its shares of what the whole-project
+            // queries gather (resolution's inputs, the class table's), so
+            // that those gather on one thread what is already there.
             files
                 .par_iter()
                 .for_each_with(self.db.clone(), |db, &file| {
-                    db::file_base_facts(db, project, file);
+                    db::resolve_share(db, project, file);
+                    db::class_facts(db, project, file);
                 });
-            // Resolution first (one program over all files), then each
-            // file's rules, again on all cores.
-            db::resolve_stage(&self.db, project);
+            // Resolution (one program over all files) and the class table,
+            // then each file's rules and its shares of the later stages,
+            // again on all cores.
+            db::resolved_for_files(&self.db, project);
+            db::class_table(&self.db, project);
             files
                 .par_iter()
                 .for_each_with(self.db.clone(), |db, &file| {
-                    db::file_stage(db, project, file);
+                    db::project_share(db, project, file);
+                    db::report_share(db, project, file);
                 });
         }
         db::report_stage(&self.db, self.project);
@@ -389,6 +396,31 @@ impl Engine {
             facts: db::all_facts(&self.db, self.project),
             outputs: self.outputs(),
         }
+    }
+
+    /// Every `Warning` tuple, sorted: the relation of [`Engine::outputs`]
+    /// without the union of every other relation.
+    pub fn warning_tuples(&self) -> &[datalog::Warning] {
+        semantic::warnings(&self.db, self.project)
+    }
+
+    /// How many imports, calls and bases [`Engine::outputs`] holds, counted
+    /// without building it.
+    pub fn reference_counts(&self) -> [usize; 3] {
+        semantic::reference_counts(&self.db, self.project)
+    }
+
+    /// The module the import at `site` of `path` names (`Imports`), from
+    /// that file's own rules.
+    pub fn import_target(&self, path: &str, site: datalog::Site) -> Option<datalog::Node> {
+        let node = self.interner().find_node(path)?;
+        let &file = self.files.get(path)?;
+        let imports = &db::file_stage(&self.db, self.project, file).imports;
+        let start = imports.partition_point(|t| (t.0, t.1) < (node, site));
+        imports
+            .get(start)
+            .filter(|t| (t.0, t.1) == (node, site))
+            .map(|t| t.2)
     }
 
     /// Every import, call and base of the project that resolves for certain.

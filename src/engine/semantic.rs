@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::datalog::{InputFact, Node, Outputs, Site, Sym};
+use super::datalog::{InputFact, Node, Outputs, Site, Sym, Warning};
 use super::db::{self, Db, Project};
 
 /// What a reference is.
@@ -137,6 +137,55 @@ pub(crate) fn usage_counts(db: &dyn Db, project: Project) -> Vec<((Node, Sym), u
         }
     }
     counts
+}
+
+/// Every stage's outputs but the union's: each file's own `file` stage
+/// and the whole-project stages. What `program` concatenates, read here
+/// relation by relation so that an answer about one relation does not
+/// build (and keep) the union of all of them.
+fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs> {
+    [db::resolve_stage(db, project)]
+        .into_iter()
+        .chain(
+            project
+                .files(db)
+                .iter()
+                .map(move |&file| db::file_stage(db, project, file)),
+        )
+        .chain([
+            db::project_stage(db, project),
+            db::report_stage(db, project),
+        ])
+}
+
+/// The `Warning` tuples of every stage, sorted and without duplicates: the
+/// relation `program` holds, gathered without the union of every relation
+/// (what `xfile index` and the warning log read).
+#[salsa::tracked(returns(ref))]
+pub(crate) fn warnings(db: &dyn Db, project: Project) -> Vec<Warning> {
+    let mut tuples: Vec<Warning> = stage_outputs(db, project)
+        .flat_map(|outputs| outputs.warning.iter().copied())
+        .collect();
+    tuples.sort_unstable();
+    tuples.dedup();
+    tuples
+}
+
+/// How many imports, calls and bases the union of every stage holds (as
+/// `program` would count them, duplicates once), without building it.
+#[salsa::tracked(returns(copy))]
+pub(crate) fn reference_counts(db: &dyn Db, project: Project) -> [usize; 3] {
+    fn distinct<T: Copy + Ord>(tuples: impl Iterator<Item = T>) -> usize {
+        let mut all: Vec<T> = tuples.collect();
+        all.sort_unstable();
+        all.dedup();
+        all.len()
+    }
+    [
+        distinct(stage_outputs(db, project).flat_map(|o| o.imports.iter().copied())),
+        distinct(stage_outputs(db, project).flat_map(|o| o.calls.iter().copied())),
+        distinct(stage_outputs(db, project).flat_map(|o| o.inherits.iter().copied())),
+    ]
 }
 
 /// `CycleEdge` as adjacency, sorted by node: each file's successors on a

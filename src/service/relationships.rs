@@ -57,11 +57,11 @@ pub(crate) fn render_each(engine: &Engine, references: &[Reference]) -> Vec<(Rel
 
 /// Relationship counts by type, without rendering any relationship.
 pub fn counts(engine: &Engine) -> std::collections::BTreeMap<&'static str, usize> {
-    let outputs = engine.outputs();
+    let [imports, calls, inherits] = engine.reference_counts();
     [
-        (RelationshipType::Import, outputs.imports.len()),
-        (RelationshipType::FunctionCall, outputs.calls.len()),
-        (RelationshipType::Inheritance, outputs.inherits.len()),
+        (RelationshipType::Import, imports),
+        (RelationshipType::FunctionCall, calls),
+        (RelationshipType::Inheritance, inherits),
     ]
     .into_iter()
     .filter(|(_, n)| *n > 0)

@@ -206,11 +206,10 @@ pub struct Warnings {
 
 impl Warnings {
     pub fn compute(engine: &Engine, suppression: &Suppression) -> Warnings {
-        let outputs = engine.outputs();
         let renderer = Renderer { engine };
         let mut warnings = Warnings::default();
         let mut current: Option<(Node, FileLookup)> = None;
-        for tuple in &outputs.warning {
+        for tuple in engine.warning_tuples() {
             let (file, site, pattern) = (tuple.0, tuple.1, tuple.2);
             if !suppression.enabled(pattern) {
                 continue;
@@ -376,12 +375,10 @@ impl Renderer<'_> {
     /// The import at `site` leads to a module on a cycle back to `file`:
     /// the shortest such cycle, as paths, `file` first and last.
     fn cycle_through(&self, file: Node, site: Site) -> Option<Vec<String>> {
-        let imports = &self.engine.outputs().imports;
-        let start = imports.partition_point(|t| (t.0, t.1) < (file, site));
-        let target = imports.get(start).filter(|t| (t.0, t.1) == (file, site))?.2;
         let interner = self.engine.interner();
-        self.engine
-            .cycle_via(&interner.node_text(file), &interner.node_text(target))
+        let path = interner.node_text(file);
+        let target = self.engine.import_target(&path, site)?;
+        self.engine.cycle_via(&path, &interner.node_text(target))
     }
 }
 
