@@ -183,32 +183,32 @@ fn entry_points_link_their_definition_and_the_hosts_that_load_their_group() {
     assert_eq!(
         tuples("EntryPointDecl(_, _, _)"),
         json!([
-            ["pyproject.toml", "shop.plugins", "audit"],
+            // A module, no attribute: declared, but no definition to link.
+            ["plugins/shipping/pyproject.toml", "shop.plugins", "rates"],
             [
                 "plugins/shipping/pyproject.toml",
                 "shop.plugins",
                 "shipping"
             ],
-            // A module, no attribute: declared, but no definition to link.
-            ["plugins/shipping/pyproject.toml", "shop.plugins", "rates"],
+            ["pyproject.toml", "shop.plugins", "audit"],
         ])
     );
     assert_eq!(
         tuples("EntryPoint(_, _, _, _, _)"),
         json!([
             [
-                "pyproject.toml",
-                "shop.plugins",
-                "audit",
-                "app/receivers.py",
-                "audit_plugin"
-            ],
-            [
                 "plugins/shipping/pyproject.toml",
                 "shop.plugins",
                 "shipping",
                 "plugins/shipping/shipping/plugin.py",
                 "ShippingPlugin"
+            ],
+            [
+                "pyproject.toml",
+                "shop.plugins",
+                "audit",
+                "app/receivers.py",
+                "audit_plugin"
             ],
         ])
     );

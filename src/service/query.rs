@@ -119,7 +119,7 @@ pub(crate) fn select(
             .collect(),
         _ => program.outputs.tuples(relation.name).unwrap_or_default(),
     };
-    tuples
+    let mut selected: Vec<_> = tuples
         .into_iter()
         .map(|tuple| {
             let rendered = render(engine, &tuple);
@@ -130,6 +130,23 @@ pub(crate) fn select(
                 None => true,
                 Some(arg) => value.as_str() == Some(arg) || value_text(value) == *arg,
             })
+        })
+        .collect();
+    selected.sort_by_cached_key(|(_, rendered)| text_order(rendered));
+    selected
+}
+
+/// Tuples in the order of their text (positions by line, then column), not
+/// of interned ids, which depend on which thread reached a path first.
+fn text_order(rendered: &[serde_json::Value]) -> Vec<(u32, u32, String)> {
+    rendered
+        .iter()
+        .map(|value| {
+            let text = value_text(value);
+            match text.split_once(':').map(|(l, c)| (l.parse(), c.parse())) {
+                Some((Ok(line), Ok(column))) => (line, column, String::new()),
+                _ => (u32::MAX, u32::MAX, text),
+            }
         })
         .collect()
 }
@@ -152,13 +169,14 @@ pub(crate) fn derived(engine: &Engine) -> BTreeMap<&'static str, DerivedRelation
         .iter()
         .filter(|r| r.kind == RelationKind::Output && !EXPORTED_ELSEWHERE.contains(&r.name))
         .map(|r| {
-            let tuples = engine
+            let mut tuples: Vec<_> = engine
                 .outputs()
                 .tuples(r.name)
                 .unwrap_or_default()
                 .iter()
                 .map(|t| render(engine, t))
                 .collect();
+            tuples.sort_by_cached_key(|t| text_order(t));
             (
                 r.name,
                 DerivedRelation {
