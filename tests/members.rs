@@ -129,6 +129,8 @@ fn a_class_defined_in_a_function_is_a_local_bound_to_that_class() {
             "flow/local_classes.py:39:19 function_call flow/models.py Product.save 7",
             // Bound once: a nested function sees it.
             "flow/local_classes.py:55:22 function_call flow/models.py Order.total 15",
+            // A lambda that patches it through setattr.
+            "flow/local_classes.py:64:21 function_call <builtin:setattr> setattr -",
         ]
     );
 }

@@ -1439,7 +1439,8 @@ fn collect_locals(body: &[Stmt], frame: &mut Frame) {
                     setattr_object(call, &mut self.frame.patched);
                     visitor::walk_expr(self, expr);
                 }
-                Expr::Lambda(_) => {}
+                // A lambda binds nothing here, but may set attributes.
+                Expr::Lambda(lambda) => flow::nested_changes_in(&lambda.body, self.frame),
                 _ => visitor::walk_expr(self, expr),
             });
         }

@@ -153,46 +153,49 @@ fn bound_names(stmts: &[Stmt]) -> FxHashSet<String> {
 /// (`Frame::rebound_inside`) and locals whose attributes it sets
 /// (`Frame::patched`).
 pub(super) fn nested_changes(body: &[Stmt], frame: &mut Frame) {
-    struct Collector<'f> {
-        frame: &'f mut Frame,
-    }
-    impl<'a> Visitor<'a> for Collector<'_> {
-        fn visit_stmt(&mut self, stmt: &'a Stmt) {
-            stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
-                match stmt {
-                    Stmt::Nonlocal(nonlocal) => {
-                        let names = nonlocal.names.iter().map(|n| n.to_string());
-                        self.frame.rebound_inside.extend(names);
-                    }
-                    Stmt::Assign(assign) => {
-                        for target in &assign.targets {
-                            attribute_heads(target, &mut self.frame.patched);
-                        }
-                    }
-                    Stmt::AugAssign(assign) => {
-                        attribute_heads(&assign.target, &mut self.frame.patched)
-                    }
-                    Stmt::AnnAssign(assign) => {
-                        attribute_heads(&assign.target, &mut self.frame.patched)
-                    }
-                    Stmt::Delete(delete) => {
-                        for target in &delete.targets {
-                            attribute_heads(target, &mut self.frame.patched);
-                        }
-                    }
-                    _ => {}
+    visitor::walk_body(&mut Changes { frame }, body);
+}
+
+/// [`nested_changes`] of a lambda's body.
+pub(super) fn nested_changes_in(body: &Expr, frame: &mut Frame) {
+    Changes { frame }.visit_expr(body);
+}
+
+struct Changes<'f> {
+    frame: &'f mut Frame,
+}
+
+impl<'a> Visitor<'a> for Changes<'_> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
+            match stmt {
+                Stmt::Nonlocal(nonlocal) => {
+                    let names = nonlocal.names.iter().map(|n| n.to_string());
+                    self.frame.rebound_inside.extend(names);
                 }
-                visitor::walk_stmt(self, stmt);
-            });
-        }
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
-                if let Expr::Call(call) = expr {
-                    setattr_object(call, &mut self.frame.patched);
+                Stmt::Assign(assign) => {
+                    for target in &assign.targets {
+                        attribute_heads(target, &mut self.frame.patched);
+                    }
                 }
-                visitor::walk_expr(self, expr);
-            });
-        }
+                Stmt::AugAssign(assign) => attribute_heads(&assign.target, &mut self.frame.patched),
+                Stmt::AnnAssign(assign) => attribute_heads(&assign.target, &mut self.frame.patched),
+                Stmt::Delete(delete) => {
+                    for target in &delete.targets {
+                        attribute_heads(target, &mut self.frame.patched);
+                    }
+                }
+                _ => {}
+            }
+            visitor::walk_stmt(self, stmt);
+        });
     }
-    visitor::walk_body(&mut Collector { frame }, body);
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        stacker::maybe_grow(super::RED_ZONE, super::STACK_SEGMENT, || {
+            if let Expr::Call(call) = expr {
+                setattr_object(call, &mut self.frame.patched);
+            }
+            visitor::walk_expr(self, expr);
+        });
+    }
 }
