@@ -163,28 +163,25 @@ fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs
 /// (what `xfile index` and the warning log read).
 #[salsa::tracked(returns(ref))]
 pub(crate) fn warnings(db: &dyn Db, project: Project) -> Vec<Warning> {
-    let mut tuples: Vec<Warning> = stage_outputs(db, project)
-        .flat_map(|outputs| outputs.warning.iter().copied())
-        .collect();
-    tuples.sort_unstable();
-    tuples.dedup();
-    tuples
+    distinct(stage_outputs(db, project).flat_map(|outputs| outputs.warning.iter().copied()))
+}
+
+/// The tuples sorted, each once (a relation several stages publish).
+fn distinct<T: Copy + Ord>(tuples: impl Iterator<Item = T>) -> Vec<T> {
+    let mut all: Vec<T> = tuples.collect();
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// How many imports, calls and bases the union of every stage holds (as
 /// `program` would count them, duplicates once), without building it.
 #[salsa::tracked(returns(copy))]
 pub(crate) fn reference_counts(db: &dyn Db, project: Project) -> [usize; 3] {
-    fn distinct<T: Copy + Ord>(tuples: impl Iterator<Item = T>) -> usize {
-        let mut all: Vec<T> = tuples.collect();
-        all.sort_unstable();
-        all.dedup();
-        all.len()
-    }
     [
-        distinct(stage_outputs(db, project).flat_map(|o| o.imports.iter().copied())),
-        distinct(stage_outputs(db, project).flat_map(|o| o.calls.iter().copied())),
-        distinct(stage_outputs(db, project).flat_map(|o| o.inherits.iter().copied())),
+        distinct(stage_outputs(db, project).flat_map(|o| o.imports.iter().copied())).len(),
+        distinct(stage_outputs(db, project).flat_map(|o| o.calls.iter().copied())).len(),
+        distinct(stage_outputs(db, project).flat_map(|o| o.inherits.iter().copied())).len(),
     ]
 }
 
