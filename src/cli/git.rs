@@ -9,6 +9,7 @@ use clap::Subcommand;
 
 use super::Failure;
 use crate::git::{GitError, LogQuery, Repo};
+use crate::service::blame_store::DiskBlames;
 use crate::service::history;
 use crate::workspace::{self, Config};
 
@@ -95,7 +96,9 @@ pub(super) fn git(command: GitCommand, root: &Path, json: bool) -> Result<(), Fa
         } => {
             // As other FILE arguments: from the working directory first.
             let file = workspace::resolve_cli_path(&root, &std::env::current_dir()?, &file)?;
-            let blame = repo.blame(&file, start_line, end_line)?;
+            let store = DiskBlames::new(&root);
+            let blame =
+                repo.blame_cached(&file, start_line, end_line, None, history::kept(&store))?;
             (
                 history::blame_text(&blame, budget),
                 serde_json::to_value(&blame)?,

@@ -11,6 +11,10 @@ use gix::bstr::{BStr, ByteSlice};
 
 use super::{Commit, GitError, Repo, args, failed};
 
+mod kept;
+
+pub use kept::{BlameStore, KeptBlame, Run};
+
 /// Lines `start..=end` (1-based) and who last changed them.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct BlameRange {
@@ -107,17 +111,20 @@ impl Repo {
         start: Option<u32>,
         end: Option<u32>,
     ) -> Result<Blame, GitError> {
-        self.blame_cached(file, start, end, None)
+        self.blame_cached(file, start, end, None, None)
     }
 
     /// [`Repo::blame`], answered from `cache` when it holds the blame and
-    /// kept there when not.
+    /// kept there when not; with a `store`, from the whole-file blame kept
+    /// there (brought to HEAD, or computed and kept when the whole file
+    /// is asked for).
     pub fn blame_cached(
         &self,
         file: &str,
         start: Option<u32>,
         end: Option<u32>,
         cache: Option<&BlameCache>,
+        store: Option<&dyn BlameStore>,
     ) -> Result<Blame, GitError> {
         let relative = args::path(&self.root, file)?;
         args::readable(&relative)?;
@@ -161,12 +168,12 @@ impl Repo {
             return Ok(found);
         }
         let repo_path = self.repo_path(&relative);
-        let committed = head
+        let in_head = head
             .tree()
             .map_err(failed)?
             .lookup_entry_by_path(&repo_path)
-            .map_err(failed)?
-            .is_some();
+            .map_err(failed)?;
+        let committed = in_head.is_some();
         let shallow = self.is_shallow();
         if !committed {
             return Ok(Blame {
@@ -180,6 +187,24 @@ impl Repo {
                 }],
                 shallow,
             });
+        }
+        // A kept blame holds only where the history behind HEAD is whole:
+        // deepening a shallow clone changes blames without moving HEAD.
+        if let (Some(store), Some(entry), false) = (store, &in_head, shallow)
+            && entry.mode().is_blob()
+        {
+            let whole = first == 1 && last == lines;
+            let kept = self.kept_blame(&relative, head.id, entry.object_id(), store, whole)?;
+            if let Some(blame) = kept
+                .map(|kept| self.blame_from_kept(&kept, &contents, first, last))
+                .transpose()?
+                .flatten()
+            {
+                if let (Some(cache), Some(key)) = (cache, key) {
+                    cache.put(key, &blame);
+                }
+                return Ok(blame);
+            }
         }
         // A shallow clone's commits at the cut have their parents grafted
         // away, as git sees them, so blame ends there instead of failing
@@ -232,28 +257,10 @@ impl Repo {
             let source_path = entry
                 .source_file_name
                 .as_ref()
-                .map(|name| name.to_str_lossy())
-                .map(|name| match self.root_relative(&name) {
-                    Some(inside) => inside.to_string(),
-                    None => format!("/{name}"),
-                });
+                .map(|name| self.source_path(&name.to_str_lossy()));
             let start = entry.start_in_blamed_file + 1;
             let end = entry.start_in_blamed_file + entry.len.get();
-            match ranges.last_mut() {
-                Some(last)
-                    if last.end + 1 == start
-                        && last.commit == commit
-                        && last.source_path == source_path =>
-                {
-                    last.end = end
-                }
-                _ => ranges.push(BlameRange {
-                    start,
-                    end,
-                    commit,
-                    source_path,
-                }),
-            }
+            push_range(&mut ranges, start..=end, commit, source_path);
         }
         let blame = Blame {
             path: relative,
@@ -275,6 +282,85 @@ impl Repo {
         }
         let commit = self.repo.find_commit(id).map_err(failed)?;
         Commit::read(&commit).map(Some)
+    }
+}
+
+impl Repo {
+    /// The blame of `contents` (the working tree's, `lines` long), lines
+    /// `first..=last`, from the kept blame of the file at HEAD: lines the
+    /// contents changed are not committed yet, the others keep their
+    /// commit. `None` for a damaged kept blame.
+    fn blame_from_kept(
+        &self,
+        kept: &KeptBlame,
+        contents: &[u8],
+        first: u32,
+        last: u32,
+    ) -> Result<Option<Blame>, GitError> {
+        let Some(owners) = kept.owners() else {
+            return Ok(None);
+        };
+        let committed = ObjectId::from_hex(kept.blob.as_bytes())
+            .map_err(failed)
+            .and_then(|blob| self.blob(blob))?;
+        let map: Vec<Option<u32>> = if committed == contents {
+            (0..kept.lines).map(Some).collect()
+        } else {
+            kept::unchanged_from(
+                &committed,
+                contents,
+                self.repo.diff_algorithm().map_err(failed)?,
+            )
+        };
+        let commits = kept.commit_table();
+        let mut ranges = Vec::new();
+        for line in first..=last {
+            let owner = map
+                .get(line as usize - 1)
+                .copied()
+                .flatten()
+                .and_then(|at| owners.get(at as usize));
+            let (commit, source_path) = match owner {
+                Some(owner) => match commits.get(&owner.commit) {
+                    Some(commit) => (Some(commit.clone()), owner.source_path.clone()),
+                    None => return Ok(None),
+                },
+                None => (None, None),
+            };
+            push_range(&mut ranges, line..=line, commit, source_path);
+        }
+        Ok(Some(Blame {
+            path: kept.path.clone(),
+            lines: line_count(contents),
+            ranges,
+            shallow: false,
+        }))
+    }
+}
+
+/// Adds lines `lines` owned by `commit` after `ranges`, joined to the last
+/// range when it ends just before with the same owner.
+fn push_range(
+    ranges: &mut Vec<BlameRange>,
+    lines: std::ops::RangeInclusive<u32>,
+    commit: Option<Commit>,
+    source_path: Option<String>,
+) {
+    let (start, end) = lines.into_inner();
+    match ranges.last_mut() {
+        Some(last)
+            if last.end + 1 == start
+                && last.commit == commit
+                && last.source_path == source_path =>
+        {
+            last.end = end
+        }
+        _ => ranges.push(BlameRange {
+            start,
+            end,
+            commit,
+            source_path,
+        }),
     }
 }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice;
 
-pub use blame::{Blame, BlameCache, BlameRange};
+pub use blame::{Blame, BlameCache, BlameRange, BlameStore, KeptBlame, Run as KeptRun};
 pub use diff::{Diff, FileDiff, FileStatus, Hunk, LineChange};
 pub use gix::ObjectId;
 pub use log::{DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, Log, LogQuery, MAX_LIMIT as MAX_LOG_LIMIT};
@@ -99,7 +99,7 @@ pub enum HeadState {
 }
 
 /// One commit as answers show it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
     /// Full hexadecimal id.
     pub id: String,

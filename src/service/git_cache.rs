@@ -10,6 +10,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::blame_store::DiskBlames;
+use super::history::kept;
 use crate::git::{BlameCache, ChangeTimes, GitError, ObjectId, Repo, SharedRepo, WalkBounds};
 use crate::python::facts::Definition;
 
@@ -145,6 +147,9 @@ impl GitCache {
             *warmed = Some((head, Vec::new()));
         }
         let started = Instant::now();
+        // Kept on disk too: the next process (a restart, the CLI) finds
+        // them, and brings them forward when HEAD moved since.
+        let store = DiskBlames::new(root);
         let recent = match repo.change_times(&WARM_LOOKBACK) {
             Ok(recent) => recent,
             Err(error) => {
@@ -158,7 +163,7 @@ impl GitCache {
             if started.elapsed() > WARM_TIME || repo.head_id() != Some(head) {
                 break;
             }
-            match repo.blame_cached(path, None, None, Some(&self.blames)) {
+            match repo.blame_cached(path, None, None, Some(&self.blames), kept(&store)) {
                 Ok(_) => {
                     let mut warmed = self.warmed.lock().unwrap_or_else(|e| e.into_inner());
                     match warmed.as_mut() {

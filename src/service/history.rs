@@ -6,9 +6,12 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use super::blame_store::DiskBlames;
 use super::context::count_tokens;
 use super::paging::fitting;
-use crate::git::{Blame, Commit, Diff, FileStatus, GitError, HeadState, Log, LogQuery, Repo};
+use crate::git::{
+    Blame, BlameStore, Commit, Diff, FileStatus, GitError, HeadState, Log, LogQuery, Repo,
+};
 
 /// Tokens kept for an answer's closing line.
 const CLOSING_TOKENS: usize = 60;
@@ -79,7 +82,13 @@ pub fn log_text(log: &Log, budget: usize) -> String {
     out
 }
 
-/// `git_blame`: who last changed each run of lines.
+/// The store as blame takes it: none when the cache is switched off.
+pub(crate) fn kept(store: &Option<DiskBlames>) -> Option<&dyn BlameStore> {
+    store.as_ref().map(|store| store as &dyn BlameStore)
+}
+
+/// `git_blame`: who last changed each run of lines, from the blame kept
+/// on disk when there is one (see `blame_store.rs`).
 pub fn blame(
     root: &Path,
     budget: usize,
@@ -87,7 +96,8 @@ pub fn blame(
     start: Option<u32>,
     end: Option<u32>,
 ) -> Result<String, GitError> {
-    let blame = Repo::open(root)?.blame(file, start, end)?;
+    let store = DiskBlames::new(root);
+    let blame = Repo::open(root)?.blame_cached(file, start, end, None, kept(&store))?;
     Ok(blame_text(&blame, budget))
 }
 
@@ -285,7 +295,8 @@ impl super::Service {
         end: Option<u32>,
     ) -> Result<String, GitError> {
         let repo = self.git.repo(self.root())?;
-        let blame = repo.blame_cached(file, start, end, Some(&self.git.blames))?;
+        let store = DiskBlames::new(self.root());
+        let blame = repo.blame_cached(file, start, end, Some(&self.git.blames), kept(&store))?;
         self.git.warm_blames_later(self.root());
         Ok(blame_text(&blame, self.answer_token_limit()))
     }

@@ -2,6 +2,7 @@
 //! the graph export and relation queries. No protocol types live here; the
 //! CLI and (later) the MCP server are thin adapters over [`Service`].
 
+pub(crate) mod blame_store;
 pub mod cache;
 pub mod calls;
 pub mod changes;

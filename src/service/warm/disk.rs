@@ -15,6 +15,9 @@ pub const DIR: &str = crate::workspace::discover::CACHE_DIR;
 pub const FILE: &str = "index.bin";
 /// Every file the cache keeps (`answers.rs`'s is the other).
 const FILES: [&str; 2] = [FILE, super::answers::ANSWERS];
+/// Subdirectories whose every file is the cache's: the kept blames
+/// (`service/blame_store.rs`).
+const SUBDIRS: [&str; 1] = [crate::service::blame_store::DIR];
 
 pub(crate) fn dir(root: &Path) -> PathBuf {
     root.join(DIR)
@@ -74,7 +77,13 @@ pub(crate) fn read(root: &Path) -> io::Result<Vec<u8>> {
 /// The cache file `name`, open for reading; only a regular file, never
 /// through a link.
 pub(crate) fn open(root: &Path, name: &str) -> io::Result<File> {
-    let path = existing_dir(root)?.join(name);
+    open_in(&existing_dir(root)?, name)
+}
+
+/// The file `name` of the cache directory or one of its subdirectories
+/// (`dir`), as [`open`].
+pub(crate) fn open_in(dir: &Path, name: &str) -> io::Result<File> {
+    let path = dir.join(name);
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -98,6 +107,15 @@ pub(crate) fn write(root: &Path, bytes: &[u8]) -> io::Result<()> {
 /// file.
 pub(crate) fn write_file(root: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     let dir = ensure_dir(root)?;
+    let renamed = replace(&dir, name, bytes, true);
+    sweep(&dir, is_temp);
+    renamed
+}
+
+/// Replaces `dir`'s file `name` with `bytes` at once, through a temporary
+/// file of this writer's own; synced to disk first when `durable` (a file
+/// that is cheap to compute again and checked when read need not be).
+pub(crate) fn replace(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> io::Result<()> {
     let temp = dir.join(format!(
         "{name}.{}.{}.tmp",
         std::process::id(),
@@ -105,14 +123,39 @@ pub(crate) fn write_file(root: &Path, name: &str, bytes: &[u8]) -> io::Result<()
     ));
     let written = new_file(&temp).and_then(|mut file| {
         file.write_all(bytes)?;
-        file.sync_all()
+        if durable { file.sync_all() } else { Ok(()) }
     });
     let renamed = written.and_then(|()| fs::rename(&temp, dir.join(name)));
     if renamed.is_err() {
         let _ = fs::remove_file(&temp);
     }
-    sweep(&dir);
     renamed
+}
+
+/// The subdirectory `name` of the cache directory, created (private)
+/// when missing; a link or anything else in its place is an error, never
+/// followed.
+pub(crate) fn subdir(root: &Path, name: &str) -> io::Result<PathBuf> {
+    let dir = ensure_dir(root)?.join(name);
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    existing_subdir(root, name)
+}
+
+/// The subdirectory `name` if it is a real directory in a real cache
+/// directory.
+pub(crate) fn existing_subdir(root: &Path, name: &str) -> io::Result<PathBuf> {
+    let dir = existing_dir(root)?.join(name);
+    if !fs::symlink_metadata(&dir)?.file_type().is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory (a link or a file); remove it",
+            dir.display()
+        )));
+    }
+    Ok(dir)
 }
 
 /// Removes the cache file `name` (a link in its place is removed, never
@@ -124,8 +167,9 @@ pub(crate) fn remove(root: &Path, name: &str) {
 }
 
 /// A writer that died leaves its temporary file; one older than any write
-/// takes is removed, so the directory stays bounded.
-fn sweep(dir: &Path) {
+/// takes (named as `temp` tells) is removed, so the directory stays
+/// bounded.
+pub(crate) fn sweep(dir: &Path, temp: impl Fn(&str) -> bool) {
     const ABANDONED: std::time::Duration = std::time::Duration::from_secs(600);
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -137,7 +181,7 @@ fn sweep(dir: &Path) {
                     .modified()
                     .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > ABANDONED))
         });
-        if abandoned && is_temp(&entry.file_name().to_string_lossy()) {
+        if abandoned && temp(&entry.file_name().to_string_lossy()) {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -169,6 +213,26 @@ pub(crate) fn clean(root: &Path) -> io::Result<bool> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(error) => return Err(error),
     };
+    // The subdirectories' files are all ours (`SUBDIRS`); a link in a
+    // subdirectory's place is removed, never followed.
+    for sub in SUBDIRS {
+        match existing_subdir(root, sub) {
+            Ok(subdir) => {
+                for entry in fs::read_dir(&subdir)? {
+                    let entry = entry?;
+                    if !entry.file_type()?.is_dir() {
+                        remove_ours(&entry.path())?;
+                    }
+                }
+                let _ = fs::remove_dir(&subdir);
+            }
+            Err(_) => {
+                if fs::symlink_metadata(dir.join(sub)).is_ok_and(|m| m.file_type().is_symlink()) {
+                    remove_ours(&dir.join(sub))?;
+                }
+            }
+        }
+    }
     for entry in fs::read_dir(&dir)? {
         let entry = entry?;
         let name = entry.file_name();
@@ -177,11 +241,17 @@ pub(crate) fn clean(root: &Path) -> io::Result<bool> {
         // `remove_file` removes a link itself, never its target.
         // One another process renamed or removed meanwhile is gone too.
         if ours && !entry.file_type()?.is_dir() {
-            match fs::remove_file(entry.path()) {
-                Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
-                _ => {}
-            }
+            remove_ours(&entry.path())?;
         }
     }
     Ok(fs::remove_dir(&dir).is_ok())
+}
+
+/// Removes a file (a link itself, never its target); one another process
+/// renamed or removed meanwhile is gone too.
+fn remove_ours(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
 }

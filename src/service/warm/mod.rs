@@ -26,7 +26,7 @@
 //! cannot disagree with it.
 
 pub(crate) mod answers;
-mod disk;
+pub(crate) mod disk;
 pub mod format;
 mod stamps;
 
@@ -65,7 +65,7 @@ pub fn disable() {
     DISABLED.store(true, Ordering::Relaxed);
 }
 
-fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     !DISABLED.load(Ordering::Relaxed)
 }
 
