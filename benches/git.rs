@@ -3,7 +3,9 @@
 //! a 2,065-line file with 242 commits of history, and `impact` of a
 //! 10-file change in the working tree. Each is timed through what the MCP
 //! tools call, p50 and p95: cold (the repository opened for each call, as
-//! the CLI does, nothing cached) and in a server (`Service`: the
+//! the CLI does; for blame, with nothing kept on disk, with the blame an
+//! earlier process kept for HEAD, and with one kept for an older HEAD, 1,
+//! 10 and 100 commits back) and in a server (`Service`: the
 //! repository opened once, blames kept per content and HEAD, the base
 //! versions' definitions parsed once, the blames of the files changed
 //! last computed ahead as a server does once indexed). Then the history
@@ -27,6 +29,9 @@ const BUDGET: usize = 8_000;
 const BLAMED: &str = "django/db/models/fields/related.py";
 /// A long file no recent commit changed, so not blamed ahead.
 const NOT_AHEAD: &str = "django/db/models/sql/query.py";
+/// A long file kept on disk by an earlier process (and not changed by
+/// recent commits): a server's first call of it reads the kept blame.
+const KEPT_ONLY: &str = "django/db/models/sql/compiler.py";
 /// Modules whose first `return` line the impact benchmark edits.
 const CHANGED: [&str; 10] = [
     "django/utils/text.py",
@@ -60,10 +65,17 @@ fn repo() -> Option<PathBuf> {
 }
 
 /// Runs `f` `runs` times (after one warm-up) and prints p50 and p95.
-fn measure(name: &str, runs: usize, mut f: impl FnMut()) {
+fn measure(name: &str, runs: usize, f: impl FnMut()) {
+    measure_after(name, runs, || {}, f);
+}
+
+/// [`measure`], with `setup` run (untimed) before each call.
+fn measure_after(name: &str, runs: usize, mut setup: impl FnMut(), mut f: impl FnMut()) {
+    setup();
     f();
     let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
+            setup();
             let start = Instant::now();
             f();
             start.elapsed()
@@ -76,6 +88,31 @@ fn measure(name: &str, runs: usize, mut f: impl FnMut()) {
         at(0.50).as_secs_f64() * 1e3,
         at(0.95).as_secs_f64() * 1e3
     );
+}
+
+/// The kept blame of `BLAMED` at `HEAD~back` (first parents): its file
+/// and bytes, made by blaming with that commit checked out. HEAD is back
+/// where it was after.
+fn kept_at(root: &Path, kept: &Path, back: usize) -> (PathBuf, Vec<u8>) {
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?}");
+    };
+    let _ = std::fs::remove_dir_all(kept);
+    git(&["checkout", "-q", "--detach", &format!("HEAD~{back}")]);
+    history::blame(root, BUDGET, BLAMED, None, None).expect("blame");
+    git(&["checkout", "-q", "main"]);
+    let file = std::fs::read_dir(kept)
+        .expect("a kept blame")
+        .map(|entry| entry.expect("readable").path())
+        .find(|path| path.extension().is_some_and(|e| e == "bin"))
+        .expect("a kept blame");
+    let bytes = std::fs::read(&file).expect("readable");
+    (file, bytes)
 }
 
 /// Edits the first `return` line of each of `CHANGED`; gives the texts back.
@@ -113,12 +150,57 @@ fn main() {
         };
         history::log(&root, BUDGET, &query).expect("log");
     });
-    measure("git_blame cold (2,065 lines, 242 commits)", 20, || {
-        history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
-    });
-    measure("git_blame cold, lines 1000-1030", 20, || {
+    let kept = root.join(".xfile_cache/blame");
+    let forget = || match std::fs::remove_dir_all(&kept) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => panic!("{error}"),
+        _ => {}
+    };
+    measure_after(
+        "git_blame cold, nothing kept (2,065 lines, 242 commits)",
+        20,
+        forget,
+        || {
+            history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
+        },
+    );
+    measure_after(
+        "git_blame cold, nothing kept, lines 1000-1030",
+        20,
+        forget,
+        || {
+            history::blame(&root, BUDGET, BLAMED, Some(1000), Some(1030)).expect("blame");
+        },
+    );
+    let fresh = history::blame_text(
+        &Repo::open(&root)
+            .expect("a repository")
+            .blame(BLAMED, None, None)
+            .expect("blame"),
+        BUDGET,
+    );
+    measure(
+        "git_blame cold, kept for HEAD by an earlier process",
+        50,
+        || {
+            let answer = history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
+            assert_eq!(answer, fresh);
+        },
+    );
+    measure("git_blame cold, kept, lines 1000-1030", 50, || {
         history::blame(&root, BUDGET, BLAMED, Some(1000), Some(1030)).expect("blame");
     });
+    for back in [1, 10, 100] {
+        let record = kept_at(&root, &kept, back);
+        measure_after(
+            &format!("git_blame cold, kept for HEAD~{back}"),
+            20,
+            || std::fs::write(&record.0, &record.1).expect("kept blame restored"),
+            || {
+                let answer = history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
+                assert_eq!(answer, fresh);
+            },
+        );
+    }
     let walk = Instant::now();
     let times = Repo::open(&root)
         .expect("a repository")
@@ -133,6 +215,10 @@ fn main() {
         walk.elapsed().as_secs_f64() * 1e3,
         times.times.len()
     );
+    // The server's figures start with nothing kept on disk but the blame
+    // of `KEPT_ONLY`, as an earlier `xfile git blame` would leave it.
+    forget();
+    history::blame(&root, BUDGET, KEPT_ONLY, None, None).expect("blame");
     let originals = change_ten_files(&root);
     let service = Service::open(&root).expect("indexes");
     // What a server does once its index is ready, off the request path.
@@ -147,6 +233,7 @@ fn main() {
     for (file, label) in [
         (BLAMED, "first call"),
         (NOT_AHEAD, "first call, another file"),
+        (KEPT_ONLY, "first call, a file kept on disk"),
     ] {
         let first = Instant::now();
         service.git_blame(file, None, None).expect("blame");
