@@ -365,3 +365,78 @@ fn a_damaged_or_linked_kept_blame_is_ignored_and_never_followed() {
     assert_eq!(std::fs::read_dir(&outside_dir).unwrap().count(), 1);
     assert!(std::fs::symlink_metadata(&dir).unwrap().is_symlink());
 }
+
+#[test]
+fn blames_a_server_computed_ahead_answer_the_next_server() {
+    let repo = GitRepo::init();
+    let root = repo.path();
+    repo.write("a.py", &numbered(6));
+    repo.commit("Ann", 1, "Add a");
+    edit(&repo, "a.py", "line_2 = 2", "line_2 = 20");
+    repo.commit("Bob", 2, "Two");
+    let first = xfile::service::Service::open(&root).unwrap();
+    first.precompute_blames();
+    assert_eq!(first.blamed_ahead(), ["a.py"]);
+    drop(first);
+    let (file, kept) = kept_file(&root);
+    assert_eq!(kept.head, repo.rev("HEAD"));
+    std::fs::write(&file, marked(&kept)).unwrap();
+    // A restart: the new server's first blame is the kept one.
+    let second = xfile::service::Service::open(&root).unwrap();
+    let answer = second.git_blame("a.py", None, None).unwrap();
+    assert!(
+        answer.contains("Bob <bob@example.com>: kept: Two"),
+        "{answer}"
+    );
+    let fresh = Repo::open(&root)
+        .unwrap()
+        .blame("a.py", None, None)
+        .unwrap();
+    assert_eq!(
+        answer.replace("kept: ", ""),
+        xfile::service::history::blame_text(&fresh, second.answer_token_limit())
+    );
+}
+
+#[test]
+fn brought_forward_over_random_edits_a_blame_stays_the_fresh_one() {
+    // Seeded edits (xorshift): lines changed, inserted (repeated lines
+    // among them, where diffs have choices to make) and deleted.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let repo = GitRepo::init();
+    let store = Marked::default();
+    let mut lines: Vec<String> = (0..40).map(|i| format!("x{i} = {i}")).collect();
+    let write = |lines: &[String]| repo.write("m.py", &(lines.join("\n") + "\n"));
+    write(&lines);
+    repo.commit("Ann", 1, "Start");
+    let mut reused = 0;
+    for step in 0..24u32 {
+        for _ in 0..1 + next(4) {
+            let at = next(lines.len());
+            match next(4) {
+                0 => lines[at] = format!("x{at} = {step}"),
+                1 => lines.insert(at, "pass".to_string()),
+                2 if lines.len() > 5 => {
+                    lines.remove(at);
+                }
+                _ => lines.insert(at, format!("y{step} = {at}")),
+            }
+        }
+        write(&lines);
+        repo.commit(
+            ["Bob", "Cid", "Dee"][step as usize % 3],
+            2 + step,
+            &format!("Step {step}"),
+        );
+        if step % 3 == 2 && blame_checked(&repo, &store, "m.py") {
+            reused += 1;
+        }
+    }
+    assert!(reused >= 6, "brought forward {reused} times of 7");
+}
