@@ -15,8 +15,8 @@ use super::datalog::{
     Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported, CallIn, CallRef,
     ClassDef, Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance, ExprName, ExprSelf,
     ExprSuper, External, HasAll, HasMember, ImportName, ImportStmt, InputFact, MadeBy, MethodCall,
-    Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, ReturnsCall,
-    RuntimeImport, Site, StarExport, StarImport, Sym,
+    Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, ReturnsCall, ReturnsCls,
+    ReturnsSelf, ReturnsSelfVia, RuntimeImport, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -567,6 +567,18 @@ impl Builder<'_> {
                     InputFact::AssignedName(AssignedName(self.me, qualname, module, name))
                 }
                 TypeSource::AttributeCall => continue,
+            });
+        }
+        for own in &semantic.own_returns {
+            let method = self.interner.sym(&own.qualname);
+            self.facts.push(match (&own.via, own.classmethod) {
+                (Some(via), _) => InputFact::ReturnsSelfVia(ReturnsSelfVia(
+                    self.me,
+                    method,
+                    self.interner.sym(via),
+                )),
+                (None, true) => InputFact::ReturnsCls(ReturnsCls(self.me, method)),
+                (None, false) => InputFact::ReturnsSelf(ReturnsSelf(self.me, method)),
             });
         }
         for dynamic in &semantic.dynamic {

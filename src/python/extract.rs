@@ -15,6 +15,7 @@ use super::dynamic;
 
 mod flow;
 mod links;
+mod own_returns;
 use super::facts::{
     Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
     Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
@@ -67,6 +68,8 @@ struct Frame {
     patched: FxHashSet<String>,
     /// What the function's `return` statements return so far.
     returned: Returned,
+    /// Whether they return an instance of the receiver's class so far.
+    own: own_returns::Own,
     /// The body yields: calling it makes a generator.
     generator: bool,
     /// `f`, `C.m`, `outer.<locals>.inner` for functions and classes;
@@ -619,18 +622,24 @@ impl<'src> Extractor<'src> {
         frame.reaching = again;
         self.scopes.push(frame);
         self.suite(&def.body);
-        let frame = self.scopes.pop();
         // Calling an async function or a generator gives a coroutine or a
         // generator, whatever it returns.
-        if let Some(Frame {
-            returned: Returned::Call(reference),
-            generator: false,
-            qualname: Some(qualname),
-            ..
-        }) = frame
-            && def.returns.is_none()
-            && !def.is_async
+        let Some(frame) = self.scopes.pop() else {
+            return;
+        };
+        let (Some(qualname), false, None, false) =
+            (frame.qualname, frame.generator, &def.returns, def.is_async)
+        else {
+            return;
+        };
+        if let Some((_, kind @ (MethodKind::Instance | MethodKind::Class))) = method
+            && let Some(own) = frame
+                .own
+                .declaration(qualname.clone(), kind == MethodKind::Class)
         {
+            self.semantic.own_returns.push(own);
+        }
+        if let Returned::Call(reference) = frame.returned {
             self.declarations
                 .returns(qualname, (TypeSource::ReturnsCall, reference));
         }
@@ -1101,6 +1110,7 @@ impl<'src> Extractor<'src> {
                     self.visit_expr(value);
                 }
                 self.returns(ret.value.as_deref());
+                self.own_return(ret.value.as_deref());
             }
             _ => visitor::walk_stmt(self, stmt),
         }
@@ -1387,6 +1397,7 @@ impl Frame {
             rebound_inside: FxHashSet::default(),
             patched: FxHashSet::default(),
             returned: Returned::Nothing,
+            own: own_returns::Own::Nothing,
             generator: false,
             qualname: None,
             class: None,

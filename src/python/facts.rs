@@ -66,6 +66,8 @@ pub struct Semantic {
     /// Statically declared types: what a variable or attribute holds, or
     /// what a function returns.
     pub types: Vec<Typed>,
+    /// Methods whose calls give an instance of the class they are made on.
+    pub own_returns: Vec<OwnReturn>,
     /// Uses of string-keyed extension points (Django signals, pluggy
     /// hooks, entry-point groups) as written, in source order.
     pub plugins: Vec<PluginUse>,
@@ -176,6 +178,24 @@ pub struct Typed {
     pub qualname: String,
     pub source: TypeSource,
     pub reference: Reference,
+}
+
+/// A method without a return annotation, not async and no generator, whose
+/// every `return` gives an instance of the class the call is made on:
+/// `self`, `self.__class__(...)` or `type(self)(...)` in an instance
+/// method, `cls(...)` in a classmethod (or nothing at all), directly or
+/// through a local holding one of those. A subclass's call thus gives the
+/// subclass: `qs.filter(...)` on a `QuerySet` subclass stays that subclass.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OwnReturn {
+    /// `C.m`.
+    pub qualname: String,
+    pub classmethod: bool,
+    /// Some `return`s give instead what calling this method of the
+    /// receiver gives (`return self._clone()`): the method returns an
+    /// instance of the receiver's class when that one does. Instance
+    /// methods only.
+    pub via: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
