@@ -48,8 +48,12 @@ pub struct Semantic {
     pub calls: Vec<Reference>,
     /// Class bases that are a plain name or a dotted name chain.
     pub bases: Vec<Reference>,
-    /// The module's `__all__`.
+    /// The module's `__all__`: the names it lists itself.
     pub all: DunderAll,
+    /// The other modules' `__all__` it adds to those, as name chains that
+    /// name them (`fields_all`, bound by `from .fields import __all__ as
+    /// fields_all`, or `fields.__all__`): `__all__ = fields_all + [...]`.
+    pub all_from: Vec<Reference>,
     /// Code whose effect static analysis cannot follow (FR-30..37), in
     /// source order.
     pub dynamic: Vec<Dynamic>,
@@ -223,7 +227,8 @@ pub enum DunderAll {
     /// No `__all__`: a star import takes every public module-level name.
     #[default]
     Absent,
-    /// Built from string literals only.
+    /// Built from string literals, and from other modules' `__all__`
+    /// (`Semantic::all_from`).
     Names(Vec<String>),
     /// Computed in a way static analysis cannot follow.
     Dynamic,
