@@ -440,3 +440,18 @@ fn brought_forward_over_random_edits_a_blame_stays_the_fresh_one() {
     }
     assert!(reused >= 6, "brought forward {reused} times of 7");
 }
+
+#[test]
+fn a_kept_blame_for_a_head_the_repository_lost_is_blamed_afresh() {
+    let repo = GitRepo::init();
+    let store = Marked::default();
+    repo.write("a.py", &numbered(5));
+    repo.commit("Ann", 1, "Add a");
+    assert!(!blame_checked(&repo, &store, "a.py"));
+    let mut kept = store.kept.borrow().clone().unwrap();
+    kept.head = "ab".repeat(20);
+    *store.kept.borrow_mut() = Some(kept);
+    edit(&repo, "a.py", "line_3 = 3", "line_3 = 30");
+    repo.commit("Bob", 2, "Three");
+    assert!(!blame_checked(&repo, &store, "a.py"));
+}

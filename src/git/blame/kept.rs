@@ -263,15 +263,15 @@ impl Repo {
         // The commits the walk may visit: those HEAD has and the kept
         // HEAD has not. A blame that reaches any other commit is not the
         // kept one's business.
+        // A kept HEAD the repository no longer has (rewritten and
+        // collected) fails this walk: blamed afresh.
         let mut between = HashSet::new();
-        let walk = self
-            .repo
-            .rev_walk([head])
-            .with_hidden([old_head])
-            .all()
-            .map_err(failed)?;
+        let Ok(walk) = self.repo.rev_walk([head]).with_hidden([old_head]).all() else {
+            return Ok(None);
+        };
         for info in walk {
-            between.insert(info.map_err(failed)?.id);
+            let Ok(info) = info else { return Ok(None) };
+            between.insert(info.id);
             if between.len() > MAX_ADVANCE {
                 return Ok(None);
             }
