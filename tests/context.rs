@@ -34,8 +34,9 @@ fn depth(depth: u32) -> ReadOptions {
 fn a_used_class_is_a_skeleton_with_the_members_the_file_uses_first() {
     let (_dir, service) = open("context_skeletons", "");
     // Admin overrides save (reached through User's order in Model) and
-    // make calls User.create; both lead User's skeleton, labelled with the
-    // class that defines them, before User's own members.
+    // make calls User.create, then delete on the Model it returns; they
+    // lead User's skeleton, labelled with the class that defines them,
+    // before User's own members.
     assert_eq!(
         section(&service, "app.py", &ReadOptions::default()),
         r#"[Cross-File Context]
@@ -44,6 +45,7 @@ class User(Model)  # shop/user.py:4-10
     """A person who can sign in."""
     def save(self, force: bool = False) -> None  # Model shop/base.py:9
     @classmethod def create(cls, **fields) -> "Model"  # Model shop/base.py:16
+    def delete(self)  # Model shop/base.py:12
     address: "Address"  # shop/user.py:7
     def greet(self, other: "User") -> str  # shop/user.py:9
 def slugify(text: str) -> str  # shop/helpers.py:4-6
@@ -132,7 +134,8 @@ fn a_line_range_reads_those_lines_and_injects_what_they_use() {
         ..ReadOptions::default()
     };
     let text = service.read_with_options("app.py", &options).unwrap();
-    // `make` names User (imported above the range) and calls User.create;
+    // `make` names User (imported above the range) and calls User.create,
+    // then delete on what it returns (`-> "Model"`, a forward reference);
     // slugify, used only above, is not injected.
     assert_eq!(
         text,
@@ -141,6 +144,7 @@ Definitions these lines use, most relevant first:
 class User(Model)  # shop/user.py:4-10
     """A person who can sign in."""
     @classmethod def create(cls, **fields) -> "Model"  # Model shop/base.py:16
+    def delete(self)  # Model shop/base.py:12
     address: "Address"  # shop/user.py:7
     def greet(self, other: "User") -> str  # shop/user.py:9
 

@@ -208,6 +208,62 @@ fn a_method_returning_its_receivers_class_keeps_the_receivers_class() {
 }
 
 #[test]
+fn return_annotations_self_and_forward_references_name_the_class() {
+    assert_eq!(
+        calls_in("fluent_returns", "query/typed_use.py"),
+        [
+            // -> Self (typing's), then -> "Result" (defined further down).
+            "query/typed_use.py:7:6 function_call query/typed.py Builder.add 6",
+            "query/typed_use.py:7:13 function_call query/typed.py Builder.add 6",
+            "query/typed_use.py:7:20 function_call query/typed.py Builder.done 9",
+            "query/typed_use.py:7:27 function_call query/typed.py Result.show 30",
+            // A classmethod -> typing.Self gives an instance of the class.
+            "query/typed_use.py:8:12 function_call query/typed.py Builder.make 13",
+            "query/typed_use.py:8:19 function_call query/typed.py Builder.add 6",
+            // "Optional[Result]" and Optional["Result"].
+            "query/typed_use.py:9:6 function_call query/typed.py Builder.maybe 16",
+            "query/typed_use.py:9:14 function_call query/typed.py Result.show 30",
+            "query/typed_use.py:10:6 function_call query/typed.py Builder.twice 19",
+            "query/typed_use.py:10:14 function_call query/typed.py Result.show 30",
+            // A parameter annotated "Result".
+            "query/typed_use.py:11:6 function_call query/typed.py Result.show 30",
+            // A project class named Self is that class, not the receiver's:
+            // .own() (Mimic's) does not relate.
+            "query/typed_use.py:12:4 function_call query/mimic.py Mimic 4",
+            "query/typed_use.py:12:12 function_call query/mimic.py Mimic.other 5",
+            "query/typed_use.py:12:20 function_call query/lookalike.py Self.shown 2",
+            "query/typed_use.py:13:4 function_call query/mimic.py Mimic 4",
+            "query/typed_use.py:13:12 function_call query/mimic.py Mimic.other 5",
+            // A string with an escape, and one that does not parse: no class.
+            "query/typed_use.py:14:6 function_call query/typed.py Builder.escaped 22",
+            "query/typed_use.py:15:6 function_call query/typed.py Builder.broken 25",
+            // from __future__ import annotations: -> Leaf before Leaf exists.
+            "query/typed_use.py:16:4 function_call query/postponed.py Node 4",
+            "query/typed_use.py:16:11 function_call query/postponed.py Node.next 5",
+            "query/typed_use.py:16:18 function_call query/postponed.py Leaf.value 10",
+        ]
+    );
+}
+
+#[test]
+fn an_attribute_bound_to_an_annotated_parameter_or_a_constructed_local_holds_its_class() {
+    assert_eq!(
+        calls_from("shop/injected.py"),
+        [
+            "shop/injected.py:7:16 function_call shop/clients.py make_client 11",
+            // self.client = client (client: Client)
+            "shop/injected.py:17:20 function_call shop/clients.py Client.get 2",
+            // built = make_client(); self.built = built
+            "shop/injected.py:18:19 function_call shop/clients.py Client.get 2",
+            // spare: "RecordingClient" = None
+            "shop/injected.py:19:19 function_call shop/clients.py RecordingClient.get 7",
+            // Not relating: recorder (a parameter without annotation) and
+            // changing (also bound to such a parameter in reset).
+        ]
+    );
+}
+
+#[test]
 fn a_local_bound_several_times_holds_the_binding_that_reaches_it_in_straight_line_code() {
     assert_eq!(
         calls_in("local_rebinding", "flow/rebinding.py"),

@@ -563,7 +563,9 @@ impl Builder<'_> {
                 continue;
             };
             self.facts.push(match typed.source {
-                TypeSource::Annotation => {
+                // Holding what an annotated local holds is being an
+                // instance of the class it names, as an annotation says.
+                TypeSource::Annotation | TypeSource::Holds => {
                     InputFact::Annotated(Annotated(self.me, qualname, module, name))
                 }
                 TypeSource::Call => {
@@ -582,6 +584,11 @@ impl Builder<'_> {
             });
         }
         for own in &semantic.own_returns {
+            if let Some(declared) = &own.declared
+                && !self.is_typing_self(declared)
+            {
+                continue;
+            }
             let method = self.interner.sym(&own.qualname);
             self.facts.push(match (&own.via, own.classmethod) {
                 (Some(via), _) => InputFact::ReturnsSelfVia(ReturnsSelfVia(
@@ -615,6 +622,20 @@ impl Builder<'_> {
                 )));
             }
         }
+    }
+
+    /// Whether `reference` names typing's (or typing_extensions') `Self`.
+    fn is_typing_self(&mut self, reference: &Reference) -> bool {
+        let Some((_, module, name)) = self.first_hop(reference) else {
+            return false;
+        };
+        &*self.interner.sym_text(name) == "Self"
+            && matches!(
+                &*self.interner.node_text(module),
+                "<stdlib:typing>"
+                    | "<stdlib:typing_extensions>"
+                    | "<third-party:typing_extensions>"
+            )
     }
 
     /// Who makes each call, and the facts of member-level callees.

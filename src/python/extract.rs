@@ -20,7 +20,7 @@ mod own_returns;
 use super::facts::{
     Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, Dynamic,
     DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup, ModuleFacts,
-    Reference, Scope, Semantic, Site, SiteId, TypeSource,
+    OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource,
 };
 use super::members::{self, Declarations, MethodKind};
 
@@ -47,6 +47,12 @@ pub(super) struct Extractor<'src> {
     declarations: Declarations,
     depth: usize,
     pub(super) max_depth: usize,
+    /// `from __future__ import annotations`: every annotation is read
+    /// late, as if it were a string.
+    postponed_annotations: bool,
+    /// Names are being looked up for an annotation read late: a global
+    /// is the module's final binding, not the one bound so far.
+    late_names: bool,
 }
 
 /// One function, lambda, comprehension or class scope. The module scope is
@@ -130,6 +136,8 @@ impl<'src> Extractor<'src> {
             declarations: Declarations::default(),
             depth: 0,
             max_depth: 0,
+            postponed_annotations: false,
+            late_names: false,
         }
     }
 
@@ -238,7 +246,7 @@ impl<'src> Extractor<'src> {
                 None => {}
             }
         }
-        if deferred {
+        if deferred || self.late_names {
             NameValue::Global(Lookup::Globals)
         } else {
             let visible = self.semantic.bindings.len() as u32;
@@ -310,8 +318,8 @@ impl<'src> Extractor<'src> {
 
     /// An instance of what `annotation` names, as an expression.
     fn annotated_value(&mut self, annotation: &Expr) -> Option<ExprId> {
-        let chain = members::annotation_chain(annotation)?;
-        let class = self.value_expr(chain, None)?;
+        let (chain, late) = self.annotation_class(annotation)?;
+        let class = self.looking_up_late(late, |this| this.value_expr(&chain, None))?;
         let site = self.add_site(annotation.range().start());
         Some(self.push_expression(site, ExprKind::Instance { annotation: class }))
     }
@@ -401,9 +409,9 @@ impl<'src> Extractor<'src> {
         value: Option<&Expr>,
         annotation: Option<&Expr>,
     ) -> Option<(TypeSource, Reference)> {
-        if let Some(annotation) = annotation.and_then(members::annotation_chain) {
+        if let Some((annotation, late)) = annotation.and_then(|a| self.annotation_class(a)) {
             return self
-                .reference(annotation)
+                .looking_up_late(late, |this| this.reference(&annotation))
                 .map(|r| (TypeSource::Annotation, r));
         }
         match value? {
@@ -411,10 +419,59 @@ impl<'src> Extractor<'src> {
                 Some(attribute) => Some((TypeSource::AttributeCall, attribute)),
                 None => self.reference(&call.func).map(|r| (TypeSource::Call, r)),
             },
+            // `self.storage = storage`: what the local holds (an annotated
+            // parameter, a constructor call), as declared where it was bound.
+            Expr::Name(name)
+                if matches!(self.name_value(name.id.as_str()), NameValue::Local(_)) =>
+            {
+                match self.name_value(name.id.as_str()) {
+                    NameValue::Local(Some(id)) => self.declared_by_value(id),
+                    _ => None,
+                }
+            }
             value @ (Expr::Name(_) | Expr::Attribute(_)) => {
                 self.reference(value).map(|r| (TypeSource::Alias, r))
             }
             _ => None,
+        }
+    }
+
+    /// The declaration a local's value makes: an instance of what an
+    /// annotation names, or what calling a name chain gives.
+    fn declared_by_value(&self, id: ExprId) -> Option<(TypeSource, Reference)> {
+        match &self.semantic.expressions.get(id as usize)?.kind {
+            ExprKind::Instance { annotation } => self
+                .chain_reference(*annotation)
+                .map(|r| (TypeSource::Holds, r)),
+            ExprKind::Call { callee } => {
+                self.chain_reference(*callee).map(|r| (TypeSource::Call, r))
+            }
+            _ => None,
+        }
+    }
+
+    /// Expression `id` as the name chain it is (`mod.Class`), when it is one.
+    fn chain_reference(&self, id: ExprId) -> Option<Reference> {
+        let mut path = Vec::new();
+        let mut at = id;
+        loop {
+            let expression = self.semantic.expressions.get(at as usize)?;
+            match &expression.kind {
+                ExprKind::Attribute { base, name } => {
+                    path.push(name.clone());
+                    at = *base;
+                }
+                ExprKind::Global { name, lookup } => {
+                    path.push(name.clone());
+                    path.reverse();
+                    return Some(Reference {
+                        site: expression.site,
+                        path,
+                        lookup: *lookup,
+                    });
+                }
+                _ => return None,
+            }
         }
     }
 
@@ -512,7 +569,28 @@ impl<'src> Extractor<'src> {
     }
 
     pub(super) fn module(&mut self, body: &[Stmt]) {
+        self.postponed_annotations = body.iter().any(|stmt| {
+            matches!(stmt, Stmt::ImportFrom(from)
+                if from.module.as_ref().is_some_and(|m| m.as_str() == "__future__")
+                    && from.names.iter().any(|alias| alias.name.as_str() == "annotations"))
+        });
         self.suite(body);
+    }
+
+    /// The class `annotation` names (`members::annotation_chain`), and
+    /// whether its names are read late (a string, or any annotation under
+    /// `from __future__ import annotations`).
+    fn annotation_class(&self, annotation: &Expr) -> Option<(Expr, bool)> {
+        let (chain, string) = members::annotation_chain(self.source, annotation)?;
+        Some((chain, string || self.postponed_annotations))
+    }
+
+    /// Runs `f` with names looked up late when `late`.
+    fn looking_up_late<T>(&mut self, late: bool, f: impl FnOnce(&mut Self) -> T) -> T {
+        let before = std::mem::replace(&mut self.late_names, late);
+        let result = f(self);
+        self.late_names = before;
+        result
     }
 
     fn suite(&mut self, body: &[Stmt]) {
@@ -566,9 +644,26 @@ impl<'src> Extractor<'src> {
         {
             c.members.push(def.name.to_string());
         }
-        if let Some(returns) = def.returns.as_deref().and_then(members::annotation_chain)
-            && let Some(reference) = self.reference(returns)
+        let method = self
+            .class_body()
+            .map(|class| (class, members::method_kind(def)));
+        if let Some((returns, late)) = def
+            .returns
+            .as_deref()
+            .and_then(|r| self.annotation_class(r))
+            && let Some(reference) = self.looking_up_late(late, |this| this.reference(&returns))
         {
+            // `-> Self` (PEP 673), when it is typing's: base facts decide.
+            if let Some((_, kind @ (MethodKind::Instance | MethodKind::Class))) = method
+                && reference.path.last().is_some_and(|last| last == "Self")
+            {
+                self.semantic.own_returns.push(OwnReturn {
+                    qualname: qualname.clone(),
+                    classmethod: kind == MethodKind::Class,
+                    via: None,
+                    declared: Some(reference.clone()),
+                });
+            }
             self.declarations
                 .returns(qualname.clone(), (TypeSource::Returns, reference));
         }
@@ -582,9 +677,6 @@ impl<'src> Extractor<'src> {
                 annotated.push((parameter.name().to_string(), id));
             }
         }
-        let method = self
-            .class_body()
-            .map(|class| (class, members::method_kind(def)));
 
         let mut locals = FxHashMap::default();
         for parameter in def.parameters.iter() {

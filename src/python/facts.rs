@@ -184,8 +184,9 @@ pub struct Typed {
     pub reference: Reference,
 }
 
-/// A method without a return annotation, not async and no generator, whose
-/// every `return` gives an instance of the class the call is made on:
+/// A method annotated `-> Self`, or one without a return annotation, not
+/// async and no generator, whose every `return` gives an instance of the
+/// class the call is made on:
 /// `self`, `self.__class__(...)` or `type(self)(...)` in an instance
 /// method, `cls(...)` in a classmethod (or nothing at all), directly or
 /// through a local holding one of those. A subclass's call thus gives the
@@ -200,6 +201,10 @@ pub struct OwnReturn {
     /// instance of the receiver's class when that one does. Instance
     /// methods only.
     pub via: Option<String>,
+    /// Declared by a return annotation `Self` rather than seen in the
+    /// `return`s: holds only when the name is typing's `Self`, which
+    /// resolution decides.
+    pub declared: Option<Reference>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -216,6 +221,10 @@ pub enum TypeSource {
     /// `x = T` (a class attribute or module variable naming T): x is T
     /// itself, when T is a class.
     Alias,
+    /// `self.x = y` where the local y is declared an instance of T (an
+    /// annotated parameter): x holds one too. Unlike an annotation of x
+    /// itself, every binding of x must agree.
+    Holds,
     /// `self.x = self.f(...)` or `cls.x = cls.f(...)`: x holds what calling
     /// the class attribute f gives, f looked up from the receiver's class
     /// (the reference's path is `[f]`; it is not looked up as a name).

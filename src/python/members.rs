@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ruff_python_ast::{self as ast, Expr, Operator, StmtFunctionDef};
+use ruff_python_ast::{self as ast, Expr, Operator, StmtFunctionDef, StringFlags};
 
 use super::facts::{Binding, Reference, TypeSource, Typed};
 
@@ -41,29 +41,62 @@ pub(super) fn method_kind(def: &StmtFunctionDef) -> MethodKind {
     }
 }
 
-/// The class an annotation names: `T`, `mod.T`, `Optional[T]`, `T | None`.
-/// String annotations and other generics name none.
-pub(super) fn annotation_chain(annotation: &Expr) -> Option<&Expr> {
+/// The class an annotation names: `T`, `mod.T`, `Optional[T]`, `T | None`,
+/// or one of those written as a string (a forward reference, `"T"`), as
+/// a name chain whose sites are where it stands in `source`, and whether
+/// it was a string (its names are then looked up when the annotation is
+/// read, not where it stands). Other generics name none.
+pub(super) fn annotation_chain(source: &str, annotation: &Expr) -> Option<(Expr, bool)> {
     match annotation {
-        Expr::Name(_) | Expr::Attribute(_) => Some(annotation),
+        Expr::Name(_) | Expr::Attribute(_) => Some((annotation.clone(), false)),
+        Expr::StringLiteral(string) => match forward_reference(source, string)? {
+            // A string in a string names nothing.
+            Expr::StringLiteral(_) => None,
+            parsed => annotation_chain(source, &parsed).map(|(chain, _)| (chain, true)),
+        },
         Expr::Subscript(subscript) => {
             let mut path = Vec::new();
             super::extract::name_chain(&subscript.value, &mut path)?;
             match path.last().map(String::as_str) {
-                Some("Optional") => annotation_chain(&subscript.slice),
+                Some("Optional") => annotation_chain(source, &subscript.slice),
                 _ => None,
             }
         }
         Expr::BinOp(binop) if binop.op == Operator::BitOr => {
             match (binop.left.as_ref(), binop.right.as_ref()) {
                 (Expr::NoneLiteral(_), other) | (other, Expr::NoneLiteral(_)) => {
-                    annotation_chain(other)
+                    annotation_chain(source, other)
                 }
                 _ => None,
             }
         }
         _ => None,
     }
+}
+
+/// Forward references are names, not programs: a longer string is not
+/// parsed.
+const MAX_FORWARD_REFERENCE: usize = 256;
+
+/// A string annotation parsed where it stands, so its names keep their
+/// sites: one literal whose text in the source is its value (no escapes,
+/// no implicit concatenation).
+fn forward_reference(source: &str, string: &ast::ExprStringLiteral) -> Option<Expr> {
+    let [literal] = string.value.as_slice() else {
+        return None;
+    };
+    if literal.value.len() > MAX_FORWARD_REFERENCE {
+        return None;
+    }
+    let inner = literal
+        .range
+        .add_start(literal.flags.opener_len())
+        .sub_end(literal.flags.closer_len());
+    if source.get(inner.start().to_usize()..inner.end().to_usize())? != &*literal.value {
+        return None;
+    }
+    let parsed = ruff_python_parser::parse_string_annotation(source, literal).ok()?;
+    Some(parsed.into_expr())
 }
 
 /// The expression a class base names: `B`, `mod.B`, or `B` for `B[T]`.

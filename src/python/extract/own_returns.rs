@@ -52,6 +52,7 @@ impl Own {
             qualname,
             classmethod,
             via,
+            declared: None,
         })
     }
 }
