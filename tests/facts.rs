@@ -148,5 +148,11 @@ fn dunder_all_literal_augmented_and_extended() {
             "PI".into()
         ])
     );
-    assert_eq!(facts("dynamic_all.py").semantic.all, DunderAll::Dynamic);
+    // Another module's `__all__` added to a literal: the literal's names,
+    // and the name that holds the other one's (resolved with the imports).
+    let gathered = facts("gathered_all.py").semantic;
+    assert_eq!(gathered.all, DunderAll::Names(vec!["extra".into()]));
+    let from: Vec<&[String]> = gathered.all_from.iter().map(|r| &r.path[..]).collect();
+    assert_eq!(from, [["_shape_names".to_string()]]);
+    assert_eq!(facts("computed_all.py").semantic.all, DunderAll::Dynamic);
 }

@@ -55,6 +55,31 @@ fn wildcard_imports_ec4_follow_dunder_all_and_skip_private_names() {
 }
 
 #[test]
+fn wildcard_imports_ec4_follow_an_all_gathered_from_other_modules_all() {
+    // `__all__ = fields_all + indexes.__all__` (pkg), then `pkg_all +
+    // [...]` (gis): the names of every module whose `__all__` is added.
+    // Not relating: IntField (added through a plain list, not a module's
+    // `__all__`) and, from dyn, CharField (`__all__ = sorted(...)`).
+    let actual: Vec<String> = lines(&open("gathered_all"))
+        .into_iter()
+        .filter(|l| l.starts_with("app.py") || l.starts_with("dynamic_app.py"))
+        .collect();
+    assert_eq!(
+        actual,
+        [
+            "app.py:1:7 import gis/__init__.py - -",
+            "app.py:2:5 import gis/__init__.py * - wildcard",
+            "app.py:6:4 function_call pkg/fields.py CharField 4",
+            "app.py:7:4 function_call pkg/indexes.py Index 4",
+            "app.py:8:4 function_call pkg/base.py Model 1",
+            "app.py:9:4 function_call gis/point.py Point 1",
+            "app.py:10:8 function_call pkg/fields.py CharField 4",
+            "dynamic_app.py:1:5 import dyn/__init__.py * - wildcard",
+        ]
+    );
+}
+
+#[test]
 fn conditional_imports_ec5_are_marked_and_ambiguous_bindings_give_no_call() {
     // `parse` is bound by either branch of try/except ImportError, so the
     // call in `load` has no certain target and yields no relationship (FR-42).

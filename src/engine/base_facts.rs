@@ -12,11 +12,12 @@ use rustc_hash::{FxHashMap, FxHashSet};
 mod links;
 
 use super::datalog::{
-    Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported, CallIn, CallRef,
-    ClassDef, Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance, ExprName, ExprSelf,
-    ExprSuper, External, HasAll, HasMember, ImportName, ImportStmt, InputFact, MadeBy, MethodCall,
-    Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated, ReturnsCall,
-    RuntimeImport, Site, StarExport, StarImport, Sym,
+    AllIncludes, Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported,
+    CallIn, CallRef, ClassDef, Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance,
+    ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember, ImportName, ImportStmt, InputFact,
+    MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated,
+    ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia, RuntimeImport, Site, StarExport,
+    StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -254,6 +255,17 @@ impl Builder<'_> {
                     let sym = self.interner.sym(name);
                     self.facts
                         .push(InputFact::StarExport(StarExport(self.me, sym)));
+                }
+                // Only a chain that names a module's own `__all__` adds
+                // that module's names; any other adds none we know of.
+                let dunder_all = self.interner.sym("__all__");
+                for reference in &self.semantic.all_from {
+                    if let Some((_, module, name)) = self.first_hop(reference)
+                        && name == dunder_all
+                    {
+                        self.facts
+                            .push(InputFact::AllIncludes(AllIncludes(self.me, module)));
+                    }
                 }
             }
             DunderAll::Dynamic => self.facts.push(InputFact::HasAll(HasAll(self.me))),
@@ -567,6 +579,18 @@ impl Builder<'_> {
                     InputFact::AssignedName(AssignedName(self.me, qualname, module, name))
                 }
                 TypeSource::AttributeCall => continue,
+            });
+        }
+        for own in &semantic.own_returns {
+            let method = self.interner.sym(&own.qualname);
+            self.facts.push(match (&own.via, own.classmethod) {
+                (Some(via), _) => InputFact::ReturnsSelfVia(ReturnsSelfVia(
+                    self.me,
+                    method,
+                    self.interner.sym(via),
+                )),
+                (None, true) => InputFact::ReturnsCls(ReturnsCls(self.me, method)),
+                (None, false) => InputFact::ReturnsSelf(ReturnsSelf(self.me, method)),
             });
         }
         for dynamic in &semantic.dynamic {

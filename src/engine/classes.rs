@@ -15,7 +15,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::datalog::{
     BaseOf, ClassAlias, ClassDef, HasMember, InputFact, InstanceType, MadeBy, MroNext, MroStart,
-    Node, OpaqueBase, Outputs, PatchedMember, ReturnType, Site, Sym,
+    Node, OpaqueBase, Outputs, PatchedMember, ReturnType, ReturnsCls, ReturnsSelf, ReturnsSelfVia,
+    Site, Sym,
 };
 
 /// A class: its file and qualified name.
@@ -44,6 +45,9 @@ pub(crate) struct ClassTable {
     /// (file, qualified name of an attribute) → the receiver attribute
     /// whose call made it (`self.client = self.client_class()`).
     made_by: FxHashMap<(Node, Sym), Vec<MadeBy>>,
+    /// (file, qualified name of a method) → its `ReturnsSelf`,
+    /// `ReturnsSelfVia` or `ReturnsCls` fact.
+    own_returns: FxHashMap<(Node, Sym), InputFact>,
     patched: FxHashSet<(Class, Sym)>,
 }
 
@@ -80,6 +84,11 @@ impl ClassTable {
                         .entry((made.0, made.1))
                         .or_default()
                         .push(made);
+                }
+                InputFact::ReturnsSelf(ReturnsSelf(file, method))
+                | InputFact::ReturnsSelfVia(ReturnsSelfVia(file, method, _))
+                | InputFact::ReturnsCls(ReturnsCls(file, method)) => {
+                    table.own_returns.insert((file, method), *fact);
                 }
                 _ => {}
             }
@@ -161,9 +170,10 @@ impl ClassTable {
         let mut facts = Vec::new();
         let mut derived = Outputs::default();
         let mut names = names.to_vec();
-        // A member made by a receiver attribute (`self.client_class()`)
-        // asks for that attribute too: the walk runs again when it adds
-        // names (rarely more than twice).
+        // A member made by a receiver attribute (`self.client_class()`),
+        // or a method returning another method's result (`return
+        // self._clone()`), asks for that attribute too: the walk runs
+        // again when it adds names (rarely more than twice).
         loop {
             let asked = names.len();
             let mut work: Vec<Class> = own.clone();
@@ -244,6 +254,15 @@ impl ClassTable {
             facts.push(InputFact::MadeBy(*made));
             if !names.contains(&made.2) {
                 names.push(made.2);
+            }
+        }
+        if let Some(&own) = self.own_returns.get(&key) {
+            facts.push(own);
+            // `return self._clone()` asks for the receiver's `_clone`.
+            if let InputFact::ReturnsSelfVia(ReturnsSelfVia(_, _, via)) = own
+                && !names.contains(&via)
+            {
+                names.push(via);
             }
         }
         for t in self.instance_types.get(&key).into_iter().flatten() {

@@ -384,7 +384,10 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
             | InputFact::HasMember(_)
             | InputFact::BaseOf(_)
             | InputFact::OpaqueBase(_)
-            | InputFact::MadeBy(_) => class_facts.facts.push(*fact),
+            | InputFact::MadeBy(_)
+            | InputFact::ReturnsSelf(_)
+            | InputFact::ReturnsSelfVia(_)
+            | InputFact::ReturnsCls(_) => class_facts.facts.push(*fact),
             InputFact::BaseRef(BaseRef(file, site, module, name)) => {
                 let transparent = matches!(
                     (&*interner.node_text(*module), &*interner.sym_text(*name)),

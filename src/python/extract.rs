@@ -13,12 +13,14 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::dynamic;
 
+mod dunder_all;
 mod flow;
 mod links;
+mod own_returns;
 use super::facts::{
-    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
-    Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
-    ModuleFacts, Reference, Scope, Semantic, Site, SiteId, TypeSource,
+    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, Dynamic,
+    DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup, ModuleFacts,
+    Reference, Scope, Semantic, Site, SiteId, TypeSource,
 };
 use super::members::{self, Declarations, MethodKind};
 
@@ -67,6 +69,8 @@ struct Frame {
     patched: FxHashSet<String>,
     /// What the function's `return` statements return so far.
     returned: Returned,
+    /// Whether they return an instance of the receiver's class so far.
+    own: own_returns::Own,
     /// The body yields: calling it makes a generator.
     generator: bool,
     /// `f`, `C.m`, `outer.<locals>.inner` for functions and classes;
@@ -619,18 +623,24 @@ impl<'src> Extractor<'src> {
         frame.reaching = again;
         self.scopes.push(frame);
         self.suite(&def.body);
-        let frame = self.scopes.pop();
         // Calling an async function or a generator gives a coroutine or a
         // generator, whatever it returns.
-        if let Some(Frame {
-            returned: Returned::Call(reference),
-            generator: false,
-            qualname: Some(qualname),
-            ..
-        }) = frame
-            && def.returns.is_none()
-            && !def.is_async
+        let Some(frame) = self.scopes.pop() else {
+            return;
+        };
+        let (Some(qualname), false, None, false) =
+            (frame.qualname, frame.generator, &def.returns, def.is_async)
+        else {
+            return;
+        };
+        if let Some((_, kind @ (MethodKind::Instance | MethodKind::Class))) = method
+            && let Some(own) = frame
+                .own
+                .declaration(qualname.clone(), kind == MethodKind::Class)
         {
+            self.semantic.own_returns.push(own);
+        }
+        if let Returned::Call(reference) = frame.returned {
             self.declarations
                 .returns(qualname, (TypeSource::ReturnsCall, reference));
         }
@@ -881,39 +891,6 @@ impl<'src> Extractor<'src> {
         });
     }
 
-    fn dunder_all(&mut self, stmt: &Stmt) {
-        if !self.at_module_scope() {
-            return;
-        }
-        let update = match stmt {
-            Stmt::Assign(assign) if assign.targets.iter().any(|t| is_name(t, "__all__")) => {
-                Some((false, string_list(&assign.value)))
-            }
-            Stmt::AnnAssign(assign) if is_name(&assign.target, "__all__") => {
-                assign.value.as_ref().map(|v| (false, string_list(v)))
-            }
-            Stmt::AugAssign(assign) if is_name(&assign.target, "__all__") => {
-                Some((true, string_list(&assign.value)))
-            }
-            Stmt::Expr(expr) => all_method_call(&expr.value).map(|names| (true, names)),
-            _ => None,
-        };
-        let Some((extend, names)) = update else {
-            return;
-        };
-        let all = &mut self.semantic.all;
-        *all = match (extend, names, std::mem::take(all)) {
-            (_, None, _) | (true, _, DunderAll::Dynamic) => DunderAll::Dynamic,
-            (false, Some(names), _) | (true, Some(names), DunderAll::Absent) => {
-                DunderAll::Names(names)
-            }
-            (true, Some(mut more), DunderAll::Names(mut names)) => {
-                names.append(&mut more);
-                DunderAll::Names(names)
-            }
-        };
-    }
-
     fn try_stmt(&mut self, entry: &mut flow::Entry, stmt: &ast::StmtTry) {
         let guards_import = stmt.handlers.iter().any(|ExceptHandler::ExceptHandler(h)| {
             h.type_.as_deref().is_none_or(catches_import_error)
@@ -1101,6 +1078,7 @@ impl<'src> Extractor<'src> {
                     self.visit_expr(value);
                 }
                 self.returns(ret.value.as_deref());
+                self.own_return(ret.value.as_deref());
             }
             _ => visitor::walk_stmt(self, stmt),
         }
@@ -1387,6 +1365,7 @@ impl Frame {
             rebound_inside: FxHashSet::default(),
             patched: FxHashSet::default(),
             returned: Returned::Nothing,
+            own: own_returns::Own::Nothing,
             generator: false,
             qualname: None,
             class: None,
@@ -1629,39 +1608,6 @@ pub(super) fn name_chain(expr: &Expr, path: &mut Vec<String>) -> Option<TextSize
 
 fn is_name(expr: &Expr, id: &str) -> bool {
     matches!(expr, Expr::Name(name) if name.id.as_str() == id)
-}
-
-fn string_list(expr: &Expr) -> Option<Vec<String>> {
-    let elements = match expr {
-        Expr::List(list) => &list.elts,
-        Expr::Tuple(tuple) => &tuple.elts,
-        _ => return None,
-    };
-    elements
-        .iter()
-        .map(|e| match e {
-            Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// `__all__.extend([...])` / `__all__.append("x")`: `Some(None)` when the
-/// argument is not a literal.
-fn all_method_call(expr: &Expr) -> Option<Option<Vec<String>>> {
-    let Expr::Call(call) = expr else { return None };
-    let Expr::Attribute(attribute) = call.func.as_ref() else {
-        return None;
-    };
-    if !is_name(&attribute.value, "__all__") {
-        return None;
-    }
-    let argument = call.arguments.args.first();
-    Some(match (attribute.attr.as_str(), argument) {
-        ("extend", Some(list)) => string_list(list),
-        ("append", Some(Expr::StringLiteral(s))) => Some(vec![s.value.to_str().to_string()]),
-        _ => None,
-    })
 }
 
 fn catches_import_error(type_: &Expr) -> bool {

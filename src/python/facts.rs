@@ -48,8 +48,12 @@ pub struct Semantic {
     pub calls: Vec<Reference>,
     /// Class bases that are a plain name or a dotted name chain.
     pub bases: Vec<Reference>,
-    /// The module's `__all__`.
+    /// The module's `__all__`: the names it lists itself.
     pub all: DunderAll,
+    /// The other modules' `__all__` it adds to those, as name chains that
+    /// name them (`fields_all`, bound by `from .fields import __all__ as
+    /// fields_all`, or `fields.__all__`): `__all__ = fields_all + [...]`.
+    pub all_from: Vec<Reference>,
     /// Code whose effect static analysis cannot follow (FR-30..37), in
     /// source order.
     pub dynamic: Vec<Dynamic>,
@@ -66,6 +70,8 @@ pub struct Semantic {
     /// Statically declared types: what a variable or attribute holds, or
     /// what a function returns.
     pub types: Vec<Typed>,
+    /// Methods whose calls give an instance of the class they are made on.
+    pub own_returns: Vec<OwnReturn>,
     /// Uses of string-keyed extension points (Django signals, pluggy
     /// hooks, entry-point groups) as written, in source order.
     pub plugins: Vec<PluginUse>,
@@ -178,6 +184,24 @@ pub struct Typed {
     pub reference: Reference,
 }
 
+/// A method without a return annotation, not async and no generator, whose
+/// every `return` gives an instance of the class the call is made on:
+/// `self`, `self.__class__(...)` or `type(self)(...)` in an instance
+/// method, `cls(...)` in a classmethod (or nothing at all), directly or
+/// through a local holding one of those. A subclass's call thus gives the
+/// subclass: `qs.filter(...)` on a `QuerySet` subclass stays that subclass.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OwnReturn {
+    /// `C.m`.
+    pub qualname: String,
+    pub classmethod: bool,
+    /// Some `return`s give instead what calling this method of the
+    /// receiver gives (`return self._clone()`): the method returns an
+    /// instance of the receiver's class when that one does. Instance
+    /// methods only.
+    pub via: Option<String>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TypeSource {
     /// `x: T`: an instance of class T.
@@ -203,7 +227,8 @@ pub enum DunderAll {
     /// No `__all__`: a star import takes every public module-level name.
     #[default]
     Absent,
-    /// Built from string literals only.
+    /// Built from string literals, and from other modules' `__all__`
+    /// (`Semantic::all_from`).
     Names(Vec<String>),
     /// Computed in a way static analysis cannot follow.
     Dynamic,
