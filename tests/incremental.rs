@@ -112,6 +112,45 @@ fn import_edit_reresolves_only_the_edited_file_then_reruns_datalog() {
 }
 
 #[test]
+fn after_its_first_edit_a_file_edit_does_not_walk_the_other_files_resolutions() {
+    let mut engine = engine_for("reexport_chain");
+    let text = engine.text("client.py").unwrap().to_string();
+    let edit = |engine: &mut Engine, text: String| {
+        engine.record_executions();
+        engine.set_file("client.py", text);
+        engine.analyze();
+        engine.take_executions().reused
+    };
+    let walked = |reused: &std::collections::BTreeMap<String, usize>, query: &str| {
+        reused.get(query).copied().unwrap_or(0)
+    };
+    // The first edit writes over the semantic the index wrote (high
+    // durability): salsa walks every file's chain down to the resolutions
+    // and directory listings once.
+    let first = edit(
+        &mut engine,
+        text.replace(
+            "from api import handler\n",
+            "from api.impl.core import handler\n",
+        ),
+    );
+    assert_same_as_scratch(&engine);
+    // The file's semantic is medium now: the other files' chains read high
+    // inputs only and are verified without visiting their resolutions.
+    let second = edit(&mut engine, text);
+    assert_same_as_scratch(&engine);
+    // What is left is the edited file's own: its search path, its
+    // resolutions and the listings they read.
+    for query in ["file_search_path", "resolve", "directory"] {
+        assert!(
+            walked(&second, query) < walked(&first, query),
+            "{query}: first {first:?}, second {second:?}"
+        );
+    }
+    assert_eq!(walked(&second, "file_search_path"), 1, "{second:?}");
+}
+
+#[test]
 fn touch_without_change_costs_nothing() {
     let mut engine = engine_for("aliases");
     let text = engine.text("checkout.py").unwrap().to_string();

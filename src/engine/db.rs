@@ -14,9 +14,14 @@
 //!
 //! Early cut-off sits at the `semantic` field. The engine writes it after
 //! `module_facts` ran for a new text, and only when it differs. Texts have low
-//! durability and semantics medium, so a body-only edit touches no medium
-//! input: salsa then reuses `program` without walking the per-file queries at
-//! all (backdating alone would still re-verify every file's chain).
+//! durability and semantics medium (high when written by the first index),
+//! so a body-only edit touches no medium input: salsa then reuses `program`
+//! without walking the per-file queries at all (backdating alone would still
+//! re-verify every file's chain). An edit that changes a semantic changes a
+//! medium input only: the per-file queries of the files not edited since
+//! the index read high inputs only (their semantics, the directory
+//! listings, the sub-projects, the configuration) and are verified without
+//! a walk; what reads the whole project is walked.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -599,6 +604,25 @@ pub(crate) fn resolved_for_files(db: &dyn Db, project: Project) -> Outputs {
     derived
 }
 
+/// The `resolve` tuples the `project` stage reads (entry points), and the
+/// ones the `report` stage reads (none today): queries of their own, like
+/// `resolved_for_files`, so that a change to name resolution that leaves
+/// them as they were does not re-gather every file's share of those
+/// stages.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn resolved_for_project(db: &dyn Db, project: Project) -> Outputs {
+    let mut derived = Outputs::default();
+    (datalog::PROJECT.take_derived)(&mut derived, resolve_stage(db, project));
+    derived
+}
+
+#[salsa::tracked(returns(ref))]
+pub(crate) fn resolved_for_report(db: &dyn Db, project: Project) -> Outputs {
+    let mut derived = Outputs::default();
+    (datalog::REPORT.take_derived)(&mut derived, resolve_stage(db, project));
+    derived
+}
+
 /// Every node (file or marker) in a file's base facts, sorted: what ties
 /// other tuples to it. Every `resolve` relation and project-level fact the
 /// file rules select by its first argument has a node there, so names and
@@ -715,7 +739,13 @@ pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Out
 #[salsa::tracked(returns(ref))]
 pub(crate) fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("project_inputs", None);
-    whole_project_inputs(db, project, &datalog::PROJECT, project_share, &[])
+    whole_project_inputs(
+        db,
+        project,
+        &datalog::PROJECT,
+        project_share,
+        &[resolved_for_project(db, project)],
+    )
 }
 
 /// `CycleGroup` facts: the strongly connected components of the runtime
@@ -753,8 +783,9 @@ pub(crate) fn cycle_groups(db: &dyn Db, project: Project) -> Vec<InputFact> {
 
 /// The inputs of a whole-project stage: every file's `share` of it (the
 /// base facts it reads and what it takes of the file's `file` stage), the
-/// project-level facts it reads, and what it reads of the `resolve` stage
-/// and of the other `earlier` stages.
+/// project-level facts it reads, and what it reads of the `earlier` stages
+/// (the `resolve` stage's through its own query, `resolved_for_project` or
+/// `resolved_for_report`).
 fn whole_project_inputs(
     db: &dyn Db,
     project: Project,
@@ -763,7 +794,6 @@ fn whole_project_inputs(
     earlier: &[&Outputs],
 ) -> StageInputs {
     let mut inputs = gathered(db, project, stage, share);
-    (stage.take_derived)(&mut inputs.derived, resolve_stage(db, project));
     for outputs in earlier {
         (stage.take_derived)(&mut inputs.derived, outputs);
     }
@@ -800,7 +830,7 @@ pub(crate) fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
         project,
         &datalog::REPORT,
         report_share,
-        &[project_stage(db, project)],
+        &[resolved_for_report(db, project), project_stage(db, project)],
     )
 }
 

@@ -105,7 +105,7 @@ impl Engine {
         )
         .files_durability(Durability::MEDIUM)
         .extra_search_paths_durability(Durability::HIGH)
-        .sub_projects_durability(Durability::MEDIUM)
+        .sub_projects_durability(Durability::HIGH)
         .test_patterns_durability(Durability::HIGH)
         .layers_durability(Durability::HIGH)
         .entry_points_durability(Durability::HIGH)
@@ -155,27 +155,38 @@ impl Engine {
     }
 
     /// Parses `files` (in parallel when there are many) and writes each
-    /// one's `semantic` input where it changed: the early cut-off point.
-    fn refresh_semantics(&mut self, files: &[SourceFile]) {
-        let extract = |db: &mut Database, file: &SourceFile| {
-            let semantic = &db::module_facts(db, *file).semantic;
-            (file.semantic(db) != semantic).then(|| (*file, semantic.clone()))
+    /// one's `semantic` input where it changed, with the durability it
+    /// comes with: the early cut-off point.
+    ///
+    /// Durability per file: the semantic of a new file (every file of the
+    /// first index) is HIGH, that of an edited file MEDIUM. An edit then
+    /// changes only MEDIUM inputs, and salsa verifies in O(1) every
+    /// per-file memo that reads HIGH inputs only (the other files' base
+    /// facts, resolutions, search paths and shares) instead of walking each
+    /// one's chain down to its inputs. The first edit of a file writes over
+    /// a HIGH value (salsa reports the old durability), so it pays that
+    /// walk once; the file stays MEDIUM afterwards.
+    fn refresh_semantics(&mut self, files: &[(SourceFile, Durability)]) {
+        let extract = |db: &mut Database, &(file, durability): &(SourceFile, Durability)| {
+            let semantic = &db::module_facts(db, file).semantic;
+            (file.semantic(db) != semantic).then(|| (file, semantic.clone(), durability))
         };
-        let changed: Vec<(SourceFile, Arc<Semantic>)> = if files.len() >= PARALLEL_THRESHOLD {
-            files
-                .par_iter()
-                .map_with(self.db.clone(), extract)
-                .flatten()
-                .collect()
-        } else {
-            let mut db = self.db.clone();
-            let changed = files.iter().filter_map(|f| extract(&mut db, f)).collect();
-            drop(db);
-            changed
-        };
-        for (file, semantic) in changed {
+        let changed: Vec<(SourceFile, Arc<Semantic>, Durability)> =
+            if files.len() >= PARALLEL_THRESHOLD {
+                files
+                    .par_iter()
+                    .map_with(self.db.clone(), extract)
+                    .flatten()
+                    .collect()
+            } else {
+                let mut db = self.db.clone();
+                let changed = files.iter().filter_map(|f| extract(&mut db, f)).collect();
+                drop(db);
+                changed
+            };
+        for (file, semantic, durability) in changed {
             file.set_semantic(&mut self.db)
-                .with_durability(Durability::MEDIUM)
+                .with_durability(durability)
                 .to(semantic);
         }
     }
@@ -215,14 +226,14 @@ impl Engine {
                         // Facts handed in for the old text must not outlive it.
                         file.set_preset(&mut self.db).to(preset);
                         self.stamp(&path);
-                        touched.push(file);
+                        touched.push((file, Durability::MEDIUM));
                     }
                 }
                 None => {
                     let file = self.new_file(path.clone(), text, preset);
                     Arc::make_mut(&mut self.tree).add(&self.db, &path);
                     Arc::make_mut(&mut self.files).insert(path, file);
-                    touched.push(file);
+                    touched.push((file, Durability::HIGH));
                     added = true;
                 }
             }
@@ -280,7 +291,7 @@ impl Engine {
             self.changes += 1;
             self.project
                 .set_sub_projects(&mut self.db)
-                .with_durability(Durability::MEDIUM)
+                .with_durability(Durability::HIGH)
                 .to(dirs);
         }
     }

@@ -46,7 +46,7 @@ impl Tree {
     fn entries(&mut self, db: &Database, dir: &str) -> &mut Entries {
         self.dirs.entry(dir.to_string()).or_insert_with(|| {
             let input = Directory::builder(Listing::default())
-                .listing_durability(Durability::MEDIUM)
+                .listing_durability(Durability::HIGH)
                 .new(db);
             db.directories().insert(dir.to_string(), input);
             Entries {
@@ -107,7 +107,10 @@ impl Tree {
     }
 
     /// Writes the listings of the directories touched since the last
-    /// write, where they differ from what the inputs hold.
+    /// write, where they differ from what the inputs hold. Listings are
+    /// high durability: every file's resolutions read them, and an edit
+    /// inside a file (medium) must not make salsa walk those chains; a new
+    /// or deleted file walks them, as it must re-check resolutions anyway.
     pub fn write(&mut self, db: &mut Database) {
         for dir in std::mem::take(&mut self.touched) {
             let Some(entries) = self.dirs.get(&dir) else {
@@ -121,7 +124,7 @@ impl Tree {
                 entries
                     .input
                     .set_listing(db)
-                    .with_durability(Durability::MEDIUM)
+                    .with_durability(Durability::HIGH)
                     .to(listing);
             }
         }
