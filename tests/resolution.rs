@@ -80,6 +80,24 @@ fn wildcard_imports_ec4_follow_an_all_gathered_from_other_modules_all() {
 }
 
 #[test]
+fn a_main_block_binds_nothing_importers_see() {
+    // `if __name__ == "__main__":` runs only when the file is executed: its
+    // `from pkg.live import Live as Live` does not make Live ambiguous for
+    // importers, and its own calls still resolve through its imports.
+    assert_relationships(
+        "main_block",
+        &[
+            "pkg/live.py:7:9 import pkg/live.py Live 1 alias=Live condition=other defined_in=pkg/live.py",
+            "pkg/live.py:8:9 import pkg/other.py helper 1 condition=other defined_in=pkg/other.py",
+            "pkg/live.py:10:4 function_call pkg/other.py helper 1",
+            "pkg/use.py:1:5 import pkg/live.py Live 1 defined_in=pkg/live.py",
+            "pkg/use.py:5:4 function_call pkg/live.py Live 1",
+            "pkg/use.py:5:11 function_call pkg/live.py Live.refresh 2",
+        ],
+    );
+}
+
+#[test]
 fn conditional_imports_ec5_are_marked_and_ambiguous_bindings_give_no_call() {
     // `parse` is bound by either branch of try/except ImportError, so the
     // call in `load` has no certain target and yields no relationship (FR-42).
