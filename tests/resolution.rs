@@ -83,13 +83,18 @@ fn wildcard_imports_ec4_follow_an_all_gathered_from_other_modules_all() {
 fn a_main_block_binds_nothing_importers_see() {
     // `if __name__ == "__main__":` runs only when the file is executed: its
     // `from pkg.live import Live as Live` does not make Live ambiguous for
-    // importers, and its own calls still resolve through its imports.
+    // importers; its own calls still resolve, its names being a scope of
+    // their own.
     assert_relationships(
         "main_block",
         &[
             "pkg/live.py:7:9 import pkg/live.py Live 1 alias=Live condition=other defined_in=pkg/live.py",
+            "pkg/live.py:8:9 import pkg/other.py Helper 5 condition=other defined_in=pkg/other.py",
             "pkg/live.py:8:9 import pkg/other.py helper 1 condition=other defined_in=pkg/other.py",
             "pkg/live.py:10:4 function_call pkg/other.py helper 1",
+            // Its names hold their values, as a function's locals do.
+            "pkg/live.py:12:13 function_call pkg/other.py Helper 5",
+            "pkg/live.py:13:11 function_call pkg/other.py Helper.run 6",
             "pkg/use.py:1:5 import pkg/live.py Live 1 defined_in=pkg/live.py",
             "pkg/use.py:5:4 function_call pkg/live.py Live 1",
             "pkg/use.py:5:11 function_call pkg/live.py Live.refresh 2",

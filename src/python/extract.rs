@@ -53,11 +53,6 @@ pub(super) struct Extractor<'src> {
     /// Names are being looked up for an annotation read late: a global
     /// is the module's final binding, not the one bound so far.
     late_names: bool,
-    /// Inside `if __name__ == "__main__":` at module level: code that runs
-    /// only when the file is executed, never when it is imported. What it
-    /// binds is kept here, for its own lookups, and not among the module's
-    /// bindings, which importers see.
-    main_block: Option<FxHashMap<String, Local>>,
 }
 
 /// One function, lambda, comprehension or class scope. The module scope is
@@ -143,7 +138,6 @@ impl<'src> Extractor<'src> {
             max_depth: 0,
             postponed_annotations: false,
             late_names: false,
-            main_block: None,
         }
     }
 
@@ -196,16 +190,6 @@ impl<'src> Extractor<'src> {
     }
 
     fn bind_module(&mut self, name: &str, kind: BindingKind) {
-        if self.at_module_scope()
-            && let Some(main) = &mut self.main_block
-        {
-            let local = match kind {
-                BindingKind::Import(index) => Local::Import(Some(index)),
-                _ => Local::Other,
-            };
-            main.insert(name.to_string(), local);
-            return;
-        }
         if self.at_module_scope() {
             let conditional = !self.conditions.is_empty();
             self.sem().bindings.push(Binding {
@@ -261,12 +245,6 @@ impl<'src> Extractor<'src> {
                 Some(_) => return NameValue::Local(frame.value_of(name, later)),
                 None => {}
             }
-        }
-        if let Some(local) = self.main_block.as_ref().and_then(|main| main.get(name)) {
-            return match local {
-                Local::Import(Some(index)) => NameValue::Global(Lookup::LocalImport(*index)),
-                _ => NameValue::Local(None),
-            };
         }
         if deferred || self.late_names {
             NameValue::Global(Lookup::Globals)
@@ -560,10 +538,6 @@ impl<'src> Extractor<'src> {
     /// A module variable or class attribute bound by an assignment.
     fn declare(&mut self, target: &Expr, value: Option<&Expr>, annotation: Option<&Expr>) {
         let Expr::Name(name) = target else { return };
-        if self.at_module_scope() && self.main_block.is_some() {
-            // Not a module variable an importer sees.
-            return;
-        }
         let qualname = if self.at_module_scope() {
             name.id.to_string()
         } else if let Some(class) = self.class_body() {
@@ -1040,10 +1014,16 @@ impl<'src> Extractor<'src> {
     fn if_stmt(&mut self, entry: &flow::Entry, stmt: &ast::StmtIf) {
         self.visit_expr(&stmt.test);
         let condition = classify_condition(&stmt.test);
-        if self.at_module_scope() && self.main_block.is_none() && is_main_test(&stmt.test) {
-            self.main_block = Some(FxHashMap::default());
+        if self.at_module_scope() && is_main_test(&stmt.test) {
+            // Runs only when the file is executed, never when it is
+            // imported: its names are a scope of their own, like a
+            // function's (values followed, imports local), and bind nothing
+            // importers see.
+            let mut frame = Frame::new(FrameKind::Immediate, FxHashMap::default());
+            collect_locals(&stmt.body, &mut frame);
+            self.scopes.push(frame);
             self.conditional_suite(condition, &stmt.body);
-            self.main_block = None;
+            self.scopes.pop();
         } else {
             self.conditional_suite(condition, &stmt.body);
         }
