@@ -709,7 +709,7 @@ impl Builder<'_> {
         let class_of = |class: u32| semantic.classes.get(class as usize).map(|c| &c.qualname);
         match &expression.kind {
             ExprKind::Global { .. } | ExprKind::Attribute { .. } => {
-                if let Some(reference) = chain(semantic, id)
+                if let Some(reference) = semantic.chain(id)
                     && let Some((_, module, name)) = self.first_hop(&reference)
                 {
                     return Value::Name(site, module, name);
@@ -782,31 +782,6 @@ impl Builder<'_> {
             }
             Value::Dynamic(site) => Some(site),
             Value::Unknown => None,
-        }
-    }
-}
-
-/// Expression `id` as a name chain headed by a global, if it is one.
-fn chain(semantic: &Semantic, mut id: ExprId) -> Option<Reference> {
-    let mut path = Vec::new();
-    let site = semantic.expressions.get(id as usize)?.site;
-    loop {
-        let expression = semantic.expressions.get(id as usize)?;
-        match &expression.kind {
-            ExprKind::Attribute { base, name } if *base < id => {
-                path.push(name.clone());
-                id = *base;
-            }
-            ExprKind::Global { name, lookup } => {
-                path.push(name.clone());
-                path.reverse();
-                return Some(Reference {
-                    site,
-                    path,
-                    lookup: *lookup,
-                });
-            }
-            _ => return None,
         }
     }
 }

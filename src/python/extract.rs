@@ -441,37 +441,13 @@ impl<'src> Extractor<'src> {
     fn declared_by_value(&self, id: ExprId) -> Option<(TypeSource, Reference)> {
         match &self.semantic.expressions.get(id as usize)?.kind {
             ExprKind::Instance { annotation } => self
-                .chain_reference(*annotation)
+                .semantic
+                .chain(*annotation)
                 .map(|r| (TypeSource::Holds, r)),
             ExprKind::Call { callee } => {
-                self.chain_reference(*callee).map(|r| (TypeSource::Call, r))
+                self.semantic.chain(*callee).map(|r| (TypeSource::Call, r))
             }
             _ => None,
-        }
-    }
-
-    /// Expression `id` as the name chain it is (`mod.Class`), when it is one.
-    fn chain_reference(&self, id: ExprId) -> Option<Reference> {
-        let mut path = Vec::new();
-        let mut at = id;
-        loop {
-            let expression = self.semantic.expressions.get(at as usize)?;
-            match &expression.kind {
-                ExprKind::Attribute { base, name } => {
-                    path.push(name.clone());
-                    at = *base;
-                }
-                ExprKind::Global { name, lookup } => {
-                    path.push(name.clone());
-                    path.reverse();
-                    return Some(Reference {
-                        site: expression.site,
-                        path,
-                        lookup: *lookup,
-                    });
-                }
-                _ => return None,
-            }
         }
     }
 

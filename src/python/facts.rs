@@ -77,6 +77,36 @@ pub struct Semantic {
     pub plugins: Vec<PluginUse>,
 }
 
+impl Semantic {
+    /// Expression `id` as a name chain headed by a global (`mod.Class`),
+    /// if it is one; the reference's site is the expression's own.
+    pub fn chain(&self, mut id: ExprId) -> Option<Reference> {
+        let mut path = Vec::new();
+        let site = self.expressions.get(id as usize)?.site;
+        loop {
+            let expression = self.expressions.get(id as usize)?;
+            match &expression.kind {
+                // Bases come before what is built on them: a later base
+                // would be a malformed table, not a chain.
+                ExprKind::Attribute { base, name } if *base < id => {
+                    path.push(name.clone());
+                    id = *base;
+                }
+                ExprKind::Global { name, lookup } => {
+                    path.push(name.clone());
+                    path.reverse();
+                    return Some(Reference {
+                        site,
+                        path,
+                        lookup: *lookup,
+                    });
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
 /// One use of a string-keyed extension point, as written. Whether the
 /// names involved really are Django's, pluggy's or importlib's is left to
 /// resolution (a project function called `receiver` is no receiver).
