@@ -264,6 +264,24 @@ fn an_attribute_bound_to_an_annotated_parameter_or_a_constructed_local_holds_its
 }
 
 #[test]
+fn reading_a_property_gives_what_it_returns() {
+    assert_eq!(
+        calls_in("fluent_returns", "query/props_use.py"),
+        [
+            // @property -> Stack, @functools.cached_property returning Stack().
+            "query/props_use.py:5:12 function_call query/props.py Stack.push 5",
+            "query/props_use.py:6:13 function_call query/props.py Stack.push 5",
+            "query/props_use.py:7:6 function_call query/props.py Holder.plain 18",
+            "query/props_use.py:7:14 function_call query/props.py Stack.push 5",
+            // Not relating: a method read without a call (line 8), and
+            // calling what a property gives (line 9: the Stack, not a
+            // method returning one).
+            "query/props_use.py:9:6 function_call query/props.py Holder.stack 11",
+        ]
+    );
+}
+
+#[test]
 fn a_local_bound_several_times_holds_the_binding_that_reaches_it_in_straight_line_code() {
     assert_eq!(
         calls_in("local_rebinding", "flow/rebinding.py"),

@@ -15,9 +15,9 @@ use super::datalog::{
     AllIncludes, Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported,
     CallIn, CallRef, ClassDef, Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance,
     ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember, ImportName, ImportStmt, InputFact,
-    MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReturnsAnnotated,
-    ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia, RuntimeImport, Site, StarExport,
-    StarImport, Sym,
+    IsProperty, MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile,
+    ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia, RuntimeImport, Site,
+    StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -582,6 +582,11 @@ impl Builder<'_> {
                 }
                 TypeSource::AttributeCall => continue,
             });
+        }
+        for property in &semantic.properties {
+            let member = self.interner.sym(property);
+            self.facts
+                .push(InputFact::IsProperty(IsProperty(self.me, member)));
         }
         for own in &semantic.own_returns {
             if let Some(declared) = &own.declared

@@ -14,9 +14,9 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::datalog::{
-    BaseOf, ClassAlias, ClassDef, HasMember, InputFact, InstanceType, MadeBy, MroNext, MroStart,
-    Node, OpaqueBase, Outputs, PatchedMember, ReturnType, ReturnsCls, ReturnsSelf, ReturnsSelfVia,
-    Site, Sym,
+    BaseOf, ClassAlias, ClassDef, HasMember, InputFact, InstanceType, IsProperty, MadeBy, MroNext,
+    MroStart, Node, OpaqueBase, Outputs, PatchedMember, ReturnType, ReturnsCls, ReturnsSelf,
+    ReturnsSelfVia, Site, Sym,
 };
 
 /// A class: its file and qualified name.
@@ -48,6 +48,8 @@ pub(crate) struct ClassTable {
     /// (file, qualified name of a method) → its `ReturnsSelf`,
     /// `ReturnsSelfVia` or `ReturnsCls` fact.
     own_returns: FxHashMap<(Node, Sym), InputFact>,
+    /// (file, qualified name of a method) read as an attribute.
+    properties: FxHashSet<(Node, Sym)>,
     patched: FxHashSet<(Class, Sym)>,
 }
 
@@ -89,6 +91,9 @@ impl ClassTable {
                 | InputFact::ReturnsSelfVia(ReturnsSelfVia(file, method, _))
                 | InputFact::ReturnsCls(ReturnsCls(file, method)) => {
                     table.own_returns.insert((file, method), *fact);
+                }
+                InputFact::IsProperty(IsProperty(file, method)) => {
+                    table.properties.insert((file, method));
                 }
                 _ => {}
             }
@@ -255,6 +260,9 @@ impl ClassTable {
             if !names.contains(&made.2) {
                 names.push(made.2);
             }
+        }
+        if self.properties.contains(&key) {
+            facts.push(InputFact::IsProperty(IsProperty(key.0, key.1)));
         }
         if let Some(&own) = self.own_returns.get(&key) {
             facts.push(own);

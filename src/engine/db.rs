@@ -387,7 +387,8 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
             | InputFact::MadeBy(_)
             | InputFact::ReturnsSelf(_)
             | InputFact::ReturnsSelfVia(_)
-            | InputFact::ReturnsCls(_) => class_facts.facts.push(*fact),
+            | InputFact::ReturnsCls(_)
+            | InputFact::IsProperty(_) => class_facts.facts.push(*fact),
             InputFact::BaseRef(BaseRef(file, site, module, name)) => {
                 let transparent = matches!(
                     (&*interner.node_text(*module), &*interner.sym_text(*name)),

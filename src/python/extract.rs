@@ -619,6 +619,9 @@ impl<'src> Extractor<'src> {
             && let Some(c) = self.semantic.classes.get_mut(class as usize)
         {
             c.members.push(def.name.to_string());
+            if members::is_property(def) {
+                self.semantic.properties.push(qualname.clone());
+            }
         }
         let method = self
             .class_body()

@@ -72,6 +72,9 @@ pub struct Semantic {
     pub types: Vec<Typed>,
     /// Methods whose calls give an instance of the class they are made on.
     pub own_returns: Vec<OwnReturn>,
+    /// Methods decorated `@property` or `@cached_property` (`C.m`): reading
+    /// the attribute gives what the method returns.
+    pub properties: Vec<String>,
     /// Uses of string-keyed extension points (Django signals, pluggy
     /// hooks, entry-point groups) as written, in source order.
     pub plugins: Vec<PluginUse>,

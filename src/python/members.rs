@@ -19,6 +19,18 @@ pub(super) enum MethodKind {
     Static,
 }
 
+/// `@property` or `@cached_property` (`functools.cached_property`,
+/// Django's): reading the attribute gives what the method returns.
+pub(super) fn is_property(def: &StmtFunctionDef) -> bool {
+    def.decorator_list.iter().any(|d| {
+        let mut path = Vec::new();
+        super::extract::name_chain(&d.expression, &mut path).is_some()
+            && path
+                .last()
+                .is_some_and(|last| last == "property" || last == "cached_property")
+    })
+}
+
 pub(super) fn method_kind(def: &StmtFunctionDef) -> MethodKind {
     let decorated = |wanted: &str| {
         def.decorator_list.iter().any(|d| {
