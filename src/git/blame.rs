@@ -218,7 +218,7 @@ impl Repo {
         } else {
             None
         };
-        let outcome = gix::blame::file(
+        let outcome = self.blame_walk(
             Grafted {
                 objects: &self.repo.objects,
                 cut,
@@ -228,21 +228,11 @@ impl Repo {
                 contents: contents.into(),
             },
             graph,
-            &mut self
-                .repo
-                .diff_resource_cache_for_tree_diff()
+            &repo_path,
+            self.repo.diff_algorithm().map_err(failed)?,
+            gix::blame::BlameRanges::from_one_based_inclusive_range(first..=last)
                 .map_err(failed)?,
-            BStr::new(repo_path.as_bytes()),
-            gix::blame::Options {
-                diff_algorithm: self.repo.diff_algorithm().map_err(failed)?,
-                ranges: gix::blame::BlameRanges::from_one_based_inclusive_range(first..=last)
-                    .map_err(failed)?,
-                since: None,
-                rewrites: Some(Default::default()),
-                debug_track_path: false,
-            },
-        )
-        .map_err(failed)?;
+        )?;
         let mut commits: HashMap<ObjectId, Option<Commit>> = HashMap::new();
         let mut ranges: Vec<BlameRange> = Vec::new();
         for entry in &outcome.entries {
@@ -276,6 +266,37 @@ impl Repo {
 
     /// The commit `id` names; `None` for the null id blame gives lines
     /// not committed yet.
+    /// One history walk of gix's blame from `start` over `objects`, the
+    /// lines in `ranges` of `repo_path`, renames followed.
+    pub(super) fn blame_walk(
+        &self,
+        objects: impl gix::objs::Find + gix::objs::FindHeader,
+        start: gix::blame::Start,
+        graph: Option<gix::commitgraph::Graph>,
+        repo_path: &str,
+        diff_algorithm: gix::diff::blob::Algorithm,
+        ranges: gix::blame::BlameRanges,
+    ) -> Result<gix::blame::Outcome, GitError> {
+        gix::blame::file(
+            objects,
+            start,
+            graph,
+            &mut self
+                .repo
+                .diff_resource_cache_for_tree_diff()
+                .map_err(failed)?,
+            BStr::new(repo_path.as_bytes()),
+            gix::blame::Options {
+                diff_algorithm,
+                ranges,
+                since: None,
+                rewrites: Some(Default::default()),
+                debug_track_path: false,
+            },
+        )
+        .map_err(failed)
+    }
+
     fn commit_of(&self, id: ObjectId) -> Result<Option<Commit>, GitError> {
         if id.is_null() {
             return Ok(None);

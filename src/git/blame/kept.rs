@@ -209,24 +209,14 @@ impl Repo {
     ) -> Result<KeptBlame, GitError> {
         let repo_path = self.repo_path(path);
         let graph = self.repo.commit_graph_if_enabled().map_err(failed)?;
-        let outcome = gix::blame::file(
+        let outcome = self.blame_walk(
             &self.repo.objects,
             gix::blame::Start::Commit(head),
             graph,
-            &mut self
-                .repo
-                .diff_resource_cache_for_tree_diff()
-                .map_err(failed)?,
-            BStr::new(repo_path.as_bytes()),
-            gix::blame::Options {
-                diff_algorithm: algorithm,
-                ranges: gix::blame::BlameRanges::default(),
-                since: None,
-                rewrites: Some(Default::default()),
-                debug_track_path: false,
-            },
-        )
-        .map_err(failed)?;
+            &repo_path,
+            algorithm,
+            gix::blame::BlameRanges::default(),
+        )?;
         let mut owners = Vec::new();
         for entry in &outcome.entries {
             let source_path = entry
