@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice;
 
-pub use blame::{Blame, BlameCache, BlameRange, BlameStore, KeptBlame, Run as KeptRun};
+pub use blame::{
+    Blame, BlameCache, BlameRange, BlameStore, HistoryIndex, IndexBounds, KeptBlame, Run as KeptRun,
+};
 pub use diff::{Diff, FileDiff, FileStatus, Hunk, LineChange};
 pub use gix::ObjectId;
 pub use log::{DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, Log, LogQuery, MAX_LIMIT as MAX_LOG_LIMIT};
