@@ -6,8 +6,8 @@
 //!
 //! Each entry is a fact about one commit, whatever HEAD is, so an index
 //! built at one HEAD is brought forward to a newer one by adding the
-//! commits since (a walk from the new HEAD with the old one hidden); a
-//! rewritten history only adds commits, and past `MAX_COMMITS` the index
+//! commits since (read from the new HEAD through parents down to commits
+//! the index holds); a rewritten history only adds commits, and past `MAX_COMMITS` the index
 //! is built afresh. A walk that meets a commit the index does not hold
 //! (a bounded build, a deadline) hands the rest to gix's blame, so an
 //! incomplete index is slower, never wrong.
@@ -15,7 +15,7 @@
 //! On disk (`encode`, `decode`): a magic line, a SHA-256 of the rest, then
 //! the record; anything that does not check out is no index.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use gix::ObjectId;
@@ -249,32 +249,34 @@ impl Repo {
             .enumerate()
             .map(|(i, node)| (node.id, len32(i)))
             .collect();
+        // HEAD moved back to a commit the index holds: nothing to add.
+        if let Some(&at) = known.get(&head) {
+            index.head = at;
+            return Ok(Some(index));
+        }
         // The commits HEAD has and the index does not: all of them for a
-        // new index, the ones since its HEAD for an older one (a HEAD
-        // the repository lost makes this walk fail: built afresh).
-        let hidden: Vec<ObjectId> = index.head().into_iter().collect();
-        let walk = match self.repo.rev_walk([head]).with_hidden(hidden).all() {
-            Ok(walk) => walk,
-            Err(_) if !index.nodes.is_empty() => return self.history_index(None, bounds),
-            Err(error) => return Err(failed(error)),
-        };
+        // new index, the ones since its HEAD for an older one. Read from
+        // HEAD through parents, stopping at commits the index holds (it
+        // holds their ancestors too), so bringing an index forward reads
+        // only the new commits.
         let mut new: Vec<(ObjectId, Vec<ObjectId>)> = Vec::new();
-        for info in walk {
-            let info = match info {
-                Ok(info) => info,
-                Err(_) if !index.nodes.is_empty() => return self.history_index(None, bounds),
-                Err(error) => return Err(failed(error)),
-            };
-            if known.contains_key(&info.id) {
-                continue;
-            }
+        let mut queued: HashSet<ObjectId> = HashSet::from([head]);
+        let mut queue = VecDeque::from([head]);
+        while let Some(id) = queue.pop_front() {
             if index.nodes.len() + new.len() >= MAX_COMMITS {
                 break;
             }
             if new.len() >= bounds.max_new || started.elapsed() > bounds.deadline {
                 return Ok(None);
             }
-            new.push((info.id, info.parent_ids().map(|id| id.detach()).collect()));
+            let commit = self.repo.find_commit(id).map_err(failed)?;
+            let parents: Vec<ObjectId> = commit.parent_ids().map(|id| id.detach()).collect();
+            for parent in &parents {
+                if !known.contains_key(parent) && queued.insert(*parent) {
+                    queue.push_back(*parent);
+                }
+            }
+            new.push((id, parents));
         }
         let mut positions = known;
         for (i, (id, _)) in new.iter().enumerate() {
@@ -286,7 +288,7 @@ impl Repo {
             .map_err(failed)?;
         for (id, parents) in new {
             // Not kept in part: the commits left out would stay out, as
-            // the next walk hides everything behind the index's HEAD.
+            // the next walk stops at the commits the index holds.
             if started.elapsed() > bounds.deadline {
                 return Ok(None);
             }

@@ -14,7 +14,9 @@
 //!   without renames (a merge is passed through only when the file is the
 //!   same as in one of its parents, as blame passes it); anything else
 //!   is blamed afresh;
-//! - none: a full walk (`gix::blame::file`), then kept.
+//! - none, or none usable: through the store's history index when it
+//!   has one (`walk.rs`: only the commits that changed the file), else a
+//!   full walk (`gix::blame::file`); then kept.
 //!
 //! Each line's commit depends only on the line and the history behind it,
 //! not on which other lines are blamed with it, so a blame composed this

@@ -57,6 +57,71 @@ struct LineTable {
     lines: Vec<Box<[u8]>>,
 }
 
+/// The number of leading `tokens` whose lines make up `bytes` bytes.
+fn lines_within(tokens: &[Token], lines: &[Box<[u8]>], bytes: usize) -> usize {
+    let mut left = bytes;
+    tokens
+        .iter()
+        .take_while(|t| match left.checked_sub(lines[t.0 as usize].len()) {
+            Some(rest) if left > 0 => {
+                left = rest;
+                true
+            }
+            _ => false,
+        })
+        .count()
+}
+
+/// The number of trailing `tokens` whose lines make up `bytes` bytes.
+fn lines_within_end(tokens: &[Token], lines: &[Box<[u8]>], bytes: usize) -> usize {
+    let mut left = bytes;
+    tokens
+        .iter()
+        .rev()
+        .take_while(|t| match left.checked_sub(lines[t.0 as usize].len()) {
+            Some(rest) if left > 0 => {
+                left = rest;
+                true
+            }
+            _ => false,
+        })
+        .count()
+}
+
+/// The length of the common start of `a` and `b`, compared a block at a
+/// time (a walk compares two versions of the file at each step).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let blocks = a
+        .chunks_exact(BLOCK)
+        .zip(b.chunks_exact(BLOCK))
+        .take_while(|(x, y)| x == y)
+        .count();
+    let at = blocks * BLOCK;
+    at + a[at..]
+        .iter()
+        .zip(&b[at..])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The length of the common end of `a` and `b`.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let blocks = a
+        .rchunks_exact(BLOCK)
+        .zip(b.rchunks_exact(BLOCK))
+        .take_while(|(x, y)| x == y)
+        .count();
+    let at = blocks * BLOCK;
+    at + a[..a.len() - at]
+        .iter()
+        .rev()
+        .zip(b[..b.len() - at].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 impl LineTable {
     fn intern(&mut self, line: &[u8]) -> Token {
         if let Some(&token) = self.ids.get(line) {
@@ -80,18 +145,11 @@ impl LineTable {
         if old == new {
             return new_tokens.to_vec();
         }
-        let common = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+        let common = common_prefix(old, new);
         // The prefix's whole lines end at its last newline.
         let start = memchr::memrchr(b'\n', &old[..common]).map_or(0, |at| at + 1);
-        let before = memchr::memchr_iter(b'\n', &old[..start]).count();
         let room = (old.len() - start).min(new.len() - start);
-        let tail = old
-            .iter()
-            .rev()
-            .zip(new.iter().rev())
-            .take(room)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let tail = common_suffix(&old[old.len() - room..], &new[new.len() - room..]);
         // The suffix's whole lines start at a line start of both texts.
         let (old_at, new_at) = (old.len() - tail, new.len() - tail);
         let starts_line = |text: &[u8], at: usize| at == start || text[at - 1] == b'\n';
@@ -100,12 +158,17 @@ impl LineTable {
         } else {
             memchr::memchr(b'\n', &old[old_at..]).map_or(old.len(), |at| old_at + at + 1)
         };
-        let after = byte_lines(&old[end..]).count();
-        let mut tokens = Vec::with_capacity(before + after + 8);
+        let middle: Vec<Token> = byte_lines(&old[start..end])
+            .map(|line| self.intern(line))
+            .collect();
+        // Lines before `start` and from `end` on are as many in `new`'s
+        // tokens, from its start and its end: counted there by their
+        // bytes instead of by scanning for newlines.
+        let before = lines_within(new_tokens, &self.lines, start);
+        let after = lines_within_end(new_tokens, &self.lines, old.len() - end);
+        let mut tokens = Vec::with_capacity(before + middle.len() + after);
         tokens.extend_from_slice(&new_tokens[..before]);
-        for line in byte_lines(&old[start..end]) {
-            tokens.push(self.intern(line));
-        }
+        tokens.extend(middle);
         tokens.extend_from_slice(&new_tokens[new_tokens.len() - after..]);
         tokens
     }
