@@ -410,19 +410,31 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
     class_facts
 }
 
+/// Every file's class facts together: a query of its own so that a change
+/// to the file set that adds or removes no class (a new module of
+/// functions, a rename of one) stops here and the table is reused.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn class_inputs(db: &dyn Db, project: Project) -> ClassFacts {
+    let mut inputs = ClassFacts::default();
+    for &file in project.files(db) {
+        let class_facts = class_facts(db, project, file);
+        inputs.facts.extend_from_slice(&class_facts.facts);
+        inputs
+            .transparent
+            .extend_from_slice(&class_facts.transparent);
+    }
+    inputs
+}
+
 /// Every class's method resolution order, members and declared member
 /// types, after name resolution.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn class_table(db: &dyn Db, project: Project) -> ClassTable {
     db.log().executed("class_table", None);
-    let mut facts = Vec::new();
-    let mut transparent = rustc_hash::FxHashSet::default();
-    for &file in project.files(db) {
-        let class_facts = class_facts(db, project, file);
-        facts.extend_from_slice(&class_facts.facts);
-        transparent.extend(class_facts.transparent.iter().copied());
-    }
-    ClassTable::build(&facts, &transparent, class_resolved(db, project))
+    let inputs = class_inputs(db, project);
+    let transparent: rustc_hash::FxHashSet<(Node, Site)> =
+        inputs.transparent.iter().copied().collect();
+    ClassTable::build(&inputs.facts, &transparent, class_resolved(db, project))
 }
 
 /// The `resolve` tuples the class table reads (resolved bases, declared
