@@ -553,3 +553,33 @@ fn mcp_answers_callers_callees_and_member_level_dependents() {
     assert!(is_error);
     assert!(text.contains("symbol_not_found"), "{text}");
 }
+
+#[test]
+fn a_value_with_alternatives_holds_a_class_only_when_every_alternative_gives_it() {
+    let calls = calls_in("either_values", "app/live.py");
+    let member_calls: Vec<&str> = calls
+        .iter()
+        .map(String::as_str)
+        .filter(|c| c.contains("Console.print") || c.contains("Printer.print"))
+        .collect();
+    assert_eq!(
+        member_calls,
+        [
+            // `console if console is not None else get_console()`: the
+            // parameter's annotation and get_console's return agree.
+            "app/live.py:19:21 function_call app/console.py Console.print 5",
+            // `console or get_console()`.
+            "app/live.py:20:21 function_call app/console.py Console.print 5",
+            // `None or Console()`: None adds nothing.
+            "app/live.py:21:22 function_call app/console.py Console.print 5",
+            // Not relating: Console or Printer (line 22), a callee with no
+            // known result (23), a standard-library class (24).
+            "app/live.py:25:20 function_call app/console.py Console.print 5",
+            // Not relating: three bindings giving Console, Console, Printer
+            // (line 39). Relating: two giving Console (50), and a module
+            // variable's alternatives (54).
+            "app/live.py:50:20 function_call app/console.py Console.print 5",
+            "app/live.py:54:8 function_call app/console.py Console.print 5",
+        ]
+    );
+}

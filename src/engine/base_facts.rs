@@ -13,11 +13,11 @@ mod links;
 
 use super::datalog::{
     AllIncludes, Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported,
-    CallIn, CallRef, ClassDef, Defines, DynamicSite, ExprAttr, ExprCall, ExprCls, ExprInstance,
-    ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember, ImportName, ImportStmt, InputFact,
-    IsProperty, MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile,
-    ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia, RuntimeImport, Site,
-    StarExport, StarImport, Sym,
+    CallIn, CallRef, ClassDef, Defines, DynamicSite, EitherCall, EitherHolds, ExprAttr, ExprCall,
+    ExprCls, ExprInstance, ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember, ImportName,
+    ImportStmt, InputFact, IsProperty, MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern,
+    ProjectFile, ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia,
+    RuntimeImport, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -548,7 +548,24 @@ impl Builder<'_> {
                 });
             }
         }
+        // The alternatives of one name count only all together: one whose
+        // first hop is not known drops the others (the rules would take
+        // the rest for all of them).
+        let mut unknown_alternative: Vec<&str> = semantic
+            .types
+            .iter()
+            .filter(|t| matches!(t.source, TypeSource::EitherCall | TypeSource::EitherHolds))
+            .filter(|t| self.first_hop(&t.reference).is_none())
+            .map(|t| t.qualname.as_str())
+            .collect();
+        unknown_alternative.sort_unstable();
         for typed in &semantic.types {
+            if unknown_alternative
+                .binary_search(&typed.qualname.as_str())
+                .is_ok()
+            {
+                continue;
+            }
             let qualname = self.interner.sym(&typed.qualname);
             if typed.source == TypeSource::AttributeCall {
                 // Looked up on the receiver's class in the rules, not as a name.
@@ -579,6 +596,12 @@ impl Builder<'_> {
                 }
                 TypeSource::Alias => {
                     InputFact::AssignedName(AssignedName(self.me, qualname, module, name))
+                }
+                TypeSource::EitherCall => {
+                    InputFact::EitherCall(EitherCall(self.me, qualname, module, name))
+                }
+                TypeSource::EitherHolds => {
+                    InputFact::EitherHolds(EitherHolds(self.me, qualname, module, name))
                 }
                 TypeSource::AttributeCall => continue,
             });

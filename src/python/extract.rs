@@ -22,7 +22,7 @@ use super::facts::{
     DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup, ModuleFacts,
     OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource,
 };
-use super::members::{self, Declarations, MethodKind};
+use super::members::{self, Declarations, Declared, MethodKind};
 
 /// Stack head-room the recursive walkers keep; below it they continue on a
 /// freshly allocated segment, so a deeply nested file cannot overflow the stack.
@@ -403,18 +403,28 @@ impl<'src> Extractor<'src> {
     }
 
     /// What a binding to `value` (or declared as `annotation`) holds, as a
-    /// type declaration, or `None` when it is not statically known.
-    fn declared(
-        &mut self,
-        value: Option<&Expr>,
-        annotation: Option<&Expr>,
-    ) -> Option<(TypeSource, Reference)> {
+    /// type declaration (several for `a or b()`), or `None` when it is not
+    /// statically known.
+    fn declared(&mut self, value: Option<&Expr>, annotation: Option<&Expr>) -> Declared {
         if let Some((annotation, late)) = annotation.and_then(|a| self.annotation_class(a)) {
             return self
                 .looking_up_late(late, |this| this.reference(&annotation))
-                .map(|r| (TypeSource::Annotation, r));
+                .map(|r| vec![(TypeSource::Annotation, r)]);
         }
         match value? {
+            Expr::BoolOp(choice) if choice.op == ast::BoolOp::Or => {
+                self.alternatives(choice.values.iter())
+            }
+            Expr::If(choice) => {
+                self.alternatives([choice.body.as_ref(), choice.orelse.as_ref()].into_iter())
+            }
+            value => self.declared_one(value).map(|d| vec![d]),
+        }
+    }
+
+    /// The declaration of a value that is not a choice.
+    fn declared_one(&mut self, value: &Expr) -> Option<(TypeSource, Reference)> {
+        match value {
             Expr::Call(call) => match self.receiver_attribute(&call.func) {
                 Some(attribute) => Some((TypeSource::AttributeCall, attribute)),
                 None => self.reference(&call.func).map(|r| (TypeSource::Call, r)),
@@ -434,6 +444,28 @@ impl<'src> Extractor<'src> {
             }
             _ => None,
         }
+    }
+
+    /// The alternatives of `a or b()` or `a if c else b()`: each a callee
+    /// or a local holding an instance (a `None` alternative adds nothing:
+    /// a member call on the value assumes it is not `None`). Anything else
+    /// among them, a nested choice included, leaves the value unknown.
+    fn alternatives<'e>(&mut self, values: impl Iterator<Item = &'e Expr>) -> Declared {
+        let mut all = Vec::new();
+        for value in values {
+            if value.is_none_literal_expr() {
+                continue;
+            }
+            if !matches!(value, Expr::Call(_) | Expr::Name(_)) {
+                return None;
+            }
+            let declared = self.declared_one(value)?;
+            if !matches!(declared.0, TypeSource::Call | TypeSource::Holds) {
+                return None;
+            }
+            all.push(declared);
+        }
+        (!all.is_empty()).then_some(all)
     }
 
     /// The declaration a local's value makes: an instance of what an

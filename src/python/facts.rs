@@ -262,6 +262,15 @@ pub enum TypeSource {
     /// the class attribute f gives, f looked up from the receiver's class
     /// (the reference's path is `[f]`; it is not looked up as a name).
     AttributeCall,
+    /// One of several values x may hold that name different things
+    /// (`self.console = console or get_console()`, or two bindings of x):
+    /// what calling the chain gives. x holds a known class only when every
+    /// alternative of x gives that one class, which the rules decide after
+    /// resolution.
+    EitherCall,
+    /// As `EitherCall`, for an alternative that holds what an annotated
+    /// local holds (`console: Optional[Console]` above).
+    EitherHolds,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

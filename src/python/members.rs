@@ -119,12 +119,21 @@ pub(super) fn base_chain(base: &Expr) -> &Expr {
     }
 }
 
-type Declared = Option<(TypeSource, Reference)>;
+/// What one binding holds: one declaration, or the alternatives of a value
+/// such as `a or b()`; `None` when not statically known.
+pub(super) type Declared = Option<Vec<(TypeSource, Reference)>>;
+
+/// At most this many different alternatives make a declaration the rules
+/// settle; more, and the name is left unknown.
+const MAX_ALTERNATIVES: usize = 4;
 
 /// Declarations gathered while walking a module, decided at its end: a
 /// name holds a known type only when every binding agrees (one annotation,
-/// or the same callee for every assignment). A module variable must also be
-/// bound by nothing else (loops, imports, `def`s).
+/// or the same callee for every assignment). Bindings and alternatives
+/// that name different callees or annotated locals are handed to the rules
+/// as `Either` declarations: they agree when all give the same class after
+/// resolution. A module variable must also be bound by nothing else
+/// (loops, imports, `def`s).
 #[derive(Default)]
 pub(super) struct Declarations {
     bound: BTreeMap<String, Vec<Declared>>,
@@ -164,37 +173,15 @@ impl Declarations {
                     continue;
                 }
             }
-            let annotations: Vec<&Reference> = declared
-                .iter()
-                .flatten()
-                .filter(|(source, _)| *source == TypeSource::Annotation)
-                .map(|(_, r)| r)
-                .collect();
-            let chosen = if let Some(first) = annotations.first() {
-                annotations
-                    .iter()
-                    .all(|r| r.path == first.path)
-                    .then(|| (TypeSource::Annotation, (*first).clone()))
-            } else {
-                match declared.first() {
-                    Some(Some((source, first)))
-                        if declared.iter().all(|d| {
-                            d.as_ref()
-                                .is_some_and(|(s, r)| s == source && r.path == first.path)
-                        }) =>
-                    {
-                        Some((*source, first.clone()))
-                    }
-                    _ => None,
-                }
-            };
-            if let Some((source, reference)) = chosen {
-                types.push(Typed {
-                    qualname,
-                    source,
-                    reference,
-                });
-            }
+            types.extend(
+                chosen(declared)
+                    .into_iter()
+                    .map(|(source, reference)| Typed {
+                        qualname: qualname.clone(),
+                        source,
+                        reference,
+                    }),
+            );
         }
         // A function defined twice (a conditional redefinition) has no
         // certain return type.
@@ -213,4 +200,53 @@ impl Declarations {
         }
         types
     }
+}
+
+/// What the bindings of one name declare together: the annotation when
+/// there is one (every annotation naming the same chain); else the one
+/// thing every binding and alternative names; else, when each names a
+/// callee or an annotated local, each of them as an `Either` declaration
+/// for the rules to settle; else nothing.
+fn chosen(declared: Vec<Declared>) -> Vec<(TypeSource, Reference)> {
+    let annotations: Vec<&Reference> = declared
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|(source, _)| *source == TypeSource::Annotation)
+        .map(|(_, r)| r)
+        .collect();
+    if let Some(first) = annotations.first() {
+        return if annotations.iter().all(|r| r.path == first.path) {
+            vec![(TypeSource::Annotation, (*first).clone())]
+        } else {
+            Vec::new()
+        };
+    }
+    if declared.iter().any(Option::is_none) {
+        return Vec::new();
+    }
+    let mut alternatives: Vec<(TypeSource, Reference)> = Vec::new();
+    for (source, reference) in declared.into_iter().flatten().flatten() {
+        if !alternatives
+            .iter()
+            .any(|(s, r)| *s == source && r.path == reference.path)
+        {
+            alternatives.push((source, reference));
+        }
+    }
+    if alternatives.len() == 1 {
+        return alternatives;
+    }
+    if alternatives.len() > MAX_ALTERNATIVES {
+        return Vec::new();
+    }
+    let mut either = Vec::new();
+    for (source, reference) in alternatives {
+        either.push(match source {
+            TypeSource::Call => (TypeSource::EitherCall, reference),
+            TypeSource::Holds => (TypeSource::EitherHolds, reference),
+            _ => return Vec::new(),
+        });
+    }
+    either
 }
