@@ -581,7 +581,7 @@ impl Engine {
         };
         let interner = self.interner();
         let outputs = db::file_stage(&self.db, self.project, file);
-        semantic::keyed(&outputs.member_ref(), |t| t.0, node)
+        semantic::keyed(outputs.member_ref(), |t| t.0, node)
             .iter()
             .filter_map(|t| {
                 Some(MemberUse {
@@ -603,7 +603,7 @@ impl Engine {
         };
         let interner = self.interner();
         let resolved = db::file_resolved(&self.db, self.project, file);
-        semantic::keyed(&resolved.resolves(), |t| t.0, node)
+        semantic::keyed(resolved.resolves(), |t| t.0, node)
             .iter()
             .filter(|t| t.2 != node && !t.2.is_external())
             .map(|t| ImportedName {

@@ -53,8 +53,8 @@ pub(crate) fn keyed<T>(tuples: &[T], first: impl Fn(&T) -> Node, key: Node) -> &
 
 /// The references of one source file, in site order.
 pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
-    let defined_in = keyed(&outputs.import_defined_in(), |t| t.0, file);
-    let mut out: Vec<Reference> = keyed(&outputs.imports(), |t| t.0, file)
+    let defined_in = keyed(outputs.import_defined_in(), |t| t.0, file);
+    let mut out: Vec<Reference> = keyed(outputs.imports(), |t| t.0, file)
         .iter()
         .map(|t| {
             // One tuple per site at most: `Resolves` is unique per name.
@@ -78,12 +78,12 @@ pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
         defined_in: None,
     };
     out.extend(
-        keyed(&outputs.calls(), |t| t.0, file)
+        keyed(outputs.calls(), |t| t.0, file)
             .iter()
             .map(|t| resolved(RefKind::Call, t.1, t.2, t.3)),
     );
     out.extend(
-        keyed(&outputs.inherits(), |t| t.0, file)
+        keyed(outputs.inherits(), |t| t.0, file)
             .iter()
             .map(|t| resolved(RefKind::Inheritance, t.1, t.2, t.3)),
     );
@@ -313,7 +313,7 @@ pub(crate) fn callers_index(db: &dyn Db, project: Project) -> Vec<CallEdge> {
 
 /// The calls made by `caller` of `file`, from that file's own rules.
 pub(crate) fn callees(outputs: &Outputs, file: Node, caller: Sym) -> Vec<CallEdge> {
-    keyed(&outputs.calls_symbol(), |t| t.0, file)
+    keyed(outputs.calls_symbol(), |t| t.0, file)
         .iter()
         .filter(|t| t.2 == caller)
         .map(CallEdge::from)
