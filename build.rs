@@ -802,7 +802,25 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
         writeln!(out, "    into.relations.shrink_to_fit();\n    into\n}}\n").unwrap();
         writeln!(
             out,
-            "/// The `{name}` stage of the rules.\npub const {}: StageProgram = StageProgram {{\n    reads_facts: {},\n    reads_fact: {name}_reads_fact,\n    take_derived: {name}_take_derived,\n    select_derived: {name}_select_derived,\n    run: run_{name},\n}};\n",
+            "#[allow(unused_variables, unused_mut, clippy::let_and_return)]\nfn {name}_derived_keys(from: &Outputs) -> Vec<Value> {{\n    let mut keys: Vec<Value> = Vec::new();"
+        )
+        .unwrap();
+        for r in &earlier {
+            let n = snake(&r.name);
+            writeln!(
+                out,
+                "    keys.extend(from.{n}.iter().map(|t| Value::from(t.0)));"
+            )
+            .unwrap();
+        }
+        writeln!(
+            out,
+            "    keys.sort_unstable();\n    keys.dedup();\n    keys\n}}\n"
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "/// The `{name}` stage of the rules.\npub const {}: StageProgram = StageProgram {{\n    reads_facts: {},\n    reads_fact: {name}_reads_fact,\n    take_derived: {name}_take_derived,\n    select_derived: {name}_select_derived,\n    derived_keys: {name}_derived_keys,\n    run: run_{name},\n}};\n",
             name.to_uppercase(),
             !base.is_empty()
         )

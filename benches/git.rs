@@ -94,18 +94,13 @@ fn measure_after(name: &str, runs: usize, mut setup: impl FnMut(), mut f: impl F
 /// and bytes, made by blaming with that commit checked out. HEAD is back
 /// where it was after.
 fn kept_at(root: &Path, kept: &Path, back: usize) -> (PathBuf, Vec<u8>) {
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .status()
-            .expect("git runs");
-        assert!(status.success(), "git {args:?}");
-    };
     let _ = std::fs::remove_dir_all(kept);
-    git(&["checkout", "-q", "--detach", &format!("HEAD~{back}")]);
+    git(
+        root,
+        &["checkout", "-q", "--detach", &format!("HEAD~{back}")],
+    );
     history::blame(root, BUDGET, BLAMED, None, None).expect("blame");
-    git(&["checkout", "-q", "main"]);
+    git(root, &["checkout", "-q", "main"]);
     let file = std::fs::read_dir(kept)
         .expect("a kept blame")
         .map(|entry| entry.expect("readable").path())
@@ -113,6 +108,15 @@ fn kept_at(root: &Path, kept: &Path, back: usize) -> (PathBuf, Vec<u8>) {
         .expect("a kept blame");
     let bytes = std::fs::read(&file).expect("readable");
     (file, bytes)
+}
+
+fn git(root: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
 }
 
 /// Edits the first `return` line of each of `CHANGED`; gives the texts back.
@@ -171,12 +175,49 @@ fn main() {
             history::blame(&root, BUDGET, BLAMED, Some(1000), Some(1030)).expect("blame");
         },
     );
+    // The history index alone kept (as a server's warm-up or an earlier
+    // `xfile git blame` leaves it): this file never blamed.
+    let index_file = kept.join("history.idx");
+    let build_index = || assert!(history::keep_index(&root).expect("walks"));
+    measure_after("history index built (all commits)", 10, forget, build_index);
+    let index_bytes = std::fs::read(&index_file).expect("an index");
+    println!("  history index: {} bytes", index_bytes.len());
+    let only_index = || {
+        forget();
+        std::fs::create_dir_all(&kept).expect("writable");
+        std::fs::write(&index_file, &index_bytes).expect("writable");
+    };
     let fresh = history::blame_text(
         &Repo::open(&root)
             .expect("a repository")
             .blame(BLAMED, None, None)
             .expect("blame"),
         BUDGET,
+    );
+    measure_after(
+        "git_blame cold, never blamed, index kept",
+        20,
+        only_index,
+        || {
+            let answer = history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
+            assert_eq!(answer, fresh);
+        },
+    );
+    measure_after(
+        "git_blame cold, never blamed, index kept, lines 1000-1030",
+        20,
+        only_index,
+        || {
+            history::blame(&root, BUDGET, BLAMED, Some(1000), Some(1030)).expect("blame");
+        },
+    );
+    measure_after(
+        "git_blame cold, never blamed, index kept (sql/query.py)",
+        20,
+        only_index,
+        || {
+            history::blame(&root, BUDGET, NOT_AHEAD, None, None).expect("blame");
+        },
     );
     measure(
         "git_blame cold, kept for HEAD by an earlier process",
@@ -189,6 +230,31 @@ fn main() {
     measure("git_blame cold, kept, lines 1000-1030", 50, || {
         history::blame(&root, BUDGET, BLAMED, Some(1000), Some(1030)).expect("blame");
     });
+    // An index kept for an older HEAD, brought forward by a blame (up to
+    // 100 commits behind) or by the warm-up.
+    for back in [10, 100] {
+        forget();
+        git(
+            &root,
+            &["checkout", "-q", "--detach", &format!("HEAD~{back}")],
+        );
+        build_index();
+        git(&root, &["checkout", "-q", "main"]);
+        let old = std::fs::read(&index_file).expect("an index");
+        measure_after(
+            &format!("git_blame cold, never blamed, index kept for HEAD~{back}"),
+            10,
+            || {
+                forget();
+                std::fs::create_dir_all(&kept).expect("writable");
+                std::fs::write(&index_file, &old).expect("writable");
+            },
+            || {
+                let answer = history::blame(&root, BUDGET, BLAMED, None, None).expect("blame");
+                assert_eq!(answer, fresh);
+            },
+        );
+    }
     for back in [1, 10, 100] {
         let record = kept_at(&root, &kept, back);
         measure_after(

@@ -7,8 +7,8 @@ use std::path::Path;
 use clap::Subcommand;
 
 use super::{Command, Failure, print_relationships};
-use crate::service::warm;
 use crate::service::warm::answers::{Miss, Prebuilt};
+use crate::service::{blame_store, warm};
 use crate::workspace;
 
 #[derive(Subcommand)]
@@ -25,8 +25,13 @@ pub(super) fn run(command: &CacheCommand, root: &Path, json: bool) -> Result<(),
     match command {
         CacheCommand::Info => {
             let info = warm::info(root);
+            let blames = blame_store::usage(root);
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&info)?)?;
+                let mut value = serde_json::to_value(&info)?;
+                if let (Some(object), Some(blames)) = (value.as_object_mut(), &blames) {
+                    object.insert("blames".into(), serde_json::to_value(blames)?);
+                }
+                writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
             } else if !info.exists {
                 writeln!(out, "{}: no cache", info.path)?;
             } else {
@@ -47,6 +52,9 @@ pub(super) fn run(command: &CacheCommand, root: &Path, json: bool) -> Result<(),
                     (None, None) => writeln!(out, "answers: not used")?,
                 }
             }
+            if !json && let Some(blames) = &blames {
+                writeln!(out, "{}", blames_text(root, blames))?;
+            }
         }
         CacheCommand::Clean => {
             let removed = warm::clean(root)?;
@@ -60,6 +68,39 @@ pub(super) fn run(command: &CacheCommand, root: &Path, json: bool) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The kept blames and the history index in a line: sizes, and whether
+/// the index is for the repository's HEAD now.
+fn blames_text(root: &Path, blames: &blame_store::Usage) -> String {
+    let mut text = format!(
+        "blames: {} files kept, {} KiB",
+        blames.blames,
+        blames.blame_bytes.div_ceil(1024)
+    );
+    match &blames.index {
+        None => text.push_str("; no history index"),
+        Some(index) => {
+            let kb = index.bytes.div_ceil(1024);
+            let head = crate::git::Repo::open(root)
+                .ok()
+                .and_then(|repo| repo.head_id())
+                .map(|id| id.to_string());
+            let state = match (&index.head, head) {
+                (None, _) => "damaged, rebuilt by the next blame".to_string(),
+                (Some(at), Some(now)) if *at == now => "current".to_string(),
+                (Some(at), _) => format!(
+                    "for {}, brought forward by the next blame",
+                    at.get(..10).unwrap_or(at)
+                ),
+            };
+            text.push_str(&format!(
+                "; history index: {} commits, {kb} KiB, {state}",
+                index.commits.unwrap_or(0)
+            ));
+        }
+    }
+    text
 }
 
 /// `deps` and `dependents` answered from the warm-start answers, when they

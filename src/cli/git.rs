@@ -72,6 +72,9 @@ pub(super) fn git(command: GitCommand, root: &Path, json: bool) -> Result<(), Fa
     let budget = usize::try_from(Config::load(&root).0.answer_token_limit).unwrap_or(usize::MAX);
     let repo = Repo::open(&root)?;
     let mut out = std::io::stdout().lock();
+    // The blame's store, kept to bring its history index up to date once
+    // the answer is out.
+    let mut blamed = None;
     let (text, value) = match command {
         GitCommand::Log {
             path,
@@ -99,6 +102,7 @@ pub(super) fn git(command: GitCommand, root: &Path, json: bool) -> Result<(), Fa
             let store = DiskBlames::new(&root);
             let blame =
                 repo.blame_cached(&file, start_line, end_line, None, history::kept(&store))?;
+            blamed = store;
             (
                 history::blame_text(&blame, budget),
                 serde_json::to_value(&blame)?,
@@ -116,6 +120,14 @@ pub(super) fn git(command: GitCommand, root: &Path, json: bool) -> Result<(), Fa
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         write!(out, "{text}")?;
+    }
+    out.flush()?;
+    if let Some(store) = blamed {
+        // After the answer, not before it: the next blame of any file
+        // walks only that file's commits (a server does this ahead).
+        if let Err(error) = repo.keep_history_index(&store, &history::INDEX_BOUNDS) {
+            tracing::debug!("no history index: {error}");
+        }
     }
     Ok(())
 }

@@ -91,7 +91,7 @@ impl Pattern {
 }
 
 /// One argument of any tuple, typed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, salsa::SalsaValue)]
 pub enum Value {
     Node(Node),
     Sym(Sym),
@@ -207,6 +207,9 @@ pub struct StageProgram {
     pub take_derived: fn(&mut Outputs, &Outputs),
     /// Those tuples (of sorted outputs) whose first argument is in `keys`.
     pub select_derived: fn(&Outputs, &[Value]) -> Outputs,
+    /// The first arguments of those tuples, sorted and without repeats:
+    /// the keys `select_derived` can find something for.
+    pub derived_keys: fn(&Outputs) -> Vec<Value>,
     /// Evaluates the stage over base facts and earlier stages' tuples.
     pub run: fn(&[InputFact], &Outputs) -> Outputs,
 }

@@ -382,7 +382,7 @@ impl Engine {
             // Resolution (one program over all files) and the class table,
             // then each file's rules and its shares of the later stages,
             // again on all cores.
-            db::resolved_for_files(&self.db, project);
+            db::resolved_slices(&self.db, project);
             db::class_table(&self.db, project);
             files
                 .par_iter()

@@ -11,8 +11,12 @@ use gix::bstr::{BStr, ByteSlice};
 
 use super::{Commit, GitError, Repo, args, failed};
 
+mod index;
 mod kept;
+mod lines;
+mod walk;
 
+pub use index::{HistoryIndex, IndexBounds};
 pub use kept::{BlameStore, KeptBlame, Run};
 
 /// Lines `start..=end` (1-based) and who last changed them.
@@ -327,7 +331,7 @@ impl Repo {
         let map: Vec<Option<u32>> = if committed == contents {
             (0..kept.lines).map(Some).collect()
         } else {
-            kept::unchanged_from(
+            lines::unchanged_from(
                 &committed,
                 contents,
                 self.repo.diff_algorithm().map_err(failed)?,

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice;
 
-pub use blame::{Blame, BlameCache, BlameRange, BlameStore, KeptBlame, Run as KeptRun};
+pub use blame::{
+    Blame, BlameCache, BlameRange, BlameStore, HistoryIndex, IndexBounds, KeptBlame, Run as KeptRun,
+};
 pub use diff::{Diff, FileDiff, FileStatus, Hunk, LineChange};
 pub use gix::ObjectId;
 pub use log::{DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, Log, LogQuery, MAX_LIMIT as MAX_LOG_LIMIT};
@@ -159,7 +161,7 @@ pub struct SharedRepo {
 impl SharedRepo {
     pub fn local(&self) -> Repo {
         let mut repo = self.repo.to_thread_local();
-        repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+        caches(&mut repo);
         Repo {
             repo,
             root: self.root.clone(),
@@ -170,6 +172,22 @@ impl SharedRepo {
 
 /// The object cache of each repository handle.
 const OBJECT_CACHE_BYTES: usize = 8 << 20;
+/// The cache of resolved delta bases of each handle: a blame walk reads a
+/// file's versions newest first, and in a packed repository each older
+/// one is a delta against a newer one, so resolving it from a cached base
+/// is one delta instead of the whole chain.
+const PACK_CACHE_BYTES: usize = 16 << 20;
+
+/// A handle's caches. Blame, logs of a path and the recency walk read the
+/// same trees over and over.
+fn caches(repo: &mut gix::Repository) {
+    repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+    repo.objects.set_pack_cache(|| {
+        Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+            PACK_CACHE_BYTES,
+        ))
+    });
+}
 
 impl Repo {
     /// The repository whose work tree holds `root` (a canonical
@@ -177,9 +195,7 @@ impl Repo {
     pub fn open(root: &Path) -> Result<Repo, GitError> {
         let not_a_repository = || GitError::NotARepository(root.to_path_buf());
         let mut repo = gix::discover(root).map_err(|_| not_a_repository())?;
-        // Blame, logs of a path and the recency walk read the same trees
-        // over and over.
-        repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+        caches(&mut repo);
         let workdir = repo
             .workdir()
             .and_then(|dir| dir.canonicalize().ok())

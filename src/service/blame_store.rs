@@ -4,6 +4,9 @@
 //! file's history again, and one kept for an older HEAD is brought
 //! forward by walking only the commits since (`git::KeptBlame`).
 //!
+//! Beside them, the history index (`history.idx`): the files each commit
+//! changed, which makes a first blame of a file visit only its commits.
+//!
 //! One file per blamed path (named by a hash of the path), holding the
 //! blame for the last HEAD it was computed at. Read without following
 //! links and only when regular and not too large; anything that does not
@@ -17,7 +20,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::warm::{self, disk};
-use crate::git::{BlameStore, KeptBlame};
+use crate::git::{BlameStore, HistoryIndex, KeptBlame};
 
 /// The subdirectory of the cache directory.
 pub(crate) const DIR: &str = "blame";
@@ -28,6 +31,12 @@ const MAGIC: &[u8] = b"xfile blame 1\n";
 const MAX_BYTES: u64 = 16 << 20;
 /// Blamed files kept; the least recently written go first.
 const MAX_FILES: usize = 256;
+/// The history index's file (`git::HistoryIndex`), beside the blames: not
+/// one of them (not `.bin`), so never removed to bound them.
+pub(crate) const INDEX: &str = "history.idx";
+/// An index larger than this is not read (about what `git::HistoryIndex`
+/// holds at its bound of commits with a few files changed in each).
+const MAX_INDEX_BYTES: u64 = 128 << 20;
 
 /// The kept blames of the project at `root` (canonical).
 pub struct DiskBlames {
@@ -49,15 +58,25 @@ fn file_name(path: &str) -> String {
     format!("{hex}.bin")
 }
 
-impl BlameStore for DiskBlames {
-    fn load(&self, path: &str) -> Option<KeptBlame> {
+impl DiskBlames {
+    /// The bytes of the file `name` in the blame directory: only a regular
+    /// file, never through a link, at most `max` bytes.
+    fn read(&self, name: &str, max: u64) -> Option<Vec<u8>> {
         let dir = disk::existing_subdir(&self.root, DIR).ok()?;
-        let file = disk::open_in(&dir, &file_name(path)).ok()?;
-        if file.metadata().ok()?.len() > MAX_BYTES {
+        let file = disk::open_in(&dir, name).ok()?;
+        let len = file.metadata().ok()?.len();
+        if len > max {
             return None;
         }
-        let mut bytes = Vec::new();
-        file.take(MAX_BYTES).read_to_end(&mut bytes).ok()?;
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        file.take(max).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+}
+
+impl BlameStore for DiskBlames {
+    fn load(&self, path: &str) -> Option<KeptBlame> {
+        let bytes = self.read(&file_name(path), MAX_BYTES)?;
         let record = bytes.strip_prefix(MAGIC)?;
         let kept: KeptBlame = rmp_serde::from_slice(record).ok()?;
         (kept.path == path).then_some(kept)
@@ -77,6 +96,22 @@ impl BlameStore for DiskBlames {
         });
         if let Err(error) = saved {
             tracing::debug!("blame of {} not kept: {error}", blame.path);
+        }
+    }
+
+    fn load_index(&self) -> Option<HistoryIndex> {
+        HistoryIndex::decode(&self.read(INDEX, MAX_INDEX_BYTES)?)
+    }
+
+    fn save_index(&self, index: &HistoryIndex) {
+        let bytes = index.encode();
+        if bytes.len() as u64 > MAX_INDEX_BYTES {
+            return;
+        }
+        let saved =
+            disk::subdir(&self.root, DIR).and_then(|dir| disk::replace(&dir, INDEX, &bytes, false));
+        if let Err(error) = saved {
+            tracing::debug!("history index not kept: {error}");
         }
     }
 }
@@ -103,4 +138,63 @@ fn bound(dir: &Path) {
     for (_, path) in &kept[..kept.len() - MAX_FILES] {
         let _ = std::fs::remove_file(path);
     }
+}
+
+/// What the blame directory holds, for `cache info`.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Usage {
+    /// Kept blames: files and bytes.
+    pub blames: usize,
+    pub blame_bytes: u64,
+    /// The history index, when there is a file in its place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexUsage>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct IndexUsage {
+    pub bytes: u64,
+    /// Commits it holds; absent when it does not decode (it is rebuilt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commits: Option<usize>,
+    /// The HEAD it is for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+}
+
+/// The kept blames and history index of the project at `root`; `None`
+/// without a blame directory (or with a link in its place: never read).
+pub(crate) fn usage(root: &Path) -> Option<Usage> {
+    let dir = disk::existing_subdir(root, DIR).ok()?;
+    let mut usage = Usage {
+        blames: 0,
+        blame_bytes: 0,
+        index: None,
+    };
+    for entry in std::fs::read_dir(&dir).ok()?.filter_map(Result::ok) {
+        // Only regular files count: a link is never followed.
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !meta.file_type().is_file() {
+            continue;
+        }
+        if name.ends_with(".bin") {
+            usage.blames += 1;
+            usage.blame_bytes += meta.len();
+        } else if name == INDEX {
+            let index = DiskBlames {
+                root: root.to_path_buf(),
+            }
+            .load_index();
+            usage.index = Some(IndexUsage {
+                bytes: meta.len(),
+                commits: index.as_ref().map(HistoryIndex::commits),
+                head: index.and_then(|i| i.head()).map(|id| id.to_string()),
+            });
+        }
+    }
+    Some(usage)
 }

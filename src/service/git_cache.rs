@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::blame_store::DiskBlames;
-use super::history::kept;
+use super::history::{INDEX_BOUNDS, kept};
 use crate::git::{BlameCache, ChangeTimes, GitError, ObjectId, Repo, SharedRepo, WalkBounds};
 use crate::python::facts::Definition;
 
@@ -150,6 +150,18 @@ impl GitCache {
         // Kept on disk too: the next process (a restart, the CLI) finds
         // them, and brings them forward when HEAD moved since.
         let store = DiskBlames::new(root);
+        // The history index first: with it, the blames below and any
+        // first blame a request asks for walk only their file's commits.
+        if let Some(store) = &store {
+            match repo.keep_history_index(store, &INDEX_BOUNDS) {
+                Ok(kept) => tracing::debug!(
+                    "history index {} in {:.0} ms",
+                    if kept { "kept" } else { "not built" },
+                    started.elapsed().as_secs_f64() * 1e3
+                ),
+                Err(error) => tracing::debug!("no history index: {error}"),
+            }
+        }
         let recent = match repo.change_times(&WARM_LOOKBACK) {
             Ok(recent) => recent,
             Err(error) => {

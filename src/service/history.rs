@@ -8,9 +8,10 @@ use std::path::Path;
 
 use super::blame_store::DiskBlames;
 use super::context::count_tokens;
-use super::paging::fitting;
+use super::paging::{fitting_parts, part_tokens};
 use crate::git::{
-    Blame, BlameStore, Commit, Diff, FileStatus, GitError, HeadState, Log, LogQuery, Repo,
+    Blame, BlameStore, Commit, Diff, FileStatus, GitError, HeadState, IndexBounds, Log, LogQuery,
+    Repo,
 };
 
 /// Tokens kept for an answer's closing line.
@@ -38,6 +39,21 @@ fn commit_line(commit: &Commit) -> String {
 
 const SHALLOW_NOTE: &str = "The repository is a shallow clone: older history is missing (`git fetch --unshallow` fetches it).\n";
 
+/// How many of `lines` fit `budget` tokens after `head` (at least one):
+/// every line tokenized once (`paging::part_tokens`), none of it when the
+/// whole answer has fewer bytes than the budget has tokens (a token is at
+/// least a byte).
+fn fit(head: &str, lines: &[String], budget: usize) -> usize {
+    let bytes = head.len() + lines.iter().map(String::len).sum::<usize>();
+    if bytes <= budget {
+        return lines.len();
+    }
+    fitting_parts(
+        &part_tokens(lines),
+        budget.saturating_sub(count_tokens(head)),
+    )
+}
+
 /// `git_log`: the commits, newest first.
 pub fn log(root: &Path, budget: usize, query: &LogQuery<'_>) -> Result<String, GitError> {
     let log = Repo::open(root)?.log(query)?;
@@ -45,25 +61,21 @@ pub fn log(root: &Path, budget: usize, query: &LogQuery<'_>) -> Result<String, G
 }
 
 pub fn log_text(log: &Log, budget: usize) -> String {
-    let render = |n: usize| {
-        let mut out = format!(
-            "## git log {} ({})\n\n",
-            log.path.as_deref().filter(|p| !p.is_empty()).unwrap_or("."),
-            head_text(&log.head)
-        );
-        if log.shallow {
-            out.push_str(SHALLOW_NOTE);
-        }
-        for commit in &log.commits[..n] {
-            let _ = writeln!(out, "- {}", commit_line(commit));
-        }
-        out
-    };
-    let keep = fitting(
-        log.commits.len(),
-        budget.saturating_sub(CLOSING_TOKENS),
-        |n| count_tokens(&render(n)),
+    let mut head = format!(
+        "## git log {} ({})\n\n",
+        log.path.as_deref().filter(|p| !p.is_empty()).unwrap_or("."),
+        head_text(&log.head)
     );
+    if log.shallow {
+        head.push_str(SHALLOW_NOTE);
+    }
+    let lines: Vec<String> = log
+        .commits
+        .iter()
+        .map(|commit| format!("- {}\n", commit_line(commit)))
+        .collect();
+    let keep = fit(&head, &lines, budget.saturating_sub(CLOSING_TOKENS));
+    let render = |n: usize| head.clone() + &lines[..n].concat();
     let mut out = render(keep);
     if log.commits.is_empty() {
         out.push_str("No commits match.\n");
@@ -80,6 +92,24 @@ pub fn log_text(log: &Log, budget: usize) -> String {
         );
     }
     out
+}
+
+/// How long building the history index may take off an answer's path (a
+/// server's warm-up, the CLI after its answer); a history that takes
+/// longer is blamed without it.
+pub const INDEX_BOUNDS: IndexBounds = IndexBounds {
+    deadline: std::time::Duration::from_secs(30),
+    max_new: usize::MAX,
+};
+
+/// Brings the history index kept on disk to HEAD (built when there is
+/// none), as a server's warm-up does; `Ok(false)` when none is kept (the
+/// cache switched off, no commits, a shallow clone, past `INDEX_BOUNDS`).
+pub fn keep_index(root: &Path) -> Result<bool, GitError> {
+    let Some(store) = DiskBlames::new(root) else {
+        return Ok(false);
+    };
+    Repo::open(root)?.keep_history_index(&store, &INDEX_BOUNDS)
 }
 
 /// The store as blame takes it: none when the cache is switched off.
@@ -102,40 +132,39 @@ pub fn blame(
 }
 
 pub fn blame_text(blame: &Blame, budget: usize) -> String {
-    let render = |n: usize| {
-        let (first, last) = match (blame.ranges.first(), blame.ranges.last()) {
-            (Some(first), Some(last)) => (first.start, last.end),
-            _ => (1, blame.lines),
-        };
-        let mut out = format!(
-            "## git blame {}:{first}-{last} ({} lines in the file)\n\n",
-            blame.path, blame.lines
-        );
-        if blame.shallow {
-            out.push_str(SHALLOW_NOTE);
-        }
-        for range in &blame.ranges[..n] {
+    let (first, last) = match (blame.ranges.first(), blame.ranges.last()) {
+        (Some(first), Some(last)) => (first.start, last.end),
+        _ => (1, blame.lines),
+    };
+    let mut head = format!(
+        "## git blame {}:{first}-{last} ({} lines in the file)\n\n",
+        blame.path, blame.lines
+    );
+    if blame.shallow {
+        head.push_str(SHALLOW_NOTE);
+    }
+    let lines: Vec<String> = blame
+        .ranges
+        .iter()
+        .map(|range| {
             let lines = if range.start == range.end {
                 format!("line {}", range.start)
             } else {
                 format!("lines {}-{}", range.start, range.end)
             };
-            let _ = match &range.commit {
-                Some(commit) => write!(out, "- {lines}: {}", commit_line(commit)),
-                None => write!(out, "- {lines}: not committed yet"),
+            let mut line = match &range.commit {
+                Some(commit) => format!("- {lines}: {}", commit_line(commit)),
+                None => format!("- {lines}: not committed yet"),
             };
             if let Some(from) = &range.source_path {
-                let _ = write!(out, " (in {from} then)");
+                let _ = write!(line, " (in {from} then)");
             }
-            out.push('\n');
-        }
-        out
-    };
-    let keep = fitting(
-        blame.ranges.len(),
-        budget.saturating_sub(CLOSING_TOKENS),
-        |n| count_tokens(&render(n)),
-    );
+            line.push('\n');
+            line
+        })
+        .collect();
+    let keep = fit(&head, &lines, budget.saturating_sub(CLOSING_TOKENS));
+    let render = |n: usize| head.clone() + &lines[..n].concat();
     let mut out = render(keep);
     if let Some(next) = blame.ranges.get(keep) {
         let _ = writeln!(
@@ -159,6 +188,9 @@ pub fn diff(
     let diff = Repo::open(root)?.diff(base, head, path)?;
     Ok(diff_text(&diff, budget))
 }
+
+/// The end of a ```diff fence.
+const FENCE: &str = "```\n";
 
 fn status_text(status: &FileStatus, path: &str) -> String {
     match status {
@@ -194,9 +226,7 @@ pub fn diff_text(diff: &Diff, budget: usize) -> String {
         line + "\n"
     };
     let lines: Vec<String> = diff.files.iter().map(file_line).collect();
-    let listed = fitting(lines.len(), budget, |n| {
-        count_tokens(&summary) + count_tokens(&lines[..n].concat())
-    });
+    let listed = fit(&summary, &lines, budget);
     summary.push_str(&lines[..listed].concat());
     if listed < lines.len() {
         let _ = writeln!(
@@ -206,41 +236,47 @@ pub fn diff_text(diff: &Diff, budget: usize) -> String {
         );
         return summary;
     }
-    // Then whole hunks, file by file, while they fit.
+    // Then whole hunks, file by file, while they fit: each hunk's text
+    // with the heading and fence of its file when it is the file's first.
     let hunks: Vec<(usize, &crate::git::Hunk)> = diff
         .files
         .iter()
         .enumerate()
         .flat_map(|(i, f)| f.hunks.iter().map(move |h| (i, h)))
         .collect();
-    let render = |n: usize| {
-        let mut out = String::new();
-        let mut open: Option<usize> = None;
-        for &(file, hunk) in &hunks[..n] {
-            if open != Some(file) {
-                if open.is_some() {
-                    out.push_str("```\n");
+    let parts: Vec<String> = hunks
+        .iter()
+        .enumerate()
+        .map(|(i, &(file, hunk))| {
+            let mut part = String::new();
+            if i == 0 || hunks[i - 1].0 != file {
+                if i > 0 {
+                    part.push_str(FENCE);
                 }
-                let _ = write!(out, "\n### {}\n```diff\n", diff.files[file].path);
-                open = Some(file);
+                let _ = write!(part, "\n### {}\n```diff\n", diff.files[file].path);
             }
-            out.push_str(&hunk.header);
-            out.push('\n');
-            out.push_str(&hunk.lines);
-        }
-        if open.is_some() {
-            out.push_str("```\n");
-        }
-        out
+            part.push_str(&hunk.header);
+            part.push('\n');
+            part.push_str(&hunk.lines);
+            part
+        })
+        .collect();
+    let render = |n: usize| match n {
+        0 => String::new(),
+        n => parts[..n].concat() + FENCE,
     };
     let room = budget.saturating_sub(count_tokens(&summary));
-    let mut shown = fitting(hunks.len(), room, |n| count_tokens(&render(n)));
+    let costs = part_tokens(&parts);
+    let fence = count_tokens(FENCE);
+    let mut shown = fitting_parts(&costs, room.saturating_sub(fence));
     let mut out = summary;
-    let first = render(shown.min(1));
-    if shown == 1 && count_tokens(&first) > room {
+    if shown == 1 && costs[0] + fence > room {
         // One hunk alone is over the budget: its first lines, fence closed.
-        out.push_str(super::text::lines_within(&first, room.saturating_sub(10)));
-        out.push_str("```\n");
+        out.push_str(super::text::lines_within(
+            &render(1),
+            room.saturating_sub(10),
+        ));
+        out.push_str(FENCE);
         shown = 0;
     } else {
         out.push_str(&render(shown));

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::Service;
 use super::calls::{MAX_DEPTH, Symbol};
 use super::context::count_tokens;
-use super::paging::fitting;
+use super::paging::{fitting_parts, part_tokens};
 use crate::engine::RefKind;
 use crate::git::{FileDiff, FileStatus, GitError, Repo};
 use crate::python::facts::{Definition, DefinitionKind};
@@ -527,34 +527,33 @@ impl Impact {
                 .iter()
                 .map(|t| (2, format!("- {} (covers {})\n", t.test, t.covers))),
         );
-        let render = |n: usize| {
-            let mut out = String::new();
-            let mut section = None;
-            for (kind, text) in &items[..n] {
-                if section != Some(*kind) {
-                    out.push_str(match kind {
+        // Each item's line, with its section's heading when it is the
+        // section's first: parts tokenized once (`paging::part_tokens`).
+        let parts: Vec<String> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (kind, text))| {
+                let mut part = String::new();
+                if i == 0 || items[i - 1].0 != *kind {
+                    part.push_str(match kind {
                         0 => "\n### Dependents, nearest first\n",
                         1 => "\n### Tests that use them\n",
                         _ => "\n### Test modules covering the changed and dependent files\n",
                     });
-                    section = Some(*kind);
                 }
-                out.push_str(text);
-            }
-            out
-        };
+                part.push_str(text);
+                part
+            })
+            .collect();
         let room = budget.saturating_sub(count_tokens(&head));
-        // Each size counted once: `fitting` has usually just counted the
-        // size it settles on (the whole list, when it fits).
-        let counted = std::cell::RefCell::new(HashMap::new());
-        let cost = |n: usize| {
-            *counted
-                .borrow_mut()
-                .entry(n)
-                .or_insert_with(|| count_tokens(&render(n)))
+        let costs = part_tokens(&parts);
+        let shown = fitting_parts(&costs, room);
+        let shown = if costs[..shown].iter().sum::<usize>() <= room {
+            shown
+        } else {
+            0
         };
-        let shown = fitting(items.len(), room, cost);
-        let shown = if cost(shown) <= room { shown } else { 0 };
+        let render = |n: usize| parts[..n].concat();
         let mut out = head + &render(shown);
         if self.dependents.is_empty() && self.test_dependents.is_empty() {
             out.push_str("\nNo dependents found in the project.\n");

@@ -123,6 +123,38 @@ pub fn fitting(len: usize, budget: usize, cost: impl Fn(usize) -> usize) -> usiz
     n
 }
 
+/// The token count of each of an answer's parts (lines, hunks, sections),
+/// each tokenized once, for answers cut part by part without tokenizing
+/// each candidate length again. The tokenizer splits text into pieces
+/// before encoding each piece on its own, and a piece never runs past a
+/// newline followed by a character other than whitespace; so when each
+/// part ends with a newline and none starts with a blank line, the counts
+/// of consecutive parts add up to the count of their concatenation
+/// exactly. Where a part does start with a blank line (a section's
+/// heading), the sum counts that newline apart: at most a token more than
+/// the text, never less.
+pub fn part_tokens<S: AsRef<str>>(parts: &[S]) -> Vec<usize> {
+    parts
+        .iter()
+        .map(|part| count_tokens(part.as_ref()))
+        .collect()
+}
+
+/// How many of the first parts, whose token counts are `costs`, fit
+/// `budget` tokens (the longest prefix whose sum does; at least one when
+/// there is one, as [`fitting`]).
+pub fn fitting_parts(costs: &[usize], budget: usize) -> usize {
+    let mut spent = 0usize;
+    let fit = costs
+        .iter()
+        .take_while(|&&cost| {
+            spent = spent.saturating_add(cost);
+            spent <= budget
+        })
+        .count();
+    fit.max(usize::from(!costs.is_empty()))
+}
+
 fn tokens_of<T: Serialize>(items: &[T]) -> usize {
     serde_json::to_string(items).map_or(usize::MAX, |json| count_tokens(&json))
 }
@@ -148,6 +180,35 @@ mod tests {
         assert_eq!(seen, items);
         assert!(page(items.clone(), Some("x"), 10, 100).is_err());
         assert!(page(items.clone(), Some("251"), 10, 100).is_err());
+    }
+
+    #[test]
+    fn parts_counted_apart_add_up_to_the_whole_answer() {
+        // Lines as answers make them: punctuation, numbers, code, and
+        // words that the tokenizer merges within a line.
+        let parts = [
+            "## git blame src/a.py:1-40 (40 lines in the file)\n\n",
+            "- lines 1-3: `0123456789` 2024-01-01 10:00:00 +0000 Ann <ann@example.com>: Start\n",
+            "- line 4: not committed yet\n",
+            "@@ -1,3 +1,3 @@\n def f():\n-    return 1\n+    return  2\n \n",
+            "```\n\n### b.py\n```diff\n",
+            "- b.py::f (calls a.py::g at line 3, depth 1)\n",
+        ];
+        let costs = part_tokens(&parts);
+        for n in 1..=parts.len() {
+            let whole = count_tokens(&parts[..n].concat());
+            assert_eq!(costs[..n].iter().sum::<usize>(), whole, "first {n} parts");
+        }
+        // A part starting with a blank line is counted apart: the sum is
+        // never below the text's count.
+        let heading = ["- x\n", "\n### Tests that use them\n", "- y\n"];
+        let sum: usize = part_tokens(&heading).iter().sum();
+        assert!(sum >= count_tokens(&heading.concat()));
+        assert_eq!(fitting_parts(&costs, 0), 1);
+        assert_eq!(fitting_parts(&[], 10), 0);
+        let all: usize = costs.iter().sum();
+        assert_eq!(fitting_parts(&costs, all), parts.len());
+        assert_eq!(fitting_parts(&costs, all - 1), parts.len() - 1);
     }
 
     #[test]

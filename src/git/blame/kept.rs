@@ -14,7 +14,9 @@
 //!   without renames (a merge is passed through only when the file is the
 //!   same as in one of its parents, as blame passes it); anything else
 //!   is blamed afresh;
-//! - none: a full walk (`gix::blame::file`), then kept.
+//! - none, or none usable: through the store's history index when it
+//!   has one (`walk.rs`: only the commits that changed the file), else a
+//!   full walk (`gix::blame::file`); then kept.
 //!
 //! Each line's commit depends only on the line and the history behind it,
 //! not on which other lines are blamed with it, so a blame composed this
@@ -23,15 +25,26 @@
 use std::collections::{HashMap, HashSet};
 
 use gix::ObjectId;
-use gix::bstr::{BStr, ByteSlice};
-use gix::diff::blob::{Algorithm, InternedInput, ResourceKind, diff_with_slider_heuristics};
+use gix::bstr::ByteSlice;
+use gix::diff::blob::Algorithm;
 use serde::{Deserialize, Serialize};
 
 use super::super::{Commit, GitError, Repo, failed};
+use super::index::{HistoryIndex, IndexBounds};
+use super::lines::{Differ, Tracked};
 
 /// Commits between a kept blame's HEAD and the current one past which
 /// advancing it is not tried: a full blame costs about the same then.
 const MAX_ADVANCE: usize = 1_000;
+
+/// How far a blame brings a kept history index forward before answering:
+/// a few commits' tree diffs cost less than walking a file's history
+/// without the index; more are left to the warm-up (or the next
+/// `xfile git blame`, after its answer).
+const INLINE_INDEX: IndexBounds = IndexBounds {
+    deadline: std::time::Duration::from_millis(50),
+    max_new: 100,
+};
 
 /// The blame of one file as committed at one commit: every line's commit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +83,12 @@ pub trait BlameStore {
     fn load(&self, path: &str) -> Option<KeptBlame>;
     /// Keeps `blame` (replacing the one kept for its path).
     fn save(&self, blame: &KeptBlame);
+    /// The history index kept, whatever HEAD it is for.
+    fn load_index(&self) -> Option<HistoryIndex> {
+        None
+    }
+    /// Keeps `index` (replacing the one kept).
+    fn save_index(&self, _index: &HistoryIndex) {}
 }
 
 /// One line's owner while blames are composed: a commit and the path the
@@ -129,35 +148,6 @@ pub(super) fn algorithm_name(algorithm: Algorithm) -> String {
     format!("{algorithm:?}").to_lowercase()
 }
 
-/// For each line of `new`, the line of `old` it is unchanged from, or
-/// `None` where `new` changed it: the line diff blame makes (imara-diff
-/// with git's slider heuristics), lines as git splits them.
-pub(super) fn unchanged_from(old: &[u8], new: &[u8], algorithm: Algorithm) -> Vec<Option<u32>> {
-    let input = InternedInput::new(old, new);
-    let diff = diff_with_slider_heuristics(algorithm, &input);
-    let total = u32::try_from(input.after.len()).unwrap_or(u32::MAX);
-    let mut map = Vec::with_capacity(input.after.len());
-    let (mut old_line, mut new_line) = (0u32, 0u32);
-    for hunk in diff.hunks() {
-        while new_line < hunk.after.start {
-            map.push(Some(old_line));
-            old_line += 1;
-            new_line += 1;
-        }
-        old_line = hunk.before.end;
-        for _ in hunk.after.clone() {
-            map.push(None);
-            new_line += 1;
-        }
-    }
-    while new_line < total {
-        map.push(Some(old_line));
-        old_line += 1;
-        new_line += 1;
-    }
-    map
-}
-
 impl Repo {
     /// The kept blame of `path` (root-relative) at `head`, whose blob
     /// there is `blob`: `kept` as it is, advanced from its older HEAD, or
@@ -185,8 +175,12 @@ impl Repo {
             }
             _ => None,
         };
-        let fresh = match advanced {
-            Some(advanced) => advanced,
+        let indexed = match advanced {
+            Some(_) => None,
+            None => self.indexed_kept(path, head, blob, algorithm, store)?,
+        };
+        let fresh = match advanced.or(indexed) {
+            Some(found) => found,
             None if whole => self.fresh_kept(path, head, blob, algorithm)?,
             None => return Ok(None),
         };
@@ -233,6 +227,35 @@ impl Repo {
         self.keep(path, head, blob, algorithm, &owners, &HashMap::new())
     }
 
+    /// A whole-file blame of `path` at `head` through the history index
+    /// `store` keeps, brought forward first when it is for an older HEAD
+    /// and only a few commits behind; `None` without a usable index.
+    fn indexed_kept(
+        &self,
+        path: &str,
+        head: ObjectId,
+        blob: ObjectId,
+        algorithm: Algorithm,
+        store: &dyn BlameStore,
+    ) -> Result<Option<KeptBlame>, GitError> {
+        let Some(mut index) = store.load_index() else {
+            return Ok(None);
+        };
+        if index.head() != Some(head) {
+            match self.history_index(Some(index), &INLINE_INDEX)? {
+                Some(forward) => {
+                    store.save_index(&forward);
+                    index = forward;
+                }
+                None => return Ok(None),
+            }
+        }
+        let owners = self.indexed_owners(&index, &self.repo_path(path), head, blob, algorithm)?;
+        owners
+            .map(|owners| self.keep(path, head, blob, algorithm, &owners, &HashMap::new()))
+            .transpose()
+    }
+
     /// `kept` (for an older HEAD) brought to `head` by walking the commits
     /// between as blame would; `None` where that walk is not one line of
     /// history ending at the kept HEAD (see the module comment).
@@ -267,16 +290,8 @@ impl Repo {
             }
         }
         let repo_path = self.repo_path(path);
-        let mut resources = self
-            .repo
-            .diff_resource_cache_for_tree_diff()
-            .map_err(failed)?;
-        // `at_line[i]`: the line of the version at `at` that line `i` of
-        // the blamed version still is; `None` once a commit between owns
-        // it (`owned[i]`).
-        let blob_lines = super::line_count(&self.blob(blob)?);
-        let mut at_line: Vec<Option<u32>> = (0..blob_lines).map(Some).collect();
-        let mut owned: Vec<Option<ObjectId>> = vec![None; at_line.len()];
+        let mut differ = Differ::new(self, &repo_path, algorithm)?;
+        let mut tracked = Tracked::new(super::line_count(&self.blob(blob)?));
         let (mut at, mut at_blob) = (head, blob);
         while at != old_head {
             if !between.contains(&at) {
@@ -300,50 +315,19 @@ impl Repo {
                 // added (maybe by a rename): blamed afresh.
                 return Ok(None);
             };
-            for (kind, id) in [
-                (ResourceKind::OldOrSource, *parent_blob),
-                (ResourceKind::NewOrDestination, at_blob),
-            ] {
-                resources
-                    .set_resource(
-                        id,
-                        gix::object::tree::EntryKind::Blob,
-                        BStr::new(repo_path.as_bytes()),
-                        kind,
-                        &self.repo.objects,
-                    )
-                    .map_err(failed)?;
-            }
-            let prepared = resources.prepare_diff().map_err(failed)?;
             // A version taken for binary has no lines to map: blamed afresh.
-            let (Some(old), Some(new)) =
-                (prepared.old.data.as_slice(), prepared.new.data.as_slice())
-            else {
+            let Some(map) = differ.unchanged(*parent_blob, at_blob)? else {
                 return Ok(None);
             };
-            let map = unchanged_from(old, new, algorithm);
-            resources.clear_resource_cache_keep_allocation();
-            for (line, owner) in at_line.iter_mut().zip(owned.iter_mut()) {
-                if let Some(i) = *line {
-                    match map.get(i as usize).copied().flatten() {
-                        Some(old) => *line = Some(old),
-                        None => {
-                            *line = None;
-                            *owner = Some(at);
-                        }
-                    }
-                }
-            }
-            if at_line.iter().all(Option::is_none) {
+            if tracked.step(&map, at) {
                 break;
             }
             (at, at_blob) = (*parent, *parent_blob);
         }
-        if at_line.iter().any(Option::is_some)
-            && ObjectId::from_hex(kept.blob.as_bytes()).ok() != Some(at_blob)
-        {
+        if !tracked.done() && ObjectId::from_hex(kept.blob.as_bytes()).ok() != Some(at_blob) {
             return Ok(None);
         }
+        let Tracked { at_line, owned } = tracked;
         let mut owners = Vec::with_capacity(at_line.len());
         for (line, owner) in at_line.iter().zip(&owned) {
             owners.push(match (owner, line) {
@@ -363,7 +347,11 @@ impl Repo {
     }
 
     /// The regular-file blob at `repo_path` in `commit`, if any.
-    fn blob_in(&self, commit: ObjectId, repo_path: &str) -> Result<Option<ObjectId>, GitError> {
+    pub(super) fn blob_in(
+        &self,
+        commit: ObjectId,
+        repo_path: &str,
+    ) -> Result<Option<ObjectId>, GitError> {
         let tree = self
             .repo
             .find_commit(commit)
@@ -388,7 +376,7 @@ impl Repo {
 
     /// The kept blame of the lines `owners`, commits read from `known`
     /// or the repository.
-    fn keep(
+    pub(super) fn keep(
         &self,
         path: &str,
         head: ObjectId,
