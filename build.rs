@@ -809,7 +809,7 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
             let n = snake(&r.name);
             writeln!(
                 out,
-                "    keys.extend(from.{n}.iter().map(|t| Value::from(t.0)));"
+                "    keys.extend(from.{n}().iter().map(|t| Value::from(t.0)));"
             )
             .unwrap();
         }

@@ -242,9 +242,13 @@ mod tests {
     fn an_emptied_relation_equals_an_absent_one() {
         let mut touched = Outputs::default();
         touched.depends_on_mut();
-        touched.calls_mut().push(Calls(Node(1), Site(2), Node(3), Sym(4)));
+        touched
+            .calls_mut()
+            .push(Calls(Node(1), Site(2), Node(3), Sym(4)));
         let mut plain = Outputs::default();
-        plain.calls_mut().push(Calls(Node(1), Site(2), Node(3), Sym(4)));
+        plain
+            .calls_mut()
+            .push(Calls(Node(1), Site(2), Node(3), Sym(4)));
         assert_eq!(touched, plain);
         assert_ne!(plain, Outputs::default());
         assert_eq!(touched.depends_on(), &[] as &[DependsOn]);
@@ -257,7 +261,9 @@ mod tests {
         one.depends_on_mut().extend([depends(2, 3), depends(1, 2)]);
         let mut other = Outputs::default();
         other.depends_on_mut().push(depends(1, 2));
-        other.calls_mut().push(Calls(Node(1), Site(2), Node(3), Sym(4)));
+        other
+            .calls_mut()
+            .push(Calls(Node(1), Site(2), Node(3), Sym(4)));
         one.extend(&other);
         one.normalize();
         assert_eq!(one.depends_on(), &[depends(1, 2), depends(2, 3)]);
