@@ -427,18 +427,142 @@ fn write_inputs(out: &mut String, relations: &[Relation]) {
 
 fn write_outputs(out: &mut String, relations: &[Relation]) {
     let outputs: Vec<_> = relations.iter().filter(|r| r.kind != "Input").collect();
+    let each = |f: &dyn Fn(&Relation) -> String| -> String {
+        outputs.iter().map(|r| f(r)).collect::<Vec<_>>().join("\n")
+    };
     writeln!(
         out,
-        "/// Every derived relation (`@output` and intermediate) materialized, each sorted."
+        "/// One derived relation's tuples.\n#[derive(Clone, Debug, PartialEq, Eq)]\nenum Tuples {{\n{}\n}}\n",
+        each(&|r| format!("    {0}(Vec<{0}>),", r.name))
     )
     .unwrap();
-    writeln!(out, "#[derive(Clone, Debug, Default, PartialEq, Eq)]").unwrap();
-    writeln!(out, "pub struct Outputs {{").unwrap();
-    for r in &outputs {
-        writeln!(out, "    pub {}: Vec<{}>,", snake(&r.name), r.name).unwrap();
-    }
-    writeln!(out, "}}\n").unwrap();
+    writeln!(
+        out,
+        "impl Tuples {{\n    fn index(&self) -> u8 {{\n        match self {{\n{}\n        }}\n    }}\n",
+        outputs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| format!("            Tuples::{}(_) => {i},", r.name))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "    fn len(&self) -> usize {{\n        match self {{\n{}\n        }}\n    }}\n",
+        each(&|r| format!("            Tuples::{}(t) => t.len(),", r.name))
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "    /// Appends `other`'s tuples when it holds the same relation.\n    fn extend_from(&mut self, other: &Tuples) {{\n        match (self, other) {{\n{}\n            _ => {{}}\n        }}\n    }}\n",
+        each(&|r| format!(
+            "            (Tuples::{0}(t), Tuples::{0}(o)) => t.extend_from_slice(o),",
+            r.name
+        ))
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "    fn normalize(&mut self) {{\n        match self {{\n{}\n        }}\n    }}\n}}\n",
+        each(&|r| format!(
+            "            Tuples::{}(t) => {{\n                t.sort_unstable();\n                t.dedup();\n            }}",
+            r.name
+        ))
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "/// Every derived relation (`@output` and intermediate) materialized, each
+/// sorted. Only the relations that hold tuples take room, in relation
+/// order: most values (a file's rules, its slices of other stages) hold a
+/// few of the {} relations, and a struct of that many vectors cost 1 KB
+/// each before any tuple (docs/performance.md, issue 10).
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {{
+    relations: Vec<Tuples>,
+}}
+
+/// Equal when every relation holds the same tuples (an emptied relation
+/// equals an absent one).
+impl PartialEq for Outputs {{
+    fn eq(&self, other: &Self) -> bool {{
+        let held = |t: &&Tuples| t.len() > 0;
+        self.relations.iter().filter(held).eq(other.relations.iter().filter(held))
+    }}
+}}
+
+impl Eq for Outputs {{}}
+",
+        outputs.len()
+    )
+    .unwrap();
     writeln!(out, "impl Outputs {{").unwrap();
+    writeln!(
+        out,
+        "    fn position(&self, index: u8) -> Result<usize, usize> {{
+        self.relations.binary_search_by_key(&index, Tuples::index)
+    }}
+
+    /// Adds a relation's tuples (nothing when there are none).
+    fn put(&mut self, tuples: Tuples) {{
+        if tuples.len() == 0 {{
+            return;
+        }}
+        match self.position(tuples.index()) {{
+            Ok(at) => self.relations[at].extend_from(&tuples),
+            Err(at) => self.relations.insert(at, tuples),
+        }}
+    }}
+
+    /// The relation of `empty`'s kind, added empty when absent.
+    fn slot(&mut self, empty: Tuples) -> &mut Tuples {{
+        let at = match self.position(empty.index()) {{
+            Ok(at) => at,
+            Err(at) => {{
+                self.relations.insert(at, empty);
+                at
+            }}
+        }};
+        &mut self.relations[at]
+    }}
+
+    /// Outputs of these relations' tuples, without spare room.
+    fn from_relations(relations: impl IntoIterator<Item = Tuples>) -> Self {{
+        let mut outputs = Outputs {{
+            relations: relations.into_iter().filter(|t| t.len() > 0).collect(),
+        }};
+        outputs.relations.sort_by_key(Tuples::index);
+        outputs.relations.shrink_to_fit();
+        outputs
+    }}
+"
+    )
+    .unwrap();
+    for (i, r) in outputs.iter().enumerate() {
+        let n = snake(&r.name);
+        writeln!(
+            out,
+            "    /// The `{name}` tuples, sorted.
+    pub fn {n}(&self) -> &[{name}] {{
+        match self.position({i}).map(|at| &self.relations[at]) {{
+            Ok(Tuples::{name}(t)) => t,
+            _ => &[],
+        }}
+    }}
+
+    /// The `{name}` tuples to add to (then [`Outputs::normalize`]).
+    pub fn {n}_mut(&mut self) -> &mut Vec<{name}> {{
+        match self.slot(Tuples::{name}(Vec::new())) {{
+            Tuples::{name}(t) => t,
+            _ => unreachable!(\"a slot holds the relation of its index\"),
+        }}
+    }}
+",
+            name = r.name
+        )
+        .unwrap();
+    }
     writeln!(
         out,
         "    /// The tuples of derived relation `name`, or `None` if there is no such relation."
@@ -452,7 +576,7 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     for r in &outputs {
         writeln!(
             out,
-            "            {:?} => Some(self.{}.iter().map(|t| vec![{}]).collect()),",
+            "            {:?} => Some(self.{}().iter().map(|t| vec![{}]).collect()),",
             r.name,
             snake(&r.name),
             fields(r, "t")
@@ -460,52 +584,50 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
         .unwrap();
     }
     writeln!(out, "            _ => None,\n        }}\n    }}\n").unwrap();
-    let names: Vec<_> = outputs.iter().map(|r| snake(&r.name)).collect();
     writeln!(
         out,
-        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        [{}].iter().sum()\n    }}\n",
-        names
-            .iter()
-            .map(|n| format!("self.{n}.len()"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "    /// How many tuples all derived relations hold together.\n    pub fn tuple_count(&self) -> usize {{\n        self.relations.iter().map(Tuples::len).sum()\n    }}\n"
     )
     .unwrap();
     writeln!(
         out,
-        "    /// Every value of every tuple, in no particular order.\n    pub fn tuples_values(&self) -> impl Iterator<Item = Value> + '_ {{\n        std::iter::empty()"
+        "    /// Every value of every tuple, in no particular order.\n    pub fn tuples_values(&self) -> impl Iterator<Item = Value> + '_ {{\n        self.relations.iter().flat_map(|tuples| -> Box<dyn Iterator<Item = Value> + '_> {{\n            match tuples {{"
     )
     .unwrap();
     for r in &outputs {
         writeln!(
             out,
-            "            .chain(self.{}.iter().flat_map(|t| [{}]))",
-            snake(&r.name),
+            "                Tuples::{}(t) => Box::new(t.iter().flat_map(|t| [{}])),",
+            r.name,
             fields(r, "t")
         )
         .unwrap();
     }
-    writeln!(out, "    }}\n").unwrap();
+    writeln!(out, "            }}\n        }})\n    }}\n").unwrap();
     writeln!(
         out,
-        "    /// Appends every tuple of `other`; [`Outputs::normalize`] restores the order."
+        "    /// Appends every tuple of `other`; [`Outputs::normalize`] restores the order.
+    pub fn extend(&mut self, other: &Outputs) {{
+        for tuples in &other.relations {{
+            if tuples.len() > 0 {{
+                match self.position(tuples.index()) {{
+                    Ok(at) => self.relations[at].extend_from(tuples),
+                    Err(at) => self.relations.insert(at, tuples.clone()),
+                }}
+            }}
+        }}
+    }}
+
+    /// Sorts every relation and drops duplicates.
+    pub fn normalize(&mut self) {{
+        for tuples in &mut self.relations {{
+            tuples.normalize();
+        }}
+    }}
+}}
+"
     )
     .unwrap();
-    writeln!(out, "    pub fn extend(&mut self, other: &Outputs) {{").unwrap();
-    for n in &names {
-        writeln!(out, "        self.{n}.extend_from_slice(&other.{n});").unwrap();
-    }
-    writeln!(out, "    }}\n").unwrap();
-    writeln!(out, "    /// Sorts every relation and drops duplicates.").unwrap();
-    writeln!(out, "    pub fn normalize(&mut self) {{").unwrap();
-    for n in &names {
-        writeln!(
-            out,
-            "        self.{n}.sort_unstable();\n        self.{n}.dedup();"
-        )
-        .unwrap();
-    }
-    writeln!(out, "    }}\n}}\n").unwrap();
 }
 
 /// Which stages derive each relation, checking that every relation a stage
@@ -576,7 +698,6 @@ fn stage_reads(relations: &[Relation], rules: &[Rule]) -> Vec<(Stage, Vec<String
 fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
     let relation = |name: &str| relations.iter().find(|r| r.name == name).expect("declared");
     let plan = stage_reads(relations, rules);
-    let derived_count = relations.iter().filter(|r| r.kind != "Input").count();
     for (stage, derived, reads) in &plan {
         assert!(
             !derived.is_empty(),
@@ -633,7 +754,6 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
             &base,
             &earlier,
             &made,
-            derived_count,
         );
         // Which base facts and earlier relations the stage reads.
         let name = stage.name();
@@ -657,7 +777,12 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
         .unwrap();
         for r in &earlier {
             let n = snake(&r.name);
-            writeln!(out, "    into.{n}.extend_from_slice(&from.{n});").unwrap();
+            writeln!(
+                out,
+                "    into.put(Tuples::{}(from.{n}().to_vec()));",
+                r.name
+            )
+            .unwrap();
         }
         writeln!(out, "}}\n").unwrap();
         writeln!(
@@ -669,11 +794,12 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
             let n = snake(&r.name);
             writeln!(
                 out,
-                "    for key in keys {{\n        let start = from.{n}.partition_point(|t| Value::from(t.0) < *key);\n        into.{n}.extend(from.{n}[start..].iter().take_while(|t| Value::from(t.0) == *key).copied());\n    }}"
+                "    let all = from.{n}();\n    if !all.is_empty() {{\n        let mut selected = Vec::new();\n        for key in keys {{\n            let start = all.partition_point(|t| Value::from(t.0) < *key);\n            selected.extend(all[start..].iter().take_while(|t| Value::from(t.0) == *key).copied());\n        }}\n        selected.shrink_to_fit();\n        into.put(Tuples::{}(selected));\n    }}",
+                r.name
             )
             .unwrap();
         }
-        writeln!(out, "    into\n}}\n").unwrap();
+        writeln!(out, "    into.relations.shrink_to_fit();\n    into\n}}\n").unwrap();
         writeln!(
             out,
             "#[allow(unused_variables, unused_mut, clippy::let_and_return)]\nfn {name}_derived_keys(from: &Outputs) -> Vec<Value> {{\n    let mut keys: Vec<Value> = Vec::new();"
@@ -683,7 +809,7 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
             let n = snake(&r.name);
             writeln!(
                 out,
-                "    keys.extend(from.{n}.iter().map(|t| Value::from(t.0)));"
+                "    keys.extend(from.{n}().iter().map(|t| Value::from(t.0)));"
             )
             .unwrap();
         }
@@ -709,7 +835,6 @@ fn write_stages(out: &mut String, relations: &[Relation], rules: &[Rule]) {
         &all_inputs,
         &[],
         &all_derived,
-        derived_count,
     );
 }
 
@@ -721,7 +846,6 @@ fn write_run(
     base: &[&Relation],
     earlier: &[&Relation],
     made: &[&Relation],
-    derived_count: usize,
 ) {
     // The reference program is called directly; the stages through their
     // `StageProgram` constant.
@@ -751,7 +875,7 @@ fn write_run(
     for r in earlier {
         writeln!(
             out,
-            "    runtime.extend(derived.{}.iter().map(|t| {}));",
+            "    runtime.extend(derived.{}().iter().map(|t| {}));",
             snake(&r.name),
             convert(&format!("{module}::"), r, "t")
         )
@@ -764,7 +888,7 @@ fn write_run(
     );
     writeln!(
         out,
-        "    let ({},) = runtime.run_with_hasher::<rustc_hash::FxBuildHasher>();\n    Outputs {{",
+        "    let ({},) = runtime.run_with_hasher::<rustc_hash::FxBuildHasher>();\n    Outputs::from_relations([",
         names.join(", ")
     )
     .unwrap();
@@ -772,17 +896,13 @@ fn write_run(
         let n = snake(&r.name);
         writeln!(
             out,
-            "        {n}: sorted({n}.into_iter().map(|t| {})),",
+            "        Tuples::{}(sorted({n}.into_iter().map(|t| {}))),",
+            r.name,
             convert("", r, "t")
         )
         .unwrap();
     }
-    let rest = if made.len() < derived_count {
-        "        ..Outputs::default()\n"
-    } else {
-        ""
-    };
-    writeln!(out, "{rest}    }}\n}}\n").unwrap();
+    writeln!(out, "    ])\n}}\n").unwrap();
 }
 
 /// One argument of an atom: a variable (by index into the rule's variables)

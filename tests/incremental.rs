@@ -263,7 +263,7 @@ fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
         let mut files: Vec<String> = engine
             .program()
             .outputs
-            .warning
+            .warning()
             .iter()
             .map(|t| engine.interner().node_text(t.0).to_string())
             .collect();

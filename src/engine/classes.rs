@@ -99,7 +99,7 @@ impl ClassTable {
             }
         }
         let resolved_bases: FxHashMap<(Node, Site), Class> = resolved
-            .base_class
+            .base_class()
             .iter()
             .map(|b| ((b.0, b.2), (b.3, b.4)))
             .collect();
@@ -122,18 +122,18 @@ impl ClassTable {
                 .collect();
             table.mro.insert(class, order);
         }
-        for t in &resolved.instance_type {
+        for t in resolved.instance_type() {
             table.instance_types.entry((t.0, t.1)).or_default().push(*t);
         }
-        for t in &resolved.return_type {
+        for t in resolved.return_type() {
             table.return_types.entry((t.0, t.1)).or_default().push(*t);
         }
-        for t in &resolved.class_alias {
+        for t in resolved.class_alias() {
             table.class_aliases.entry((t.0, t.1)).or_default().push(*t);
         }
         table
             .patched
-            .extend(resolved.patched_member.iter().map(|p| ((p.0, p.1), p.2)));
+            .extend(resolved.patched_member().iter().map(|p| ((p.0, p.1), p.2)));
         table
     }
 
@@ -210,7 +210,7 @@ impl ClassTable {
                         index += 1;
                         if self.patched.contains(&(ancestor, name)) {
                             derived
-                                .patched_member
+                                .patched_member_mut()
                                 .push(PatchedMember(ancestor.0, ancestor.1, name));
                         }
                         let Some(&member) = self.members.get(&(ancestor, name)) else {
@@ -252,7 +252,7 @@ impl ClassTable {
         facts: &mut Vec<InputFact>,
     ) {
         for t in self.class_aliases.get(&key).into_iter().flatten() {
-            derived.class_alias.push(*t);
+            derived.class_alias_mut().push(*t);
             work.push((t.2, t.3));
         }
         for made in self.made_by.get(&key).into_iter().flatten() {
@@ -274,11 +274,11 @@ impl ClassTable {
             }
         }
         for t in self.instance_types.get(&key).into_iter().flatten() {
-            derived.instance_type.push(*t);
+            derived.instance_type_mut().push(*t);
             work.push((t.2, t.3));
         }
         for t in self.return_types.get(&key).into_iter().flatten() {
-            derived.return_type.push(*t);
+            derived.return_type_mut().push(*t);
             work.push((t.2, t.3));
         }
     }
@@ -314,7 +314,7 @@ pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> (Vec<Class>, Vec
     names.sort_unstable();
     names.dedup();
     let definitions = resolved
-        .resolves
+        .resolves()
         .iter()
         .filter(|t| names.binary_search(&(t.0, t.1)).is_ok())
         .map(|t| (t.2, t.3))

@@ -227,3 +227,57 @@ pub fn run(facts: &[InputFact]) -> Outputs {
 pub fn relation(name: &str) -> Option<&'static RelationInfo> {
     RELATIONS.iter().find(|r| r.name == name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Calls, DependsOn, Node, Outputs, Site, Sym, Value};
+
+    fn depends(a: u32, b: u32) -> DependsOn {
+        DependsOn(Node(a), Node(b))
+    }
+
+    /// Outputs keep only the relations that hold tuples, so equality must
+    /// not see whether a relation was touched and left empty.
+    #[test]
+    fn an_emptied_relation_equals_an_absent_one() {
+        let mut touched = Outputs::default();
+        touched.depends_on_mut();
+        touched
+            .calls_mut()
+            .push(Calls(Node(1), Site(2), Node(3), Sym(4)));
+        let mut plain = Outputs::default();
+        plain
+            .calls_mut()
+            .push(Calls(Node(1), Site(2), Node(3), Sym(4)));
+        assert_eq!(touched, plain);
+        assert_ne!(plain, Outputs::default());
+        assert_eq!(touched.depends_on(), &[] as &[DependsOn]);
+        assert_eq!(touched.tuple_count(), 1);
+    }
+
+    #[test]
+    fn extend_and_normalize_merge_relation_by_relation() {
+        let mut one = Outputs::default();
+        one.depends_on_mut().extend([depends(2, 3), depends(1, 2)]);
+        let mut other = Outputs::default();
+        other.depends_on_mut().push(depends(1, 2));
+        other
+            .calls_mut()
+            .push(Calls(Node(1), Site(2), Node(3), Sym(4)));
+        one.extend(&other);
+        one.normalize();
+        assert_eq!(one.depends_on(), &[depends(1, 2), depends(2, 3)]);
+        assert_eq!(one.calls().len(), 1);
+        assert_eq!(
+            one.tuples("DependsOn"),
+            Some(vec![
+                vec![Value::Node(Node(1)), Value::Node(Node(2))],
+                vec![Value::Node(Node(2)), Value::Node(Node(3))],
+            ])
+        );
+        let mut values: Vec<Value> = one.tuples_values().collect();
+        values.sort_unstable();
+        values.dedup();
+        assert_eq!(values.len(), 5, "nodes 1, 2, 3, the site and the symbol");
+    }
+}

@@ -426,7 +426,7 @@ impl Engine {
     pub fn import_target(&self, path: &str, site: datalog::Site) -> Option<datalog::Node> {
         let node = self.interner().find_node(path)?;
         let &file = self.files.get(path)?;
-        let imports = &db::file_stage(&self.db, self.project, file).imports;
+        let imports = &db::file_stage(&self.db, self.project, file).imports();
         let start = imports.partition_point(|t| (t.0, t.1) < (node, site));
         imports
             .get(start)
@@ -477,7 +477,7 @@ impl Engine {
         };
         self.texts(
             db::file_stage(&self.db, self.project, file)
-                .depends_on
+                .depends_on()
                 .iter()
                 .map(|t| t.1),
         )
@@ -581,7 +581,7 @@ impl Engine {
         };
         let interner = self.interner();
         let outputs = db::file_stage(&self.db, self.project, file);
-        semantic::keyed(&outputs.member_ref, |t| t.0, node)
+        semantic::keyed(outputs.member_ref(), |t| t.0, node)
             .iter()
             .filter_map(|t| {
                 Some(MemberUse {
@@ -603,7 +603,7 @@ impl Engine {
         };
         let interner = self.interner();
         let resolved = db::file_resolved(&self.db, self.project, file);
-        semantic::keyed(&resolved.resolves, |t| t.0, node)
+        semantic::keyed(resolved.resolves(), |t| t.0, node)
             .iter()
             .filter(|t| t.2 != node && !t.2.is_external())
             .map(|t| ImportedName {
@@ -632,7 +632,7 @@ impl Engine {
             .filter_map(|test| {
                 let text = interner.node_text(test);
                 let &file = self.files.get(&*text)?;
-                let covers = &db::file_stage(&self.db, self.project, file).test_covers;
+                let covers = &db::file_stage(&self.db, self.project, file).test_covers();
                 covers
                     .iter()
                     .any(|c| c.0 == test && c.1 == node)

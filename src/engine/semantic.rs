@@ -53,8 +53,8 @@ pub(crate) fn keyed<T>(tuples: &[T], first: impl Fn(&T) -> Node, key: Node) -> &
 
 /// The references of one source file, in site order.
 pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
-    let defined_in = keyed(&outputs.import_defined_in, |t| t.0, file);
-    let mut out: Vec<Reference> = keyed(&outputs.imports, |t| t.0, file)
+    let defined_in = keyed(outputs.import_defined_in(), |t| t.0, file);
+    let mut out: Vec<Reference> = keyed(outputs.imports(), |t| t.0, file)
         .iter()
         .map(|t| {
             // One tuple per site at most: `Resolves` is unique per name.
@@ -78,12 +78,12 @@ pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
         defined_in: None,
     };
     out.extend(
-        keyed(&outputs.calls, |t| t.0, file)
+        keyed(outputs.calls(), |t| t.0, file)
             .iter()
             .map(|t| resolved(RefKind::Call, t.1, t.2, t.3)),
     );
     out.extend(
-        keyed(&outputs.inherits, |t| t.0, file)
+        keyed(outputs.inherits(), |t| t.0, file)
             .iter()
             .map(|t| resolved(RefKind::Inheritance, t.1, t.2, t.3)),
     );
@@ -100,7 +100,7 @@ pub(crate) fn dependents_index(db: &dyn Db, project: Project) -> Vec<(Node, Node
     let mut pairs: Vec<(Node, Node)> = project
         .files(db)
         .iter()
-        .flat_map(|&file| db::file_stage(db, project, file).dependent_of.iter())
+        .flat_map(|&file| db::file_stage(db, project, file).dependent_of().iter())
         .map(|t| (t.0, t.1))
         .collect();
     pairs.sort_unstable();
@@ -120,11 +120,11 @@ pub(crate) fn dependents(db: &dyn Db, project: Project, file: Node) -> &[(Node, 
 pub(crate) fn usage_counts(db: &dyn Db, project: Project) -> Vec<((Node, Sym), u32)> {
     let outputs = db::program(db, project);
     let uses = outputs
-        .calls
+        .calls()
         .iter()
         .map(|t| (t.0, t.2, t.3))
-        .chain(outputs.inherits.iter().map(|t| (t.0, t.2, t.3)))
-        .chain(outputs.import_defined_in.iter().map(|t| (t.0, t.2, t.3)));
+        .chain(outputs.inherits().iter().map(|t| (t.0, t.2, t.3)))
+        .chain(outputs.import_defined_in().iter().map(|t| (t.0, t.2, t.3)));
     let users: BTreeSet<(Node, Sym, Node)> = uses
         .filter(|(source, target, _)| source != target)
         .map(|(source, target, name)| (target, name, source))
@@ -163,7 +163,7 @@ fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs
 /// (what `xfile index` and the warning log read).
 #[salsa::tracked(returns(ref))]
 pub(crate) fn warnings(db: &dyn Db, project: Project) -> Vec<Warning> {
-    distinct(stage_outputs(db, project).flat_map(|outputs| outputs.warning.iter().copied()))
+    distinct(stage_outputs(db, project).flat_map(|outputs| outputs.warning().iter().copied()))
 }
 
 /// The tuples sorted, each once (a relation several stages publish).
@@ -179,9 +179,9 @@ fn distinct<T: Copy + Ord>(tuples: impl Iterator<Item = T>) -> Vec<T> {
 #[salsa::tracked(returns(copy))]
 pub(crate) fn reference_counts(db: &dyn Db, project: Project) -> [usize; 3] {
     [
-        distinct(stage_outputs(db, project).flat_map(|o| o.imports.iter().copied())).len(),
-        distinct(stage_outputs(db, project).flat_map(|o| o.calls.iter().copied())).len(),
-        distinct(stage_outputs(db, project).flat_map(|o| o.inherits.iter().copied())).len(),
+        distinct(stage_outputs(db, project).flat_map(|o| o.imports().iter().copied())).len(),
+        distinct(stage_outputs(db, project).flat_map(|o| o.calls().iter().copied())).len(),
+        distinct(stage_outputs(db, project).flat_map(|o| o.inherits().iter().copied())).len(),
     ]
 }
 
@@ -191,7 +191,7 @@ pub(crate) fn reference_counts(db: &dyn Db, project: Project) -> [usize; 3] {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn cycle_adjacency(db: &dyn Db, project: Project) -> Vec<(Node, Vec<Node>)> {
     db::project_stage(db, project)
-        .cycle_edge
+        .cycle_edge()
         .chunk_by(|a, b| a.0 == b.0)
         .map(|edges| {
             let mut next: Vec<Node> = edges.iter().map(|t| t.1).collect();
@@ -303,7 +303,7 @@ pub(crate) fn callers_index(db: &dyn Db, project: Project) -> Vec<CallEdge> {
     let mut edges: Vec<CallEdge> = project
         .files(db)
         .iter()
-        .flat_map(|&file| db::file_stage(db, project, file).calls_symbol.iter())
+        .flat_map(|&file| db::file_stage(db, project, file).calls_symbol().iter())
         .map(CallEdge::from)
         .collect();
     edges.sort_unstable_by_key(|e| (e.target, e.name, e.file, e.caller, e.site));
@@ -313,7 +313,7 @@ pub(crate) fn callers_index(db: &dyn Db, project: Project) -> Vec<CallEdge> {
 
 /// The calls made by `caller` of `file`, from that file's own rules.
 pub(crate) fn callees(outputs: &Outputs, file: Node, caller: Sym) -> Vec<CallEdge> {
-    keyed(&outputs.calls_symbol, |t| t.0, file)
+    keyed(outputs.calls_symbol(), |t| t.0, file)
         .iter()
         .filter(|t| t.2 == caller)
         .map(CallEdge::from)

@@ -52,7 +52,7 @@ impl Engine {
                 }
             }
             let outputs = db::file_stage(&self.db, self.project, file);
-            for t in &outputs.signal_receiver {
+            for t in outputs.signal_receiver() {
                 let (signal_file, signal) = (node(t.2), sym(t.3));
                 at(
                     t.1,
@@ -62,7 +62,7 @@ impl Engine {
                     },
                 );
             }
-            for t in &outputs.signal_sender {
+            for t in outputs.signal_sender() {
                 let (signal_file, signal) = (node(t.2), sym(t.3));
                 at(
                     t.1,
@@ -72,15 +72,15 @@ impl Engine {
                     },
                 );
             }
-            for t in &outputs.hook_spec {
+            for t in outputs.hook_spec() {
                 let (project, hook) = (sym(t.2), sym(t.3));
                 at(t.1, LinkTuple::HookSpec { project, hook });
             }
-            for t in &outputs.hook_impl {
+            for t in outputs.hook_impl() {
                 let (project, hook) = (sym(t.2), sym(t.3));
                 at(t.1, LinkTuple::HookImpl { project, hook });
             }
-            for t in &outputs.loads_entry_points {
+            for t in outputs.loads_entry_points() {
                 at(t.1, LinkTuple::LoadsEntryPoints { group: sym(t.2) });
             }
         }

@@ -218,7 +218,7 @@ fn module_graph(service: &Service, package: Option<&str>, recent: &BTreeSet<Stri
     let engine = service.engine();
     let interner = engine.interner();
     let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for import in &engine.outputs().imports {
+    for import in engine.outputs().imports() {
         if import.2.is_marker() {
             continue;
         }

@@ -546,7 +546,7 @@ impl Service {
         let program = self.engine.program();
         let interner = self.engine.interner();
         let mut untrackable: BTreeMap<String, Vec<Pattern>> = BTreeMap::new();
-        for t in &program.outputs.untrackable {
+        for t in program.outputs.untrackable() {
             untrackable
                 .entry(interner.node_text(t.0).to_string())
                 .or_default()
@@ -564,7 +564,7 @@ impl Service {
             .collect();
         let in_cycle: BTreeSet<String> = program
             .outputs
-            .in_cycle
+            .in_cycle()
             .iter()
             .map(|t| interner.node_text(t.0).to_string())
             .collect();
