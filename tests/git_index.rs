@@ -52,21 +52,6 @@ fn kept_per_line(kept: &KeptBlame) -> Vec<(String, Option<String>)> {
     lines
 }
 
-/// `git blame --porcelain`'s commit for each line.
-fn git_blame(root: &Path, path: &str) -> Vec<String> {
-    let porcelain = common::git_repo::git_in(root, &["blame", "--porcelain", path]);
-    porcelain
-        .lines()
-        .filter_map(|line| {
-            let mut words = line.split(' ');
-            let id = words.next()?;
-            words.next()?;
-            words.next()?;
-            (id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_string())
-        })
-        .collect()
-}
-
 /// Blames each of `paths` through `index` and checks it against a fresh
 /// blame and git's; every one must come from the index.
 fn check_through(root: &Path, index: &HistoryIndex, paths: &[&str]) {
@@ -80,7 +65,11 @@ fn check_through(root: &Path, index: &HistoryIndex, paths: &[&str]) {
         let fresh = per_line(&repo.blame(path, None, None).unwrap());
         assert_eq!(lines, fresh, "{path} against a fresh blame");
         let ids: Vec<String> = lines.into_iter().map(|(id, _)| id).collect();
-        assert_eq!(ids, git_blame(root, path), "{path} against git");
+        assert_eq!(
+            ids,
+            common::git_repo::git_blame_ids(root, path),
+            "{path} against git"
+        );
     }
 }
 

@@ -52,26 +52,6 @@ fn per_line(blame: &Blame) -> Vec<(String, Option<String>)> {
     lines
 }
 
-/// `git blame --porcelain`'s commit for each line ("-" when not committed).
-fn git_blame(root: &Path, path: &str) -> Vec<String> {
-    let porcelain = common::git_repo::git_in(root, &["blame", "--porcelain", path]);
-    porcelain
-        .lines()
-        .filter_map(|line| {
-            let mut words = line.split(' ');
-            let id = words.next()?;
-            words.next()?;
-            words.next()?;
-            (id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| {
-                match id.bytes().all(|b| b == b'0') {
-                    true => "-".to_string(),
-                    false => id.to_string(),
-                }
-            })
-        })
-        .collect()
-}
-
 /// Blames `path` with `store`, checks the answer against a fresh blame and
 /// git's, and says whether any line came from the kept blame.
 fn blame_checked(repo: &GitRepo, store: &Marked, path: &str) -> bool {
@@ -83,7 +63,11 @@ fn blame_checked(repo: &GitRepo, store: &Marked, path: &str) -> bool {
     let fresh = git.blame(path, None, None).unwrap();
     assert_eq!(per_line(&kept), per_line(&fresh), "{path}");
     let ids: Vec<String> = per_line(&kept).into_iter().map(|(id, _)| id).collect();
-    assert_eq!(ids, git_blame(&root, path), "{path} against git");
+    assert_eq!(
+        ids,
+        common::git_repo::git_blame_ids(&root, path),
+        "{path} against git"
+    );
     // A range cut from the kept blame is the range blamed fresh.
     let lines = fresh.lines;
     let part = git

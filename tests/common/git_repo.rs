@@ -14,6 +14,28 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
     run(dir, None, args)
 }
 
+/// `git blame --porcelain`'s commit for each line of `path` ("-" for a
+/// line not committed yet).
+pub fn git_blame_ids(dir: &Path, path: &str) -> Vec<String> {
+    let porcelain = git_in(dir, &["blame", "--porcelain", path]);
+    porcelain
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split(' ');
+            let id = words.next()?;
+            words.next()?;
+            words.next()?;
+            (id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| {
+                if id.bytes().all(|b| b == b'0') {
+                    "-".to_string()
+                } else {
+                    id.to_string()
+                }
+            })
+        })
+        .collect()
+}
+
 /// `git args` in `dir`, with both dates set to `date` when given.
 fn run(dir: &Path, date: Option<&str>, args: &[&str]) -> String {
     let mut command = Command::new("git");

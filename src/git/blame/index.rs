@@ -337,18 +337,8 @@ impl Repo {
         cache: &mut gix::diff::blob::Platform,
         mut found: impl FnMut(String, Option<ObjectId>, Option<ObjectId>),
     ) -> Result<(), GitError> {
-        let tree = self
-            .repo
-            .find_commit(commit)
-            .map_err(failed)?
-            .tree()
-            .map_err(failed)?;
-        let parent_tree = self
-            .repo
-            .find_commit(parent)
-            .map_err(failed)?
-            .tree()
-            .map_err(failed)?;
+        let tree = self.commit_tree(commit)?;
+        let parent_tree = self.commit_tree(parent)?;
         use gix::object::tree::diff::Change as TreeChange;
         let file = |mode: gix::object::tree::EntryMode, id: gix::Id<'_>| {
             (!mode.is_tree()).then(|| id.detach())

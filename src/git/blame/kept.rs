@@ -352,17 +352,21 @@ impl Repo {
         commit: ObjectId,
         repo_path: &str,
     ) -> Result<Option<ObjectId>, GitError> {
-        let tree = self
-            .repo
-            .find_commit(commit)
-            .map_err(failed)?
-            .tree()
-            .map_err(failed)?;
-        Ok(tree
+        Ok(self
+            .commit_tree(commit)?
             .lookup_entry_by_path(repo_path)
             .map_err(failed)?
             .filter(|entry| entry.mode().is_blob())
             .map(|entry| entry.object_id()))
+    }
+
+    /// The tree of `commit`.
+    pub(super) fn commit_tree(&self, commit: ObjectId) -> Result<gix::Tree<'_>, GitError> {
+        self.repo
+            .find_commit(commit)
+            .map_err(failed)?
+            .tree()
+            .map_err(failed)
     }
 
     /// A blame's source path as answers name it: root-relative, or
