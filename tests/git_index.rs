@@ -11,8 +11,8 @@ mod common;
 
 use std::path::Path;
 
-use common::git_repo::GitRepo;
-use xfile::git::{Blame, HistoryIndex, IndexBounds, KeptBlame, Repo};
+use common::git_repo::{GitRepo, blame_lines, cli_blame_lines, fresh_blame_lines};
+use xfile::git::{HistoryIndex, IndexBounds, KeptBlame, Repo};
 
 const BOUNDS: IndexBounds = IndexBounds {
     deadline: std::time::Duration::from_secs(60),
@@ -21,24 +21,6 @@ const BOUNDS: IndexBounds = IndexBounds {
 
 fn numbered(prefix: &str, n: usize) -> String {
     (1..=n).map(|i| format!("{prefix}{i} = {i}\n")).collect()
-}
-
-fn edit(repo: &GitRepo, path: &str, from: &str, to: &str) {
-    let text = std::fs::read_to_string(repo.path().join(path)).unwrap();
-    assert!(text.contains(from), "{path} has no {from}");
-    repo.write(path, &text.replacen(from, to, 1));
-}
-
-/// Each line's commit id and former path.
-fn per_line(blame: &Blame) -> Vec<(String, Option<String>)> {
-    let mut lines = Vec::new();
-    for range in &blame.ranges {
-        for _ in range.start..=range.end {
-            let id = range.commit.as_ref().map_or("-".into(), |c| c.id.clone());
-            lines.push((id, range.source_path.clone()));
-        }
-    }
-    lines
 }
 
 fn kept_per_line(kept: &KeptBlame) -> Vec<(String, Option<String>)> {
@@ -62,7 +44,7 @@ fn check_through(root: &Path, index: &HistoryIndex, paths: &[&str]) {
             .unwrap()
             .unwrap_or_else(|| panic!("{path}: the index gave no blame"));
         let lines = kept_per_line(&through);
-        let fresh = per_line(&repo.blame(path, None, None).unwrap());
+        let fresh = blame_lines(&repo.blame(path, None, None).unwrap());
         assert_eq!(lines, fresh, "{path} against a fresh blame");
         let ids: Vec<String> = lines.into_iter().map(|(id, _)| id).collect();
         assert_eq!(
@@ -91,19 +73,19 @@ fn awkward_history() -> GitRepo {
     repo.write("b.py", &"pass\n".repeat(6));
     repo.write("notes.txt", "one\n");
     repo.commit("Ann", 1, "Start");
-    edit(&repo, "a.py", "a3 = 3", "a3 = 30");
+    repo.edit("a.py", "a3 = 3", "a3 = 30");
     repo.commit("Bob", 2, "Three");
     // Repeated lines: where an insertion goes is the slider's choice.
-    edit(&repo, "b.py", "pass\n", "pass\npass\n    x = 1\npass\n");
+    repo.edit("b.py", "pass\n", "pass\npass\n    x = 1\npass\n");
     repo.write("late.py", &numbered("late", 5));
     repo.commit("Cid", 3, "Passes, and a late file");
     // A side branch changing a.py, merged after main changed it too.
     repo.git(&["checkout", "-q", "-b", "side"]);
-    edit(&repo, "a.py", "a20 = 20", "a20 = 200");
-    edit(&repo, "late.py", "late2 = 2", "late2 = 20");
+    repo.edit("a.py", "a20 = 20", "a20 = 200");
+    repo.edit("late.py", "late2 = 2", "late2 = 20");
     repo.commit("Dee", 4, "Twenty on the side");
     repo.git(&["checkout", "-q", "main"]);
-    edit(&repo, "a.py", "a5 = 5", "a5 = 50");
+    repo.edit("a.py", "a5 = 5", "a5 = 50");
     repo.commit("Eve", 5, "Five");
     repo.git_at(
         "2024-01-06T10:00:00+00:00",
@@ -114,7 +96,7 @@ fn awkward_history() -> GitRepo {
     repo.write("notes.txt", "one\ntwo\n");
     repo.commit("Ann", 7, "Notes");
     repo.git(&["checkout", "-q", "main"]);
-    edit(&repo, "a.py", "a9 = 9", "a9 = 90");
+    repo.edit("a.py", "a9 = 9", "a9 = 90");
     repo.commit("Bob", 8, "Nine");
     repo.git_at(
         "2024-01-09T10:00:00+00:00",
@@ -122,14 +104,14 @@ fn awkward_history() -> GitRepo {
     );
     // A rename with an edit, then edits under the new name.
     repo.git(&["mv", "late.py", "moved.py"]);
-    edit(&repo, "moved.py", "late4 = 4", "late4 = 40");
+    repo.edit("moved.py", "late4 = 4", "late4 = 40");
     repo.commit("Cid", 10, "Move late to moved");
-    edit(&repo, "moved.py", "late5 = 5", "late5 = 50");
+    repo.edit("moved.py", "late5 = 5", "late5 = 50");
     repo.commit("Dee", 11, "Five of moved");
     // A mode change alone, then an edit.
     repo.git(&["update-index", "--chmod=+x", "b.py"]);
     repo.commit_staged("Eve", 12, "Executable");
-    edit(&repo, "a.py", "a30 = 30", "a30 = 300");
+    repo.edit("a.py", "a30 = 30", "a30 = 300");
     repo.commit("Ann", 13, "Thirty");
     repo
 }
@@ -171,14 +153,14 @@ fn an_index_brought_forward_blames_as_one_built_afresh() {
     let root = repo.path();
     let old = index_of(&root, None);
     // New commits, one a merge that changed the file on both sides.
-    edit(&repo, "a.py", "a1 = 1", "a1 = 10");
+    repo.edit("a.py", "a1 = 1", "a1 = 10");
     repo.commit("Bob", 14, "One");
     repo.git(&["checkout", "-q", "-b", "more"]);
-    edit(&repo, "a.py", "a25 = 25", "a25 = 250");
+    repo.edit("a.py", "a25 = 25", "a25 = 250");
     repo.commit("Cid", 15, "Twenty-five aside");
     repo.git(&["checkout", "-q", "main"]);
-    edit(&repo, "moved.py", "late1 = 1", "late1 = 10");
-    edit(&repo, "a.py", "a2 = 2", "a2 = 20");
+    repo.edit("moved.py", "late1 = 1", "late1 = 10");
+    repo.edit("a.py", "a2 = 2", "a2 = 20");
     repo.commit("Dee", 16, "Two");
     repo.git_at(
         "2024-01-17T10:00:00+00:00",
@@ -191,7 +173,7 @@ fn an_index_brought_forward_blames_as_one_built_afresh() {
     check_through(&root, &forward, &FILES);
     // HEAD rewritten (an amended commit): the new commits are added, the
     // blames still exact.
-    edit(&repo, "a.py", "a7 = 7", "a7 = 70");
+    repo.edit("a.py", "a7 = 7", "a7 = 70");
     repo.git(&["add", "-A"]);
     repo.git_at(
         "2024-01-18T10:00:00+00:00",
@@ -205,9 +187,9 @@ fn an_index_brought_forward_blames_as_one_built_afresh() {
         max_new: 1,
         ..BOUNDS
     };
-    edit(&repo, "a.py", "a8 = 8", "a8 = 80");
+    repo.edit("a.py", "a8 = 8", "a8 = 80");
     repo.commit("Eve", 19, "Eight");
-    edit(&repo, "a.py", "a8 = 80", "a8 = 800");
+    repo.edit("a.py", "a8 = 80", "a8 = 800");
     repo.commit("Ann", 20, "Eight again");
     assert!(
         Repo::open(&root)
@@ -267,35 +249,6 @@ fn seeded_random_histories_blame_through_the_index_as_git_does() {
     check_through(&root, &index_of(&root, None), &["m.py", "other.txt"]);
 }
 
-/// `xfile git blame PATH --json` at `root` (with `--no-cache` when `off`):
-/// each line's commit id and former path.
-fn cli_blame(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xfile"))
-        .args(["git", "blame", path, "--json", "--root"])
-        .arg(root)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let mut lines = Vec::new();
-    for range in value["ranges"].as_array().unwrap() {
-        let id = range["commit"]["id"].as_str().unwrap_or("-").to_string();
-        let from = range["source_path"].as_str().map(str::to_string);
-        for _ in range["start"].as_u64().unwrap()..=range["end"].as_u64().unwrap() {
-            lines.push((id.clone(), from.clone()));
-        }
-    }
-    lines
-}
-
-fn fresh(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
-    per_line(&Repo::open(root).unwrap().blame(path, None, None).unwrap())
-}
-
 fn index_file(root: &Path) -> std::path::PathBuf {
     root.join(".xfile_cache/blame/history.idx")
 }
@@ -305,17 +258,20 @@ fn the_cli_keeps_the_index_after_its_answer_and_ignores_a_damaged_or_linked_one(
     let repo = awkward_history();
     let root = repo.path();
     // The first blame answers without an index, then keeps one.
-    assert_eq!(cli_blame(&root, "a.py"), fresh(&root, "a.py"));
+    assert_eq!(cli_lines(&root, "a.py"), fresh_blame_lines(&root, "a.py"));
     let file = index_file(&root);
     let good = std::fs::read(&file).expect("the index is kept");
     let index = HistoryIndex::decode(&good).expect("decodes");
     assert_eq!(index.head().unwrap().to_string(), repo.rev("HEAD"));
     // A file never blamed: through the index.
-    assert_eq!(cli_blame(&root, "moved.py"), fresh(&root, "moved.py"));
+    assert_eq!(
+        cli_lines(&root, "moved.py"),
+        fresh_blame_lines(&root, "moved.py")
+    );
     // New commits: the index is brought forward by the next blame.
-    edit(&repo, "b.py", "    x = 1", "    x = 2");
+    repo.edit("b.py", "    x = 1", "    x = 2");
     repo.commit("Bob", 14, "Two");
-    assert_eq!(cli_blame(&root, "b.py"), fresh(&root, "b.py"));
+    assert_eq!(cli_lines(&root, "b.py"), fresh_blame_lines(&root, "b.py"));
     let forward = HistoryIndex::decode(&std::fs::read(&file).unwrap()).expect("decodes");
     assert_eq!(forward.head().unwrap().to_string(), repo.rev("HEAD"));
     assert_eq!(forward.commits(), index.commits() + 1);
@@ -333,7 +289,10 @@ fn the_cli_keeps_the_index_after_its_answer_and_ignores_a_damaged_or_linked_one(
     ] {
         std::fs::write(&file, &damaged).unwrap();
         assert!(HistoryIndex::decode(&damaged).is_none());
-        assert_eq!(cli_blame(&root, "notes.txt"), fresh(&root, "notes.txt"));
+        assert_eq!(
+            cli_lines(&root, "notes.txt"),
+            fresh_blame_lines(&root, "notes.txt")
+        );
         let rebuilt = HistoryIndex::decode(&std::fs::read(&file).unwrap());
         assert!(
             rebuilt.is_some_and(|i| i.head() == forward.head() && i.commits() == forward.commits())
@@ -346,7 +305,7 @@ fn the_cli_keeps_the_index_after_its_answer_and_ignores_a_damaged_or_linked_one(
     std::fs::write(&target, b"not an index").unwrap();
     std::fs::remove_file(&file).unwrap();
     std::os::unix::fs::symlink(&target, &file).unwrap();
-    assert_eq!(cli_blame(&root, "a.py"), fresh(&root, "a.py"));
+    assert_eq!(cli_lines(&root, "a.py"), fresh_blame_lines(&root, "a.py"));
     assert_eq!(std::fs::read(&target).unwrap(), b"not an index");
     assert!(!std::fs::symlink_metadata(&file).unwrap().is_symlink());
     assert!(HistoryIndex::decode(&std::fs::read(&file).unwrap()).is_some());
@@ -390,8 +349,8 @@ fn cache_info_reports_the_kept_blames_and_the_index_and_git_never_sees_them() {
     let repo = awkward_history();
     let root = repo.path();
     assert!(!root.join(".xfile_cache").exists());
-    cli_blame(&root, "a.py");
-    cli_blame(&root, "b.py");
+    cli_lines(&root, "a.py");
+    cli_lines(&root, "b.py");
     // `git blame` makes the cache directory as `index` does, with its own
     // `.gitignore`: the work tree stays clean.
     assert!(root.join(".xfile_cache/.gitignore").is_file());
@@ -428,4 +387,13 @@ fn cache_info_reports_the_kept_blames_and_the_index_and_git_never_sees_them() {
         text.contains("damaged, rebuilt by the next blame"),
         "{text}"
     );
+}
+
+/// `xfile git blame PATH --json` at `root`: each line's commit id and
+/// former path.
+fn cli_lines(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
+    cli_blame_lines(root, path)
+        .into_iter()
+        .map(|line| (line.id, line.source_path))
+        .collect()
 }

@@ -11,8 +11,8 @@ mod common;
 use std::cell::RefCell;
 use std::path::Path;
 
-use common::git_repo::GitRepo;
-use xfile::git::{Blame, BlameStore, KeptBlame, Repo};
+use common::git_repo::{GitRepo, blame_lines, cli_blame_lines, fresh_blame_lines};
+use xfile::git::{BlameStore, KeptBlame, Repo};
 
 /// A store in memory that marks what it hands back: every kept commit's
 /// summary gets a `kept:` prefix, so an answer shows which lines came
@@ -40,18 +40,6 @@ impl BlameStore for Marked {
     }
 }
 
-/// Each line's commit id and former path.
-fn per_line(blame: &Blame) -> Vec<(String, Option<String>)> {
-    let mut lines = Vec::new();
-    for range in &blame.ranges {
-        for _ in range.start..=range.end {
-            let id = range.commit.as_ref().map_or("-".into(), |c| c.id.clone());
-            lines.push((id, range.source_path.clone()));
-        }
-    }
-    lines
-}
-
 /// Blames `path` with `store`, checks the answer against a fresh blame and
 /// git's, and says whether any line came from the kept blame.
 fn blame_checked(repo: &GitRepo, store: &Marked, path: &str) -> bool {
@@ -61,8 +49,8 @@ fn blame_checked(repo: &GitRepo, store: &Marked, path: &str) -> bool {
         .blame_cached(path, None, None, None, Some(store))
         .unwrap();
     let fresh = git.blame(path, None, None).unwrap();
-    assert_eq!(per_line(&kept), per_line(&fresh), "{path}");
-    let ids: Vec<String> = per_line(&kept).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(blame_lines(&kept), blame_lines(&fresh), "{path}");
+    let ids: Vec<String> = blame_lines(&kept).into_iter().map(|(id, _)| id).collect();
     assert_eq!(
         ids,
         common::git_repo::git_blame_ids(&root, path),
@@ -74,7 +62,7 @@ fn blame_checked(repo: &GitRepo, store: &Marked, path: &str) -> bool {
         .blame_cached(path, Some(2), Some(lines - 1), None, Some(store))
         .unwrap();
     let fresh_part = git.blame(path, Some(2), Some(lines - 1)).unwrap();
-    assert_eq!(per_line(&part), per_line(&fresh_part), "{path} 2..");
+    assert_eq!(blame_lines(&part), blame_lines(&fresh_part), "{path} 2..");
     kept.ranges.iter().any(|r| {
         r.commit
             .as_ref()
@@ -86,12 +74,6 @@ fn numbered(n: usize) -> String {
     (1..=n).map(|i| format!("line_{i} = {i}\n")).collect()
 }
 
-fn edit(repo: &GitRepo, path: &str, from: &str, to: &str) {
-    let text = std::fs::read_to_string(repo.path().join(path)).unwrap();
-    assert!(text.contains(from), "{path} has no {from}");
-    repo.write(path, &text.replacen(from, to, 1));
-}
-
 #[test]
 fn a_kept_blame_is_brought_forward_through_new_commits_as_a_fresh_blame_would_be() {
     let repo = GitRepo::init();
@@ -101,19 +83,19 @@ fn a_kept_blame_is_brought_forward_through_new_commits_as_a_fresh_blame_would_be
     repo.commit("Ann", 1, "Add a");
     assert!(!blame_checked(&repo, &store, "a.py"), "nothing kept yet");
     // One commit on top: the kept lines keep their commit.
-    edit(&repo, "a.py", "line_3 = 3", "line_3 = 30");
+    repo.edit("a.py", "line_3 = 3", "line_3 = 30");
     repo.commit("Bob", 2, "Three");
     assert!(blame_checked(&repo, &store, "a.py"));
     // Two, one adding a line.
-    edit(&repo, "a.py", "line_8 = 8\n", "line_8 = 80\nline_8b = 81\n");
+    repo.edit("a.py", "line_8 = 8\n", "line_8 = 80\nline_8b = 81\n");
     repo.commit("Cid", 3, "Eight");
-    edit(&repo, "a.py", "line_1 = 1", "line_1 = 10");
+    repo.edit("a.py", "line_1 = 1", "line_1 = 10");
     repo.commit("Dee", 4, "One");
     assert!(blame_checked(&repo, &store, "a.py"));
     // A merge that changed the file against both parents: blamed afresh.
     let before_merge = repo.rev("HEAD");
     repo.git(&["checkout", "-q", "-b", "side", "HEAD~1"]);
-    edit(&repo, "a.py", "line_10 = 10", "line_10 = 100");
+    repo.edit("a.py", "line_10 = 10", "line_10 = 100");
     repo.commit("Eve", 5, "Ten on the side");
     repo.git(&["checkout", "-q", "main"]);
     repo.git_at(
@@ -130,7 +112,7 @@ fn a_kept_blame_is_brought_forward_through_new_commits_as_a_fresh_blame_would_be
     repo.write("docs.md", "docs\n");
     repo.commit("Bob", 8, "Docs");
     repo.git(&["checkout", "-q", "main"]);
-    edit(&repo, "a.py", "line_12 = 12", "line_12 = 120");
+    repo.edit("a.py", "line_12 = 12", "line_12 = 120");
     repo.commit("Cid", 9, "Twelve");
     repo.git_at(
         "2024-01-10T10:00:00+00:00",
@@ -140,14 +122,14 @@ fn a_kept_blame_is_brought_forward_through_new_commits_as_a_fresh_blame_would_be
     // A rename: the new path has nothing kept; blamed afresh, following
     // the rename, then kept under its new name.
     repo.git(&["mv", "a.py", "b.py"]);
-    edit(&repo, "b.py", "line_5 = 5", "line_5 = 50");
+    repo.edit("b.py", "line_5 = 5", "line_5 = 50");
     repo.commit("Dee", 11, "Move a to b");
     assert!(!blame_checked(&repo, &store, "b.py"));
-    edit(&repo, "b.py", "line_6 = 6", "line_6 = 60");
+    repo.edit("b.py", "line_6 = 6", "line_6 = 60");
     repo.commit("Eve", 12, "Six");
     assert!(blame_checked(&repo, &store, "b.py"));
     // Edits in the working tree: not committed yet, the rest kept.
-    edit(&repo, "b.py", "line_7 = 7", "line_7 = 70");
+    repo.edit("b.py", "line_7 = 7", "line_7 = 70");
     repo.write(
         "b.py",
         &(std::fs::read_to_string(repo.path().join("b.py")).unwrap() + "tail = 1\n"),
@@ -167,10 +149,10 @@ fn an_amended_commit_is_not_taken_for_a_descendant() {
     let store = Marked::default();
     repo.write("a.py", &numbered(6));
     repo.commit("Ann", 1, "Add a");
-    edit(&repo, "a.py", "line_2 = 2", "line_2 = 20");
+    repo.edit("a.py", "line_2 = 2", "line_2 = 20");
     repo.commit("Bob", 2, "Two");
     assert!(!blame_checked(&repo, &store, "a.py"));
-    edit(&repo, "a.py", "line_4 = 4", "line_4 = 40");
+    repo.edit("a.py", "line_4 = 4", "line_4 = 40");
     repo.git(&["add", "-A"]);
     repo.git_at(
         "2024-01-03T10:00:00+00:00",
@@ -182,40 +164,6 @@ fn an_amended_commit_is_not_taken_for_a_descendant() {
 /// The kept blames' directory of a root.
 fn kept_dir(root: &Path) -> std::path::PathBuf {
     root.join(".xfile_cache/blame")
-}
-
-/// `xfile git blame PATH --json` at `root`: each line's commit id.
-fn cli_blame(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xfile"))
-        .args(["git", "blame", path, "--json", "--root"])
-        .arg(root)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let mut lines = Vec::new();
-    for range in value["ranges"].as_array().unwrap() {
-        let id = range["commit"]["id"].as_str().unwrap_or("-").to_string();
-        let summary = range["commit"]["summary"].as_str().unwrap_or("");
-        let id = if summary.starts_with("kept:") {
-            format!("kept:{id}")
-        } else {
-            id
-        };
-        let from = range["source_path"].as_str().map(str::to_string);
-        for _ in range["start"].as_u64().unwrap()..=range["end"].as_u64().unwrap() {
-            lines.push((id.clone(), from.clone()));
-        }
-    }
-    lines
-}
-
-fn fresh(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
-    per_line(&Repo::open(root).unwrap().blame(path, None, None).unwrap())
 }
 
 /// The one kept file, its record decoded.
@@ -261,29 +209,29 @@ fn a_blame_kept_on_disk_answers_the_next_process_and_follows_head_and_content() 
     let root = repo.path();
     repo.write("a.py", &numbered(10));
     repo.commit("Ann", 1, "Add a");
-    edit(&repo, "a.py", "line_4 = 4", "line_4 = 40");
+    repo.edit("a.py", "line_4 = 4", "line_4 = 40");
     repo.commit("Bob", 2, "Four");
-    let first = cli_blame(&root, "a.py");
-    assert_eq!(first, fresh(&root, "a.py"));
+    let first = cli_lines(&root, "a.py");
+    assert_eq!(first, fresh_blame_lines(&root, "a.py"));
     // The next process reads the kept blame (marked here, to see it).
     let (file, kept) = kept_file(&root);
     assert_eq!(kept.head, repo.rev("HEAD"));
     std::fs::write(&file, marked(&kept)).unwrap();
-    let again = cli_blame(&root, "a.py");
+    let again = cli_lines(&root, "a.py");
     assert!(again.iter().all(|(id, _)| id.starts_with("kept:")));
     assert_eq!(unmarked(&again), first);
     // Content changed in the working tree: changed lines are not
     // committed yet, the rest still from the kept blame.
-    edit(&repo, "a.py", "line_7 = 7", "line_7 = 70");
-    let edited = cli_blame(&root, "a.py");
+    repo.edit("a.py", "line_7 = 7", "line_7 = 70");
+    let edited = cli_lines(&root, "a.py");
     assert_eq!(edited[6].0, "-");
     assert!(is_marked(&edited));
-    assert_eq!(unmarked(&edited), fresh(&root, "a.py"));
+    assert_eq!(unmarked(&edited), fresh_blame_lines(&root, "a.py"));
     // HEAD moved: brought forward, then kept for the new HEAD.
     repo.commit("Cid", 3, "Seven");
-    let moved = cli_blame(&root, "a.py");
+    let moved = cli_lines(&root, "a.py");
     assert!(is_marked(&moved));
-    assert_eq!(unmarked(&moved), fresh(&root, "a.py"));
+    assert_eq!(unmarked(&moved), fresh_blame_lines(&root, "a.py"));
     assert_eq!(kept_file(&root).1.head, repo.rev("HEAD"));
     // `cache clean` removes the kept blames with the rest.
     let cleaned = std::process::Command::new(env!("CARGO_BIN_EXE_xfile"))
@@ -309,7 +257,7 @@ fn a_damaged_or_linked_kept_blame_is_ignored_and_never_followed() {
     let root = repo.path();
     repo.write("a.py", &numbered(8));
     repo.commit("Ann", 1, "Add a");
-    let expected = cli_blame(&root, "a.py");
+    let expected = cli_lines(&root, "a.py");
     let (file, kept) = kept_file(&root);
     // Damaged: garbage, a cut record, another format.
     let whole = marked(&kept);
@@ -319,7 +267,7 @@ fn a_damaged_or_linked_kept_blame_is_ignored_and_never_followed() {
         [b"xfile blame 0\n".as_slice(), &whole[14..]].concat(),
     ] {
         std::fs::write(&file, damaged).unwrap();
-        assert_eq!(cli_blame(&root, "a.py"), expected);
+        assert_eq!(cli_lines(&root, "a.py"), expected);
         // Written over with a good one.
         assert_eq!(kept_file(&root).1, kept);
     }
@@ -327,7 +275,7 @@ fn a_damaged_or_linked_kept_blame_is_ignored_and_never_followed() {
     let mut other = kept.clone();
     other.path = "b.py".into();
     std::fs::write(&file, marked(&other)).unwrap();
-    assert_eq!(cli_blame(&root, "a.py"), expected);
+    assert_eq!(cli_lines(&root, "a.py"), expected);
     // A link in the file's place, to a marked record outside: not read,
     // and replaced (the link itself, never its target).
     let outside = tempfile::tempdir().unwrap();
@@ -335,7 +283,7 @@ fn a_damaged_or_linked_kept_blame_is_ignored_and_never_followed() {
     std::fs::write(&target, marked(&kept)).unwrap();
     std::fs::remove_file(&file).unwrap();
     std::os::unix::fs::symlink(&target, &file).unwrap();
-    assert_eq!(cli_blame(&root, "a.py"), expected);
+    assert_eq!(cli_lines(&root, "a.py"), expected);
     assert_eq!(std::fs::read(&target).unwrap(), marked(&kept));
     assert!(!std::fs::symlink_metadata(&file).unwrap().is_symlink());
     // A link in the directory's place: not read, not written through.
@@ -345,7 +293,7 @@ fn a_damaged_or_linked_kept_blame_is_ignored_and_never_followed() {
     std::fs::create_dir(&outside_dir).unwrap();
     std::fs::write(outside_dir.join(file.file_name().unwrap()), marked(&kept)).unwrap();
     std::os::unix::fs::symlink(&outside_dir, &dir).unwrap();
-    assert_eq!(cli_blame(&root, "a.py"), expected);
+    assert_eq!(cli_lines(&root, "a.py"), expected);
     assert_eq!(std::fs::read_dir(&outside_dir).unwrap().count(), 1);
     assert!(std::fs::symlink_metadata(&dir).unwrap().is_symlink());
 }
@@ -356,7 +304,7 @@ fn blames_a_server_computed_ahead_answer_the_next_server() {
     let root = repo.path();
     repo.write("a.py", &numbered(6));
     repo.commit("Ann", 1, "Add a");
-    edit(&repo, "a.py", "line_2 = 2", "line_2 = 20");
+    repo.edit("a.py", "line_2 = 2", "line_2 = 20");
     repo.commit("Bob", 2, "Two");
     let first = xfile::service::Service::open(&root).unwrap();
     first.precompute_blames();
@@ -435,7 +383,24 @@ fn a_kept_blame_for_a_head_the_repository_lost_is_blamed_afresh() {
     let mut kept = store.kept.borrow().clone().unwrap();
     kept.head = "ab".repeat(20);
     *store.kept.borrow_mut() = Some(kept);
-    edit(&repo, "a.py", "line_3 = 3", "line_3 = 30");
+    repo.edit("a.py", "line_3 = 3", "line_3 = 30");
     repo.commit("Bob", 2, "Three");
     assert!(!blame_checked(&repo, &store, "a.py"));
+}
+
+/// `xfile git blame PATH --json` at `root`: each line's commit id (with a
+/// `kept:` prefix when its summary carries the store's mark) and former
+/// path.
+fn cli_lines(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
+    cli_blame_lines(root, path)
+        .into_iter()
+        .map(|line| {
+            let id = if line.summary.starts_with("kept:") {
+                format!("kept:{}", line.id)
+            } else {
+                line.id
+            };
+            (id, line.source_path)
+        })
+        .collect()
 }

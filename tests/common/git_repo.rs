@@ -36,6 +36,63 @@ pub fn git_blame_ids(dir: &Path, path: &str) -> Vec<String> {
         .collect()
 }
 
+/// Each line's commit id ("-" when not committed) and former path.
+pub fn blame_lines(blame: &xfile::git::Blame) -> Vec<(String, Option<String>)> {
+    let mut lines = Vec::new();
+    for range in &blame.ranges {
+        for _ in range.start..=range.end {
+            let id = range.commit.as_ref().map_or("-".into(), |c| c.id.clone());
+            lines.push((id, range.source_path.clone()));
+        }
+    }
+    lines
+}
+
+/// A fresh blame of `path` at `root`, line by line.
+pub fn fresh_blame_lines(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
+    let repo = xfile::git::Repo::open(root).expect("repository");
+    blame_lines(&repo.blame(path, None, None).expect("blame"))
+}
+
+/// One line of `xfile git blame --json`: its commit id ("-" when not
+/// committed), the commit's summary and the line's former path.
+pub struct CliBlameLine {
+    pub id: String,
+    pub summary: String,
+    pub source_path: Option<String>,
+}
+
+/// `xfile git blame PATH --json` at `root`, line by line.
+pub fn cli_blame_lines(root: &Path, path: &str) -> Vec<CliBlameLine> {
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["git", "blame", path, "--json", "--root"])
+        .arg(root)
+        .output()
+        .expect("xfile runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let mut lines = Vec::new();
+    for range in value["ranges"].as_array().expect("ranges") {
+        let start = range["start"].as_u64().expect("start");
+        let end = range["end"].as_u64().expect("end");
+        for _ in start..=end {
+            lines.push(CliBlameLine {
+                id: range["commit"]["id"].as_str().unwrap_or("-").to_string(),
+                summary: range["commit"]["summary"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                source_path: range["source_path"].as_str().map(str::to_string),
+            });
+        }
+    }
+    lines
+}
+
 /// `git args` in `dir`, with both dates set to `date` when given.
 fn run(dir: &Path, date: Option<&str>, args: &[&str]) -> String {
     let mut command = Command::new("git");
@@ -82,6 +139,13 @@ impl GitRepo {
         let file = self.dir.path().join(path);
         std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
         std::fs::write(file, text).expect("write");
+    }
+
+    /// Replaces the first `from` in the file at `path` with `to`.
+    pub fn edit(&self, path: &str, from: &str, to: &str) {
+        let text = std::fs::read_to_string(self.dir.path().join(path)).expect("read");
+        assert!(text.contains(from), "{path} has no {from}");
+        self.write(path, &text.replacen(from, to, 1));
     }
 
     /// Stages everything and commits as `author` on day `day` of
