@@ -134,6 +134,40 @@ fn reads_are_fresh_even_without_a_watcher() {
     );
 }
 
+/// A rename no watcher reported: the answer that finds the old name gone
+/// takes in the new one in the same update, so it shows the dependent under
+/// its new name, and nothing is left for a watcher's update after it.
+#[test]
+fn a_rename_is_read_whole_without_a_watcher() {
+    let (_dir, live) = live_copy("live_edits");
+    let root = root_of(&live);
+    let involved = Involved::Dependents("shop/pricing.py".into());
+    let sources = |live: &Live| -> Vec<String> {
+        live.read_fresh(&involved, |s| {
+            let mut files: Vec<String> = s
+                .dependents("shop/pricing.py")
+                .unwrap()
+                .into_iter()
+                .map(|r| r.source_file)
+                .collect();
+            files.sort();
+            files.dedup();
+            files
+        })
+    };
+    assert!(sources(&live).contains(&"main.py".to_string()));
+    std::fs::rename(root.join("main.py"), root.join("entry.py")).unwrap();
+    let after = sources(&live);
+    assert!(after.contains(&"entry.py".to_string()), "{after:?}");
+    assert!(!after.contains(&"main.py".to_string()), "{after:?}");
+    let again = live.apply(&[root.join("main.py"), root.join("entry.py")], "watcher");
+    assert!(
+        !again.unwrap().changed(),
+        "the read took in the whole rename"
+    );
+    assert_same_as_scratch(&live, "after a rename read without a watcher");
+}
+
 /// Issue: never older than the disk, new files included. A file created a
 /// moment ago, unseen by any watcher, is read with its content and context.
 #[test]

@@ -64,6 +64,10 @@ fn is_sub_pyproject(path: &str) -> bool {
     path.ends_with("/pyproject.toml")
 }
 
+/// How many entries of a directory [`Service::stale`] looks at for the
+/// new half of a rename: bounds a read on a huge directory.
+const BESIDE_LIMIT: usize = 10_000;
+
 fn in_scope(root: &Path, scope: &[PathBuf], relative: &str) -> bool {
     let absolute = root.join(relative);
     scope.iter().any(|s| absolute.starts_with(s))
@@ -73,13 +77,48 @@ impl Service {
     /// The indexed files among `files` (root-relative) whose metadata on
     /// disk no longer matches what was read, as absolute paths: a stat per
     /// file, cheap enough to run before every answer.
+    ///
+    /// A file that is gone may have been renamed: the Python files beside
+    /// it that are not indexed come too, so that the update this leads to
+    /// takes in both halves of a rename, and the watcher's update after it
+    /// finds nothing left to do (otherwise a rename cost two updates in a
+    /// row before the answer showed the new name).
     pub fn stale(&self, files: &[String]) -> Vec<PathBuf> {
-        files
-            .iter()
-            .filter_map(|file| {
-                let absolute = self.root.join(file);
-                let now = Stamp::read(&absolute);
-                (now.as_ref() != self.stamps.get(file)).then_some(absolute)
+        let mut stale = Vec::new();
+        let mut gone_from = BTreeSet::new();
+        for file in files {
+            let absolute = self.root.join(file);
+            let now = Stamp::read(&absolute);
+            if now.as_ref() != self.stamps.get(file) {
+                if now.is_none() {
+                    gone_from.extend(absolute.parent().map(Path::to_path_buf));
+                }
+                stale.push(absolute);
+            }
+        }
+        for dir in gone_from {
+            stale.extend(self.unindexed_beside(&dir));
+        }
+        stale
+    }
+
+    /// The `.py` files directly in `dir` that are not indexed, at most
+    /// [`BESIDE_LIMIT`] entries looked at (discovery decides later whether
+    /// each is indexed at all: ignore rules, links, sizes).
+    fn unindexed_beside(&self, dir: &Path) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .take(BESIDE_LIMIT)
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "py"))
+            .filter(|path| {
+                path.strip_prefix(&self.root)
+                    .ok()
+                    .and_then(Path::to_str)
+                    .is_some_and(|relative| !self.stamps.contains_key(relative))
             })
             .collect()
     }
