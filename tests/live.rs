@@ -628,13 +628,21 @@ fn server_follows_the_disk(env: &[(&str, &str)], trigger: &str) {
                     .contains(&"module_facts(new_user.py)".into())),
         "{text}"
     );
-    // New files are found only by the watcher (reads re-check the files
-    // they involve, and a new file is not one of them yet).
+    // A new file no answer involves is found only by the watcher (reads
+    // re-check the files they involve, and a new file is not one of them).
     assert!(
         updates
             .iter()
-            .any(|u| u["trigger"] == trigger
-                && u["added"] == serde_json::json!(["tools/summary.py"])),
+            .any(|u| u["trigger"] == trigger && u["added"] == serde_json::json!(["new_user.py"])),
+        "{text}"
+    );
+    // Both halves of the rename in one update: the watcher's, or a read's
+    // that found the old name gone and took in the file beside it.
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["added"] == serde_json::json!(["tools/summary.py"])
+                && u["removed"] == serde_json::json!(["tools/report.py"])),
         "{text}"
     );
     assert_eq!(
