@@ -16,7 +16,7 @@ mod kept;
 mod lines;
 mod walk;
 
-pub use index::{HistoryIndex, IndexBounds};
+pub use index::{HistoryIndex, IndexBounds, MAX_INDEX_COMMITS};
 pub use kept::{BlameStore, KeptBlame, Run};
 
 /// Lines `start..=end` (1-based) and who last changed them.

@@ -30,7 +30,7 @@ use gix::diff::blob::Algorithm;
 use serde::{Deserialize, Serialize};
 
 use super::super::{Commit, GitError, Repo, failed};
-use super::index::{HistoryIndex, IndexBounds};
+use super::index::{HistoryIndex, IndexBounds, MAX_INDEX_COMMITS};
 use super::lines::{Differ, Tracked};
 
 /// Commits between a kept blame's HEAD and the current one past which
@@ -44,6 +44,7 @@ const MAX_ADVANCE: usize = 1_000;
 const INLINE_INDEX: IndexBounds = IndexBounds {
     deadline: std::time::Duration::from_millis(50),
     max_new: 100,
+    max_commits: MAX_INDEX_COMMITS,
 };
 
 /// The blame of one file as committed at one commit: every line's commit.
