@@ -475,7 +475,10 @@ fn a_capped_index_ends_at_its_bound_and_the_walk_hands_older_history_to_gix() {
         .unwrap();
     assert_eq!(afresh.commits(), 4);
     check_through(&root, &afresh, &FILES);
-    let grown = git.history_index(Some(old.clone()), &BOUNDS).unwrap().unwrap();
+    let grown = git
+        .history_index(Some(old.clone()), &BOUNDS)
+        .unwrap()
+        .unwrap();
     assert_eq!(grown.commits(), 7);
     check_through(&root, &grown, &FILES);
     // The bound reached while bringing forward: the newest commits are

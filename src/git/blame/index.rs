@@ -284,6 +284,16 @@ impl Repo {
             }
             new.push((id, parents));
         }
+        // Oldest first. The commits an index is brought forward by are the
+        // newest, which a repository mostly holds loose or in packs written
+        // or fetched in history order, each tree a delta on its older
+        // version: read oldest first, that base is still in the delta-base
+        // cache (newest first, each tree's chain was resolved anew: three
+        // times slower on the generated benchmark history). A pack fully
+        // repacked holds the newest versions whole, where this order is
+        // about twice as slow (a first build: 63 ms instead of 33 on the
+        // repacked benchmark, off any answer's path).
+        new.reverse();
         let mut positions = known;
         for (i, (id, _)) in new.iter().enumerate() {
             positions.insert(*id, len32(index.nodes.len() + i));
