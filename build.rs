@@ -6,12 +6,13 @@
 //! (`@input`/`@output`/plain `struct Name(pub Type, ...);`, each optionally
 //! preceded by a `/// Name(arg, ...): what it means` doc line) and rules
 //! (`Head(..) <- Body, ...;`). `//` comments are kept out of the program,
-//! except `// stage: resolve|file|project|report`, which says when the
+//! except `// stage: resolve|classes|file|project|report`, which says when the
 //! file's rules run (see `Stage`; `project` if absent).
 //!
 //! Each stage is its own crepe program: it reads base facts and the
 //! relations of earlier stages as inputs and derives its own. The engine
-//! runs `resolve` once over all files, `file` once per file (so an edit
+//! runs `resolve` once over all files, then `classes` once over all files
+//! (on the `resolve` tuples its declarations name), `file` once per file (so an edit
 //! re-runs one file's rules), and `project` once over all files. A reference
 //! program with every rule in one block is generated too, for the test that
 //! checks the stages derive exactly what it derives.
@@ -41,21 +42,32 @@ struct Rule {
 /// project-level facts and the earlier stages' tuples whose first argument
 /// occurs in that file's facts; the others see everything. `report` runs
 /// after `project`, so that whole-project results (cycles) are recomputed
-/// only when what they rest on changed, not when a site moved.
+/// only when what they rest on changed, not when a site moved. `classes`
+/// runs after `resolve` on the class declarations and the resolution of the
+/// names they mention, so a change to resolution that no declaration
+/// mentions (an import added) does not re-run it.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Stage {
     Resolve,
+    Classes,
     File,
     Project,
     Report,
 }
 
-const STAGES: [Stage; 4] = [Stage::Resolve, Stage::File, Stage::Project, Stage::Report];
+const STAGES: [Stage; 5] = [
+    Stage::Resolve,
+    Stage::Classes,
+    Stage::File,
+    Stage::Project,
+    Stage::Report,
+];
 
 impl Stage {
     fn name(self) -> &'static str {
         match self {
             Stage::Resolve => "resolve",
+            Stage::Classes => "classes",
             Stage::File => "file",
             Stage::Project => "project",
             Stage::Report => "report",
@@ -177,11 +189,12 @@ fn parse_file(
         if let Some(name) = line.strip_prefix("// stage:") {
             stage = match name.trim() {
                 "resolve" => Stage::Resolve,
+                "classes" => Stage::Classes,
                 "file" => Stage::File,
                 "project" => Stage::Project,
                 "report" => Stage::Report,
                 other => panic!(
-                    "{file}:{line_no}: unknown stage `{other}`; use resolve, file, project or report"
+                    "{file}:{line_no}: unknown stage `{other}`; use resolve, classes, file, project or report"
                 ),
             };
             continue;

@@ -196,7 +196,7 @@ fn sorted<T: Ord>(set: impl IntoIterator<Item = T>) -> Vec<T> {
 }
 
 /// One stage of the rules (`// stage:` in a rules file; build.rs writes a
-/// constant per stage: `RESOLVE`, `FILE`, `PROJECT`, `REPORT`): what it
+/// constant per stage: `RESOLVE`, `CLASSES`, `FILE`, `PROJECT`, `REPORT`): what it
 /// reads and how to run it.
 pub struct StageProgram {
     /// Whether it reads any base relation: a stage that reads none need

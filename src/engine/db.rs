@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use super::base_facts;
 use super::classes::{self, ClassTable};
 use super::datalog::{
-    self, BaseRef, CycleGroup, InputFact, Node, Outputs, Site, StageProgram, TestModule, Value,
+    self, BaseRef, CycleGroup, InputFact, Node, Outputs, Site, StageProgram, Sym, TestModule, Value,
 };
 use super::entry_points::{self, EntryPointSpec};
 use super::intern::Interner;
@@ -440,13 +440,13 @@ pub(crate) fn class_table(db: &dyn Db, project: Project) -> ClassTable {
     ClassTable::build(&inputs.facts, &transparent, class_resolved(db, project))
 }
 
-/// The `resolve` tuples the class table reads (resolved bases, declared
-/// types, class aliases, patched members): a query of its own so that a change to the
-/// rest of resolution (an import edit) stops here and the table, and every
-/// file's slice of it, is reused.
+/// The `classes` tuples the class table reads (resolved bases, declared
+/// types, class aliases, patched members), without the stage's helpers: a
+/// query of its own so that a change to those helpers alone stops here and
+/// the table, and every file's slice of it, is reused.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn class_resolved(db: &dyn Db, project: Project) -> Outputs {
-    let resolved = resolve_stage(db, project);
+    let resolved = classes_stage(db, project);
     let mut class = Outputs::default();
     class
         .base_class_mut()
@@ -506,7 +506,9 @@ fn share(db: &dyn Db, project: Project, file: SourceFile, stage: &StageProgram) 
     };
     facts.shrink_to_fit();
     let mut derived = Outputs::default();
-    if !std::ptr::eq(stage, &datalog::RESOLVE) {
+    let before_files =
+        std::ptr::eq(stage, &datalog::RESOLVE) || std::ptr::eq(stage, &datalog::CLASSES);
+    if !before_files {
         (stage.take_derived)(&mut derived, file_stage(db, project, file));
     }
     StageInputs { facts, derived }
@@ -517,6 +519,12 @@ fn share(db: &dyn Db, project: Project, file: SourceFile, stage: &StageProgram) 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolve_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
     share(db, project, file, &datalog::RESOLVE)
+}
+
+/// A file's share of the `classes` stage's inputs: its class declarations.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn classes_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
+    share(db, project, file, &datalog::CLASSES)
 }
 
 /// A file's share of the `project` stage's inputs.
@@ -620,12 +628,67 @@ pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     )
 }
 
-/// The `resolve` tuples the `file` stage reads whose first argument is one
-/// node (a file or a marker). The tuples are a tracked field: when name
-/// resolution runs again, salsa compares each node's tuples with the last
-/// run's, and only the files that read a node whose tuples changed re-run
-/// `file_resolved`. Without this, any change to resolution re-ran every
-/// file's selection (2,816 on Django) to find that almost none changed.
+/// The class declarations of every file (`classes_share`), and the
+/// `(module, name)` pairs they name, sorted: the only `Resolves` tuples the
+/// `classes` stage reads (each of its rules starts from a declaration,
+/// `rules/classes.dl`). Equal unless a declaration changed.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn classes_facts(db: &dyn Db, project: Project) -> (Vec<InputFact>, Vec<(Node, Sym)>) {
+    db.log().executed("classes_facts", None);
+    let facts = gathered(db, project, &datalog::CLASSES, classes_share).facts;
+    let mut named: Vec<(Node, Sym)> = facts
+        .iter()
+        .flat_map(|fact| {
+            let values = fact.values();
+            (1..values.len())
+                .filter_map(|at| match (values[at - 1], values[at]) {
+                    (Value::Node(module), Value::Sym(name)) => Some((module, name)),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    (facts, named)
+}
+
+/// The `resolve` tuples the `classes` stage reads, cut to the names its
+/// declarations name: a resolution change elsewhere (an import added, a
+/// re-export) leaves this equal, and salsa reuses the stage.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn classes_resolved(db: &dyn Db, project: Project) -> Outputs {
+    let (_, named) = classes_facts(db, project);
+    let mut derived = Outputs::default();
+    (datalog::CLASSES.take_derived)(&mut derived, resolve_stage(db, project));
+    derived
+        .resolves_mut()
+        .retain(|t| named.binary_search(&(t.0, t.1)).is_ok());
+    derived
+}
+
+/// The `classes` stage (bases, declared types, patched members) over all
+/// files' declarations.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn classes_stage(db: &dyn Db, project: Project) -> Outputs {
+    db.log().executed("classes_stage", None);
+    let (facts, _) = classes_facts(db, project);
+    run_stage(
+        db,
+        "classes_stage",
+        &datalog::CLASSES,
+        facts,
+        classes_resolved(db, project),
+    )
+}
+
+/// The tuples of a stage before the file rules (`resolve`, `classes`) that
+/// the `file` stage reads whose first argument is one node (a file or a
+/// marker). The tuples are a tracked field: when the stage runs again,
+/// salsa compares each node's tuples with the last run's, and only the
+/// files that read a node whose tuples changed re-run `file_resolved`.
+/// Without this, any change to resolution re-ran every file's selection
+/// (2,816 on Django) to find that almost none changed.
 #[salsa::tracked]
 pub(crate) struct ResolvedSlice<'db> {
     key: Value,
@@ -634,23 +697,65 @@ pub(crate) struct ResolvedSlice<'db> {
     pub(crate) tuples: Outputs,
 }
 
-/// Every node's [`ResolvedSlice`], sorted by node. The list itself is
-/// equal from run to run unless a node gains or loses its first tuple (a
-/// slice is identified by its node), so reading it re-runs nothing.
+/// Every node's [`ResolvedSlice`] of `outputs`, sorted by node. The list
+/// itself is equal from run to run unless a node gains or loses its first
+/// tuple (a slice is identified by its node), so reading it re-runs
+/// nothing.
+fn slices<'db>(db: &'db dyn Db, outputs: &Outputs) -> Vec<(Value, ResolvedSlice<'db>)> {
+    (datalog::FILE.derived_keys)(outputs)
+        .into_iter()
+        .map(|key| {
+            let tuples = (datalog::FILE.select_derived)(outputs, &[key]);
+            (key, ResolvedSlice::new(db, key, tuples))
+        })
+        .collect()
+}
+
+/// A node, as the argument of [`node_slices`].
+#[salsa::interned(debug)]
+pub(crate) struct SliceKey<'db> {
+    key: Value,
+}
+
+/// One node's slices of the `resolve` and `classes` stages, if it has
+/// tuples there. When a node gains or loses its first tuple, the lists of
+/// slices change, and this re-runs for every node a file reads; but it
+/// comes out equal for all the others, so their files' `file_resolved` are
+/// verified rather than re-run (reading the lists directly re-ran all
+/// 2,816 on Django for every new, deleted or renamed file).
+#[salsa::tracked(returns(copy))]
+pub(crate) fn node_slices<'db>(
+    db: &'db dyn Db,
+    project: Project,
+    key: SliceKey<'db>,
+) -> [Option<ResolvedSlice<'db>>; 2] {
+    let key = key.key(db);
+    [resolved_slices(db, project), class_slices(db, project)].map(|slices| {
+        slices
+            .binary_search_by_key(key, |(k, _)| *k)
+            .ok()
+            .map(|at| slices[at].1)
+    })
+}
+
+/// The `resolve` stage's slices.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolved_slices<'db>(
     db: &'db dyn Db,
     project: Project,
 ) -> Vec<(Value, ResolvedSlice<'db>)> {
     db.log().executed("resolved_slices", None);
-    let resolved = resolve_stage(db, project);
-    (datalog::FILE.derived_keys)(resolved)
-        .into_iter()
-        .map(|key| {
-            let tuples = (datalog::FILE.select_derived)(resolved, &[key]);
-            (key, ResolvedSlice::new(db, key, tuples))
-        })
-        .collect()
+    slices(db, resolve_stage(db, project))
+}
+
+/// The `classes` stage's slices.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn class_slices<'db>(
+    db: &'db dyn Db,
+    project: Project,
+) -> Vec<(Value, ResolvedSlice<'db>)> {
+    db.log().executed("class_slices", None);
+    slices(db, classes_stage(db, project))
 }
 
 /// The `resolve` tuples the `project` stage reads (entry points), and the
@@ -662,6 +767,7 @@ pub(crate) fn resolved_slices<'db>(
 pub(crate) fn resolved_for_project(db: &dyn Db, project: Project) -> Outputs {
     let mut derived = Outputs::default();
     (datalog::PROJECT.take_derived)(&mut derived, resolve_stage(db, project));
+    (datalog::PROJECT.take_derived)(&mut derived, classes_stage(db, project));
     derived
 }
 
@@ -669,6 +775,7 @@ pub(crate) fn resolved_for_project(db: &dyn Db, project: Project) -> Outputs {
 pub(crate) fn resolved_for_report(db: &dyn Db, project: Project) -> Outputs {
     let mut derived = Outputs::default();
     (datalog::REPORT.take_derived)(&mut derived, resolve_stage(db, project));
+    (datalog::REPORT.take_derived)(&mut derived, classes_stage(db, project));
     derived
 }
 
@@ -728,13 +835,15 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_resolved", Some(file.path(db)));
-    let slices = resolved_slices(db, project);
     let mut resolved = Outputs::default();
-    // Keys and slices are both sorted by node, so taking the slices in key
-    // order keeps every relation sorted.
-    for key in file_keys(db, project, file) {
-        if let Ok(at) = slices.binary_search_by_key(key, |(k, _)| *k) {
-            resolved.extend(slices[at].1.tuples(db));
+    // Taking the slices in key order keeps every relation sorted (each
+    // relation comes whole from one of the two stages).
+    for &key in file_keys(db, project, file) {
+        for slice in node_slices(db, project, SliceKey::new(db, key))
+            .into_iter()
+            .flatten()
+        {
+            resolved.extend(slice.tuples(db));
         }
     }
     resolved
@@ -919,6 +1028,7 @@ pub struct Program<'a> {
 pub(crate) fn program(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("program", None);
     let mut outputs = resolve_stage(db, project).clone();
+    outputs.extend(classes_stage(db, project));
     for &file in files_by_node(db, project) {
         outputs.extend(file_stage(db, project, file));
     }

@@ -377,12 +377,14 @@ impl Engine {
                 .par_iter()
                 .for_each_with(self.db.clone(), |db, &file| {
                     db::resolve_share(db, project, file);
+                    db::classes_share(db, project, file);
                     db::class_facts(db, project, file);
                 });
             // Resolution (one program over all files) and the class table,
             // then each file's rules and its shares of the later stages,
             // again on all cores.
             db::resolved_slices(&self.db, project);
+            db::class_slices(&self.db, project);
             db::class_table(&self.db, project);
             files
                 .par_iter()

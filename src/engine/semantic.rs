@@ -144,18 +144,21 @@ pub(crate) fn usage_counts(db: &dyn Db, project: Project) -> Vec<((Node, Sym), u
 /// relation by relation so that an answer about one relation does not
 /// build (and keep) the union of all of them.
 fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs> {
-    [db::resolve_stage(db, project)]
-        .into_iter()
-        .chain(
-            project
-                .files(db)
-                .iter()
-                .map(move |&file| db::file_stage(db, project, file)),
-        )
-        .chain([
-            db::project_stage(db, project),
-            db::report_stage(db, project),
-        ])
+    [
+        db::resolve_stage(db, project),
+        db::classes_stage(db, project),
+    ]
+    .into_iter()
+    .chain(
+        project
+            .files(db)
+            .iter()
+            .map(move |&file| db::file_stage(db, project, file)),
+    )
+    .chain([
+        db::project_stage(db, project),
+        db::report_stage(db, project),
+    ])
 }
 
 /// The `Warning` tuples of every stage, sorted and without duplicates: the

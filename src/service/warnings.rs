@@ -227,7 +227,7 @@ impl Warnings {
             if current.as_ref().is_none_or(|(node, _)| *node != file) {
                 current = engine
                     .facts(&path)
-                    .map(|facts| (file, FileLookup::new(facts)));
+                    .map(|facts| (file, FileLookup::new(facts, engine.text(&path))));
             }
             let Some((_, lookup)) = &current else {
                 continue;
@@ -264,18 +264,21 @@ impl Warnings {
     }
 }
 
-/// Which dynamic pattern or import of a file sits at each site.
+/// Which dynamic pattern or import of a file sits at each site, and its
+/// lines (split once: a file may have hundreds of warnings).
 struct FileLookup<'a> {
     facts: &'a ModuleFacts,
+    lines: Vec<&'a str>,
     dynamic: FxHashMap<u32, &'a DynamicPattern>,
     imports: FxHashMap<u32, &'a ImportTarget>,
 }
 
 impl<'a> FileLookup<'a> {
-    fn new(facts: &'a ModuleFacts) -> Self {
+    fn new(facts: &'a ModuleFacts, text: Option<&'a str>) -> Self {
         let semantic = &facts.semantic;
         FileLookup {
             facts,
+            lines: text.map(|text| text.lines().collect()).unwrap_or_default(),
             dynamic: semantic
                 .dynamic
                 .iter()
@@ -352,10 +355,10 @@ impl Renderer<'_> {
             }
             _ => return None,
         };
-        let line = self
-            .engine
-            .text(path)
-            .and_then(|text| text.lines().nth(position.line.saturating_sub(1) as usize))
+        let line = lookup
+            .lines
+            .get(position.line.saturating_sub(1) as usize)
+            .copied()
             .unwrap_or_default()
             .trim();
         let (severity, explanation, guidance) = describe(pattern);
