@@ -8,9 +8,10 @@
 //! built at one HEAD is brought forward to a newer one by adding the
 //! commits since (read from the new HEAD through parents down to commits
 //! the index holds); a rewritten history only adds commits, and an index
-//! at its bound of commits (`IndexBounds::max_commits`) is built afresh. A walk that meets a commit the index does not hold
-//! (a bounded build, a deadline) hands the rest to gix's blame, so an
-//! incomplete index is slower, never wrong.
+//! at its bound of commits (`IndexBounds::max_commits`) is built afresh.
+//! A walk that meets a commit the index does not hold (past that bound)
+//! hands the rest to gix's blame, so an incomplete index is slower, never
+//! wrong.
 //!
 //! On disk (`encode`, `decode`): a magic line, a SHA-256 of the rest, then
 //! the record; anything that does not check out is no index.
