@@ -5,7 +5,9 @@
 //! tools call, p50 and p95: cold (the repository opened for each call, as
 //! the CLI does; for blame, with nothing kept on disk, with the blame an
 //! earlier process kept for HEAD, and with one kept for an older HEAD, 1,
-//! 10 and 100 commits back) and in a server (`Service`: the
+//! 10 and 100 commits back; with only the history index kept, for HEAD
+//! and for 10, 100, 500 and 700 commits back, and what bringing that index
+//! forward costs alone) and in a server (`Service`: the
 //! repository opened once, blames kept per content and HEAD, the base
 //! versions' definitions parsed once, the blames of the files changed
 //! last computed ahead as a server does once indexed). Then the history
@@ -17,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use xfile::git::{LogQuery, Repo, WalkBounds};
+use xfile::git::{HistoryIndex, LogQuery, Repo, WalkBounds};
 use xfile::service::Service;
 use xfile::service::history;
 
@@ -230,9 +232,11 @@ fn main() {
     measure("git_blame cold, kept, lines 1000-1030", 50, || {
         history::blame(&root, BUDGET, BLAMED, Some(1000), Some(1030)).expect("blame");
     });
-    // An index kept for an older HEAD, brought forward by a blame (up to
-    // 100 commits behind) or by the warm-up.
-    for back in [10, 100] {
+    // An index kept for an older HEAD: what bringing it forward costs
+    // alone (with the warm-up's bounds), then a first blame with it, which
+    // brings it forward inline up to the blame's bound and past it walks
+    // as if there were no index.
+    for back in [10, 100, 500, 700] {
         forget();
         git(
             &root,
@@ -241,6 +245,21 @@ fn main() {
         build_index();
         git(&root, &["checkout", "-q", "main"]);
         let old = std::fs::read(&index_file).expect("an index");
+        let previous = HistoryIndex::decode(&old).expect("an index");
+        let mut added = 0;
+        measure(
+            &format!("history index brought forward from HEAD~{back}"),
+            10,
+            || {
+                let forward = Repo::open(&root)
+                    .expect("a repository")
+                    .history_index(Some(previous.clone()), &history::INDEX_BOUNDS)
+                    .expect("walks")
+                    .expect("an index");
+                added = forward.commits() - previous.commits();
+            },
+        );
+        println!("  {added} commits added");
         measure_after(
             &format!("git_blame cold, never blamed, index kept for HEAD~{back}"),
             10,

@@ -12,11 +12,12 @@ mod common;
 use std::path::Path;
 
 use common::git_repo::{GitRepo, blame_lines, cli_blame_lines, fresh_blame_lines};
-use xfile::git::{HistoryIndex, IndexBounds, KeptBlame, Repo};
+use xfile::git::{HistoryIndex, IndexBounds, KeptBlame, MAX_INDEX_COMMITS, Repo};
 
 const BOUNDS: IndexBounds = IndexBounds {
     deadline: std::time::Duration::from_secs(60),
     max_new: usize::MAX,
+    max_commits: MAX_INDEX_COMMITS,
 };
 
 fn numbered(prefix: &str, n: usize) -> String {
@@ -396,4 +397,119 @@ fn cli_lines(root: &Path, path: &str) -> Vec<(String, Option<String>)> {
         .into_iter()
         .map(|line| (line.id, line.source_path))
         .collect()
+}
+
+/// A store in memory: what the service's on-disk one keeps, without the
+/// disk, so a test can hand blame an index built under its own bounds.
+#[derive(Default)]
+struct Memory {
+    index: std::cell::RefCell<Option<HistoryIndex>>,
+    blames: std::cell::RefCell<std::collections::HashMap<String, KeptBlame>>,
+}
+
+impl xfile::git::BlameStore for Memory {
+    fn load(&self, path: &str) -> Option<KeptBlame> {
+        self.blames.borrow().get(path).cloned()
+    }
+    fn save(&self, blame: &KeptBlame) {
+        self.blames
+            .borrow_mut()
+            .insert(blame.path.clone(), blame.clone());
+    }
+    fn load_index(&self) -> Option<HistoryIndex> {
+        self.index.borrow().clone()
+    }
+    fn save_index(&self, index: &HistoryIndex) {
+        *self.index.borrow_mut() = Some(index.clone());
+    }
+}
+
+fn capped(max_commits: usize) -> IndexBounds {
+    IndexBounds {
+        max_commits,
+        ..BOUNDS
+    }
+}
+
+#[test]
+fn a_capped_index_ends_at_its_bound_and_the_walk_hands_older_history_to_gix() {
+    let repo = awkward_history();
+    let root = repo.path();
+    let total: usize = repo
+        .git(&["rev-list", "--all", "--count"])
+        .trim()
+        .parse()
+        .unwrap();
+    let git = Repo::open(&root).unwrap();
+    for cap in [1, 2, 5, total - 1] {
+        let index = git
+            .history_index(None, &capped(cap))
+            .unwrap()
+            .expect("an index");
+        assert_eq!(index.commits(), cap);
+        assert_eq!(index.head().unwrap().to_string(), repo.rev("HEAD"));
+        check_through(&root, &index, &FILES);
+        // Through a store, as a first blame with an index kept does.
+        let store = Memory::default();
+        assert!(git.keep_history_index(&store, &capped(cap)).unwrap());
+        assert_eq!(store.load_index_commits(), Some(cap));
+        for path in FILES {
+            let blame = git.blame_cached(path, None, None, None, Some(&store));
+            assert_eq!(
+                blame_lines(&blame.unwrap()),
+                fresh_blame_lines(&root, path),
+                "{path}, index capped at {cap}"
+            );
+        }
+    }
+    // At its bound, an index is built afresh rather than grown; under a
+    // larger bound it is brought forward. Three new commits.
+    let old = git.history_index(None, &capped(4)).unwrap().unwrap();
+    for day in 14..17 {
+        repo.edit("a.py", "a1", "a1_");
+        repo.commit("Bob", day, "One more");
+    }
+    let afresh = git
+        .history_index(Some(old.clone()), &capped(4))
+        .unwrap()
+        .unwrap();
+    assert_eq!(afresh.commits(), 4);
+    check_through(&root, &afresh, &FILES);
+    let grown = git
+        .history_index(Some(old.clone()), &BOUNDS)
+        .unwrap()
+        .unwrap();
+    assert_eq!(grown.commits(), 7);
+    check_through(&root, &grown, &FILES);
+    // The bound reached while bringing forward: the newest commits are
+    // added, the ones between them and the old index left out (a gap the
+    // walk hands to gix at).
+    let partial = git.history_index(Some(old), &capped(5)).unwrap().unwrap();
+    assert_eq!(partial.commits(), 5);
+    check_through(&root, &partial, &FILES);
+}
+
+#[test]
+fn past_its_deadline_no_index_is_built_or_kept_and_blames_walk_without_it() {
+    let repo = awkward_history();
+    let root = repo.path();
+    let git = Repo::open(&root).unwrap();
+    let late = IndexBounds {
+        deadline: std::time::Duration::ZERO,
+        ..BOUNDS
+    };
+    assert!(git.history_index(None, &late).unwrap().is_none());
+    let store = Memory::default();
+    assert!(!git.keep_history_index(&store, &late).unwrap());
+    assert!(store.load_index_commits().is_none());
+    for path in FILES {
+        let blame = git.blame_cached(path, None, None, None, Some(&store));
+        assert_eq!(blame_lines(&blame.unwrap()), fresh_blame_lines(&root, path));
+    }
+}
+
+impl Memory {
+    fn load_index_commits(&self) -> Option<usize> {
+        self.index.borrow().as_ref().map(HistoryIndex::commits)
+    }
 }

@@ -16,7 +16,7 @@ mod kept;
 mod lines;
 mod walk;
 
-pub use index::{HistoryIndex, IndexBounds};
+pub use index::{HistoryIndex, IndexBounds, MAX_INDEX_COMMITS};
 pub use kept::{BlameStore, KeptBlame, Run};
 
 /// Lines `start..=end` (1-based) and who last changed them.
@@ -55,6 +55,9 @@ struct BlameKey {
     head: ObjectId,
     /// The blob id of the working-tree content blamed.
     content: ObjectId,
+    /// A shallow clone's cut (`Repo::cut`): deepening it changes blames
+    /// without moving HEAD or the contents.
+    cut: Vec<ObjectId>,
     first: u32,
     last: u32,
 }
@@ -151,6 +154,7 @@ impl Repo {
             return Err(GitError::PastEnd(relative, lines));
         }
         let head = self.head_commit()?;
+        let cut = self.cut()?;
         let key = match cache {
             Some(_) => Some(BlameKey {
                 path: relative.clone(),
@@ -161,6 +165,7 @@ impl Repo {
                     &contents,
                 )
                 .map_err(failed)?,
+                cut: cut.clone(),
                 first,
                 last,
             }),
@@ -178,7 +183,7 @@ impl Repo {
             .lookup_entry_by_path(&repo_path)
             .map_err(failed)?;
         let committed = in_head.is_some();
-        let shallow = self.is_shallow();
+        let shallow = !cut.is_empty() || self.is_shallow();
         if !committed {
             return Ok(Blame {
                 path: relative,
@@ -192,8 +197,10 @@ impl Repo {
                 shallow,
             });
         }
-        // A kept blame holds only where the history behind HEAD is whole:
-        // deepening a shallow clone changes blames without moving HEAD.
+        // A kept blame (and the history index) holds only where the
+        // history behind HEAD is whole: deepening a shallow clone changes
+        // blames without moving HEAD, and neither records the cut it was
+        // computed under. So a shallow clone blames afresh, always.
         if let (Some(store), Some(entry), false) = (store, &in_head, shallow)
             && entry.mode().is_blob()
         {
@@ -213,10 +220,6 @@ impl Repo {
         // A shallow clone's commits at the cut have their parents grafted
         // away, as git sees them, so blame ends there instead of failing
         // on a parent that is not there.
-        let cut: Vec<ObjectId> = match self.repo.shallow_commits().map_err(failed)? {
-            Some(commits) => commits.iter().copied().collect(),
-            None => Vec::new(),
-        };
         let graph = if cut.is_empty() {
             self.repo.commit_graph_if_enabled().map_err(failed)?
         } else {
@@ -268,8 +271,17 @@ impl Repo {
         Ok(blame)
     }
 
-    /// The commit `id` names; `None` for the null id blame gives lines
-    /// not committed yet.
+    /// A shallow clone's cut: the commits whose parents it lacks, sorted
+    /// (`Grafted` searches them); empty for a whole history.
+    fn cut(&self) -> Result<Vec<ObjectId>, GitError> {
+        let mut cut: Vec<ObjectId> = match self.repo.shallow_commits().map_err(failed)? {
+            Some(commits) => commits.iter().copied().collect(),
+            None => Vec::new(),
+        };
+        cut.sort_unstable();
+        Ok(cut)
+    }
+
     /// One history walk of gix's blame from `start` over `objects`, the
     /// lines in `ranges` of `repo_path`, renames followed.
     pub(super) fn blame_walk(
@@ -301,6 +313,8 @@ impl Repo {
         .map_err(failed)
     }
 
+    /// The commit `id` names; `None` for the null id blame gives lines
+    /// not committed yet.
     fn commit_of(&self, id: ObjectId) -> Result<Option<Commit>, GitError> {
         if id.is_null() {
             return Ok(None);

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice;
 
 pub use blame::{
-    Blame, BlameCache, BlameRange, BlameStore, HistoryIndex, IndexBounds, KeptBlame, Run as KeptRun,
+    Blame, BlameCache, BlameRange, BlameStore, HistoryIndex, IndexBounds, KeptBlame,
+    MAX_INDEX_COMMITS, Run as KeptRun,
 };
 pub use diff::{Diff, FileDiff, FileStatus, Hunk, LineChange};
 pub use gix::ObjectId;

@@ -100,6 +100,7 @@ pub fn log_text(log: &Log, budget: usize) -> String {
 pub const INDEX_BOUNDS: IndexBounds = IndexBounds {
     deadline: std::time::Duration::from_secs(30),
     max_new: usize::MAX,
+    max_commits: crate::git::MAX_INDEX_COMMITS,
 };
 
 /// Brings the history index kept on disk to HEAD (built when there is

@@ -30,20 +30,30 @@ use gix::diff::blob::Algorithm;
 use serde::{Deserialize, Serialize};
 
 use super::super::{Commit, GitError, Repo, failed};
-use super::index::{HistoryIndex, IndexBounds};
+use super::index::{HistoryIndex, IndexBounds, MAX_INDEX_COMMITS};
 use super::lines::{Differ, Tracked};
 
 /// Commits between a kept blame's HEAD and the current one past which
 /// advancing it is not tried: a full blame costs about the same then.
 const MAX_ADVANCE: usize = 1_000;
 
-/// How far a blame brings a kept history index forward before answering:
-/// a few commits' tree diffs cost less than walking a file's history
-/// without the index; more are left to the warm-up (or the next
-/// `xfile git blame`, after its answer).
+/// How far a blame brings a kept history index forward before answering,
+/// where that costs less than the walk without the index it saves. On the
+/// benchmark (docs/performance.md, issue 16, sixth session), bringing the
+/// index forward costs about 0.035 ms a commit on the generated history
+/// (0.06 repacked), a blame through it 41 ms (30) and gix's walk without
+/// it 120 ms (87): forwarding pays up to about 2,200 commits (900
+/// repacked). 600 stays well below both, at about 21 ms (37), a margin for
+/// files whose walk is shorter (it stops once every line has a commit)
+/// and for a loaded machine. The deadline, about the walk's cost less the
+/// blame through the index, guards against repositories whose commits
+/// cost far more to diff. Past either bound the blame walks without the
+/// index, which the warm-up (or the next `xfile git blame`, after its
+/// answer) brings forward instead.
 const INLINE_INDEX: IndexBounds = IndexBounds {
-    deadline: std::time::Duration::from_millis(50),
-    max_new: 100,
+    deadline: std::time::Duration::from_millis(80),
+    max_new: 600,
+    max_commits: MAX_INDEX_COMMITS,
 };
 
 /// The blame of one file as committed at one commit: every line's commit.
