@@ -203,15 +203,10 @@ fn an_index_brought_forward_blames_as_one_built_afresh() {
 
 #[test]
 fn seeded_random_histories_blame_through_the_index_as_git_does() {
-    // Seeded edits (xorshift) on two branches merged now and then: lines
+    // Seeded edits (`common::Lcg`) on two branches merged now and then: lines
     // changed, inserted (repeated ones among them) and deleted.
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut rng = common::Lcg(0x2545_f491_4f6c_dd1d);
+    let mut next = |n: usize| rng.below(n);
     let repo = GitRepo::init();
     let mut lines: Vec<String> = (0..30).map(|i| format!("x{i} = {i}")).collect();
     repo.write("m.py", &(lines.join("\n") + "\n"));

@@ -332,15 +332,10 @@ fn blames_a_server_computed_ahead_answer_the_next_server() {
 
 #[test]
 fn brought_forward_over_random_edits_a_blame_stays_the_fresh_one() {
-    // Seeded edits (xorshift): lines changed, inserted (repeated lines
+    // Seeded edits (`common::Lcg`): lines changed, inserted (repeated lines
     // among them, where diffs have choices to make) and deleted.
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut rng = common::Lcg(0x9e37_79b9_7f4a_7c15);
+    let mut next = |n: usize| rng.below(n);
     let repo = GitRepo::init();
     let store = Marked::default();
     let mut lines: Vec<String> = (0..40).map(|i| format!("x{i} = {i}")).collect();
