@@ -203,32 +203,15 @@ fn an_index_brought_forward_blames_as_one_built_afresh() {
 
 #[test]
 fn seeded_random_histories_blame_through_the_index_as_git_does() {
-    // Seeded edits (`common::Lcg`) on two branches merged now and then: lines
-    // changed, inserted (repeated ones among them) and deleted.
+    // Seeded edits (`GitRepo::random_step`) on two branches merged now and
+    // then.
     let mut rng = common::Lcg(0x2545_f491_4f6c_dd1d);
-    let mut next = |n: usize| rng.below(n);
     let repo = GitRepo::init();
     let mut lines: Vec<String> = (0..30).map(|i| format!("x{i} = {i}")).collect();
     repo.write("m.py", &(lines.join("\n") + "\n"));
     repo.commit("Ann", 1, "Start");
     for step in 0..20u32 {
-        for _ in 0..1 + next(3) {
-            let at = next(lines.len());
-            match next(4) {
-                0 => lines[at] = format!("x{at} = {step}"),
-                1 => lines.insert(at, "pass".to_string()),
-                2 if lines.len() > 5 => {
-                    lines.remove(at);
-                }
-                _ => lines.insert(at, format!("y{step} = {at}")),
-            }
-        }
-        repo.write("m.py", &(lines.join("\n") + "\n"));
-        repo.commit(
-            ["Bob", "Cid", "Dee"][step as usize % 3],
-            2 + step,
-            &format!("Step {step}"),
-        );
+        repo.random_step("m.py", &mut lines, &mut rng, step, 3);
         if step % 5 == 4 {
             // A side commit touching another file, merged back.
             repo.git(&["checkout", "-q", "-b", &format!("s{step}")]);

@@ -332,35 +332,16 @@ fn blames_a_server_computed_ahead_answer_the_next_server() {
 
 #[test]
 fn brought_forward_over_random_edits_a_blame_stays_the_fresh_one() {
-    // Seeded edits (`common::Lcg`): lines changed, inserted (repeated lines
-    // among them, where diffs have choices to make) and deleted.
+    // Seeded edits (`GitRepo::random_step`).
     let mut rng = common::Lcg(0x9e37_79b9_7f4a_7c15);
-    let mut next = |n: usize| rng.below(n);
     let repo = GitRepo::init();
     let store = Marked::default();
     let mut lines: Vec<String> = (0..40).map(|i| format!("x{i} = {i}")).collect();
-    let write = |lines: &[String]| repo.write("m.py", &(lines.join("\n") + "\n"));
-    write(&lines);
+    repo.write("m.py", &(lines.join("\n") + "\n"));
     repo.commit("Ann", 1, "Start");
     let mut reused = 0;
     for step in 0..24u32 {
-        for _ in 0..1 + next(4) {
-            let at = next(lines.len());
-            match next(4) {
-                0 => lines[at] = format!("x{at} = {step}"),
-                1 => lines.insert(at, "pass".to_string()),
-                2 if lines.len() > 5 => {
-                    lines.remove(at);
-                }
-                _ => lines.insert(at, format!("y{step} = {at}")),
-            }
-        }
-        write(&lines);
-        repo.commit(
-            ["Bob", "Cid", "Dee"][step as usize % 3],
-            2 + step,
-            &format!("Step {step}"),
-        );
+        repo.random_step("m.py", &mut lines, &mut rng, step, 4);
         if step % 3 == 2 && blame_checked(&repo, &store, "m.py") {
             reused += 1;
         }

@@ -155,6 +155,38 @@ impl GitRepo {
         self.commit_staged(author, day, message);
     }
 
+    /// Step `step` of a seeded random history of `path`: one to `most`
+    /// edits of `lines` (a line changed, a `pass` inserted (repeated lines,
+    /// where diffs have choices to make), a line deleted while more than
+    /// five remain, a new line inserted), then the file written and
+    /// committed on day `2 + step` by one of three authors in turn.
+    pub fn random_step(
+        &self,
+        path: &str,
+        lines: &mut Vec<String>,
+        rng: &mut super::Lcg,
+        step: u32,
+        most: usize,
+    ) {
+        for _ in 0..1 + rng.below(most) {
+            let at = rng.below(lines.len());
+            match rng.below(4) {
+                0 => lines[at] = format!("x{at} = {step}"),
+                1 => lines.insert(at, "pass".to_string()),
+                2 if lines.len() > 5 => {
+                    lines.remove(at);
+                }
+                _ => lines.insert(at, format!("y{step} = {at}")),
+            }
+        }
+        self.write(path, &(lines.join("\n") + "\n"));
+        self.commit(
+            ["Bob", "Cid", "Dee"][step as usize % 3],
+            2 + step,
+            &format!("Step {step}"),
+        );
+    }
+
     pub fn commit_staged(&self, author: &str, day: u32, message: &str) {
         let date = format!("2024-01-{day:02}T10:00:00+00:00");
         let who = format!("{author} <{}@example.com>", author.to_lowercase());
