@@ -636,18 +636,14 @@ pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
 pub(crate) fn classes_facts(db: &dyn Db, project: Project) -> (Vec<InputFact>, Vec<(Node, Sym)>) {
     db.log().executed("classes_facts", None);
     let facts = gathered(db, project, &datalog::CLASSES, classes_share).facts;
-    let mut named: Vec<(Node, Sym)> = facts
-        .iter()
-        .flat_map(|fact| {
-            let values = fact.values();
-            (1..values.len())
-                .filter_map(|at| match (values[at - 1], values[at]) {
-                    (Value::Node(module), Value::Sym(name)) => Some((module, name)),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let mut named: Vec<(Node, Sym)> = Vec::new();
+    for fact in &facts {
+        for pair in fact.values().windows(2) {
+            if let [Value::Node(module), Value::Sym(name)] = *pair {
+                named.push((module, name));
+            }
+        }
+    }
     named.sort_unstable();
     named.dedup();
     (facts, named)
