@@ -392,16 +392,38 @@ fn update(
         .collect();
     let fresh = run(&read);
 
+    // The keys whose tuples go: those of the parts re-run, and of the parts
+    // the changed facts were in before. A pair no fact mentions goes with
+    // its starred module.
+    let mut gone: FxHashSet<Key> = FxHashSet::default();
+    gone.extend(
+        before
+            .part
+            .iter()
+            .filter(|(_, part)| dirty_before.contains(part))
+            .map(|(key, _)| *key),
+    );
+    gone.extend(
+        after
+            .part
+            .iter()
+            .filter(|(_, part)| rerun.contains(part))
+            .map(|(key, _)| *key),
+    );
+    let gone_modules: FxHashSet<Node> = before
+        .starred
+        .iter()
+        .chain(&after.starred)
+        .copied()
+        .filter(|&module| gone.contains(&Key::Module(module)))
+        .collect();
     let output = &mut last.output;
     let mut unkeyed = false;
     output.retain_heads(|first, second| match head_key(first, second) {
-        Some(key) => {
-            let was_dirty = before
-                .of_key(key)
-                .is_some_and(|part| dirty_before.contains(&part));
-            let reruns = after.of_key(key).is_some_and(|part| rerun.contains(&part));
-            !(was_dirty || reruns)
-        }
+        Some(key) => match key {
+            Key::Pair(module, _) if gone_modules.contains(&module) => false,
+            key => !gone.contains(&key),
+        },
         None => {
             unkeyed = true;
             true
