@@ -18,9 +18,9 @@ mod flow;
 mod links;
 mod own_returns;
 use super::facts::{
-    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, Dynamic,
-    DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup, ModuleFacts,
-    OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource,
+    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
+    Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
+    ModuleFacts, OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource, exact,
 };
 use super::members::{self, Declarations, Declared, MethodKind};
 
@@ -147,10 +147,32 @@ impl<'src> Extractor<'src> {
         for class in &mut self.semantic.classes {
             let mut seen = FxHashSet::default();
             class.members.retain(|m| seen.insert(m.clone()));
+            exact_in_place(&mut class.members);
         }
+        let mut semantic = self.semantic;
+        if let DunderAll::Names(names) = &mut semantic.all {
+            exact_in_place(names);
+        }
+        exact_in_place(&mut semantic.imports);
+        exact_in_place(&mut semantic.bindings);
+        exact_in_place(&mut semantic.calls);
+        exact_in_place(&mut semantic.bases);
+        exact_in_place(&mut semantic.all_from);
+        exact_in_place(&mut semantic.dynamic);
+        exact_in_place(&mut semantic.classes);
+        exact_in_place(&mut semantic.expressions);
+        exact_in_place(&mut semantic.call_sites);
+        exact_in_place(&mut semantic.scopes);
+        exact_in_place(&mut semantic.types);
+        exact_in_place(&mut semantic.own_returns);
+        exact_in_place(&mut semantic.properties);
+        exact_in_place(&mut semantic.plugins);
+        let mut facts = self.facts;
+        exact_in_place(&mut facts.sites);
+        exact_in_place(&mut facts.definitions);
         ModuleFacts {
-            semantic: std::sync::Arc::new(self.semantic),
-            ..self.facts
+            semantic: std::sync::Arc::new(semantic),
+            ..facts
         }
     }
 
@@ -573,7 +595,11 @@ impl<'src> Extractor<'src> {
         let name_start = name_chain(expr, &mut path)?;
         let lookup = self.lookup(&path[0])?;
         let site = self.add_site(name_start);
-        Some(Reference { site, path, lookup })
+        Some(Reference {
+            site,
+            path: exact(path),
+            lookup,
+        })
     }
 
     pub(super) fn module(&mut self, body: &[Stmt]) {
@@ -838,7 +864,7 @@ impl<'src> Extractor<'src> {
         frame.qualname = Some(qualname.clone());
         self.semantic.classes.push(Class {
             qualname,
-            bases,
+            bases: exact(bases),
             members,
         });
         let index = self.semantic.classes.len() as u32 - 1;
@@ -1703,6 +1729,10 @@ fn target_names<'a>(target: &'a Expr, out: &mut Vec<&'a str>) {
         Expr::Starred(starred) => target_names(&starred.value, out),
         _ => {}
     }
+}
+
+fn exact_in_place<T>(v: &mut Vec<T>) {
+    *v = exact(std::mem::take(v));
 }
 
 /// Fills `path` with the names of `a.b.c` and returns where the last one starts.

@@ -100,7 +100,7 @@ impl Semantic {
                     path.reverse();
                     return Some(Reference {
                         site,
-                        path,
+                        path: exact(path),
                         lookup: *lookup,
                     });
                 }
@@ -108,6 +108,20 @@ impl Semantic {
             }
         }
     }
+}
+
+/// `v` without spare room. Facts live as long as their file is indexed,
+/// and pushing leaves up to half of a vector unused (a one-name chain
+/// four names' room). `shrink_to_fit` does not give that back: mimalloc
+/// keeps a block that shrinks by less than half where it is. So the
+/// elements move to a block of their own size.
+pub(crate) fn exact<T>(v: Vec<T>) -> Vec<T> {
+    if v.capacity() == v.len() {
+        return v;
+    }
+    let mut out = Vec::with_capacity(v.len());
+    out.extend(v);
+    out
 }
 
 /// One use of a string-keyed extension point, as written. Whether the

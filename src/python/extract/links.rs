@@ -143,10 +143,12 @@ impl Extractor<'_> {
                     Some(other) => vec![other],
                     None => Vec::new(),
                 };
-                arguments = elements
-                    .into_iter()
-                    .filter_map(|e| self.reference(e))
-                    .collect();
+                arguments = crate::python::facts::exact(
+                    elements
+                        .into_iter()
+                        .filter_map(|e| self.reference(e))
+                        .collect(),
+                );
                 if let Some(specname) = call.arguments.find_keyword("specname") {
                     hook = literal(&specname.value);
                 }
