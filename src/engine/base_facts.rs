@@ -749,6 +749,9 @@ impl Builder<'_> {
                 if *base >= id {
                     return Value::Unknown;
                 }
+                let Some(name) = semantic.names.get(*name as usize) else {
+                    return Value::Unknown;
+                };
                 let Some(base) = self.operand(*base, values, named) else {
                     return Value::Unknown;
                 };

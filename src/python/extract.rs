@@ -20,7 +20,8 @@ mod own_returns;
 use super::facts::{
     Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
     Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
-    ModuleFacts, Name, OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource, exact,
+    ModuleFacts, Name, NameId, OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource,
+    exact,
 };
 use super::members::{self, Declarations, Declared, MethodKind};
 
@@ -42,6 +43,8 @@ pub(super) struct Extractor<'src> {
     class_names: Vec<String>,
     /// Index of each scope's qualified name in `Semantic::scopes`.
     scope_ids: FxHashMap<String, u32>,
+    /// Index of each name in `Semantic::names`.
+    name_ids: FxHashMap<Name, NameId>,
     /// What module variables and class attributes are bound to, decided
     /// when the module is done.
     declarations: Declarations,
@@ -133,6 +136,7 @@ impl<'src> Extractor<'src> {
             conditions: Vec::new(),
             class_names: Vec::new(),
             scope_ids: FxHashMap::default(),
+            name_ids: FxHashMap::default(),
             declarations: Declarations::default(),
             depth: 0,
             max_depth: 0,
@@ -161,6 +165,7 @@ impl<'src> Extractor<'src> {
         exact_in_place(&mut semantic.dynamic);
         exact_in_place(&mut semantic.classes);
         exact_in_place(&mut semantic.expressions);
+        exact_in_place(&mut semantic.names);
         exact_in_place(&mut semantic.call_sites);
         exact_in_place(&mut semantic.scopes);
         exact_in_place(&mut semantic.types);
@@ -276,6 +281,18 @@ impl<'src> Extractor<'src> {
         }
     }
 
+    /// `name`'s index in `Semantic::names`, added the first time.
+    fn name_id(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.semantic.names.len() as NameId;
+        let name = Name::from(name);
+        self.semantic.names.push(name.clone());
+        self.name_ids.insert(name, id);
+        id
+    }
+
     fn push_expression(&mut self, site: SiteId, kind: ExprKind) -> ExprId {
         self.semantic.expressions.push(Expression { site, kind });
         (self.semantic.expressions.len() - 1) as ExprId
@@ -292,7 +309,7 @@ impl<'src> Extractor<'src> {
                 NameValue::Global(lookup) => {
                     let site = site.unwrap_or_else(|| self.add_site(name.range.start()));
                     let kind = ExprKind::Global {
-                        name: Name::from(name.id.as_str()),
+                        name: self.name_id(name.id.as_str()),
                         lookup,
                     };
                     Some(self.push_expression(site, kind))
@@ -303,7 +320,7 @@ impl<'src> Extractor<'src> {
                 let site = site.unwrap_or_else(|| self.add_site(attribute.attr.range.start()));
                 let kind = ExprKind::Attribute {
                     base,
-                    name: Name::from(attribute.attr.as_str()),
+                    name: self.name_id(attribute.attr.as_str()),
                 };
                 Some(self.push_expression(site, kind))
             }

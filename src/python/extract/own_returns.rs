@@ -132,11 +132,16 @@ impl Extractor<'_> {
             Some(ExprKind::SelfOf { class: c }) if *c == class => Own::Instance,
             Some(ExprKind::Call { callee }) => match kind(*callee) {
                 Some(ExprKind::ClassOf { class: c }) if *c == class => Own::Instance,
-                Some(ExprKind::Attribute { base, name }) => match self.receiver_of(*base, class) {
-                    Some(Receiver::Instance) if name == "__class__" => Own::Instance,
-                    Some(_) => Own::Via(name.clone()),
-                    None => Own::Unknown,
-                },
+                Some(ExprKind::Attribute { base, name }) => {
+                    let Some(name) = self.semantic.names.get(*name as usize) else {
+                        return Own::Unknown;
+                    };
+                    match self.receiver_of(*base, class) {
+                        Some(Receiver::Instance) if name == "__class__" => Own::Instance,
+                        Some(_) => Own::Via(name.clone()),
+                        None => Own::Unknown,
+                    }
+                }
                 _ => Own::Unknown,
             },
             _ => Own::Unknown,
