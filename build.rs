@@ -477,6 +477,15 @@ fn write_outputs(out: &mut String, relations: &[Relation]) {
     .unwrap();
     writeln!(
         out,
+        "    /// Adds `other`'s tuples, both sorted, keeping the order: the stable\n    /// sort merges the two sorted runs it finds.\n    fn merge_from(&mut self, other: &Tuples) {{\n        match (self, other) {{\n{}\n            _ => {{}}\n        }}\n    }}\n",
+        each(&|r| format!(
+            "            (Tuples::{0}(t), Tuples::{0}(o)) => {{\n                t.extend_from_slice(o);\n                t.sort();\n                t.dedup();\n            }}",
+            r.name
+        ))
+    )
+    .unwrap();
+    writeln!(
+        out,
         "    fn normalize(&mut self) {{\n        match self {{\n{}\n        }}\n    }}\n}}\n",
         each(&|r| format!(
             "            Tuples::{}(t) => {{\n                t.sort_unstable();\n                t.dedup();\n            }}",
@@ -619,12 +628,48 @@ impl Eq for Outputs {{}}
     writeln!(out, "            }}\n        }})\n    }}\n").unwrap();
     writeln!(
         out,
+        "    /// Keeps the tuples whose first two arguments `keep` accepts (the\n    /// second is `None` in a relation of one argument); order is kept.\n    pub fn retain_heads(&mut self, mut keep: impl FnMut(Value, Option<Value>) -> bool) {{\n        for tuples in &mut self.relations {{\n            match tuples {{"
+    )
+    .unwrap();
+    for r in &outputs {
+        let second = if r.types.len() > 1 {
+            "Some(Value::from(t.1))"
+        } else {
+            "None"
+        };
+        writeln!(
+            out,
+            "                Tuples::{}(t) => t.retain(|t| keep(Value::from(t.0), {second})),",
+            r.name
+        )
+        .unwrap();
+    }
+    writeln!(
+        out,
+        "            }}\n        }}\n        self.relations.retain(|t| t.len() > 0);\n    }}\n"
+    )
+    .unwrap();
+    writeln!(
+        out,
         "    /// Appends every tuple of `other`; [`Outputs::normalize`] restores the order.
     pub fn extend(&mut self, other: &Outputs) {{
         for tuples in &other.relations {{
             if tuples.len() > 0 {{
                 match self.position(tuples.index()) {{
                     Ok(at) => self.relations[at].extend_from(tuples),
+                    Err(at) => self.relations.insert(at, tuples.clone()),
+                }}
+            }}
+        }}
+    }}
+
+    /// Adds `other`'s tuples; both sorted, and so is the result (a merge,
+    /// not a sort: for a few tuples added to many).
+    pub fn merge(&mut self, other: &Outputs) {{
+        for tuples in &other.relations {{
+            if tuples.len() > 0 {{
+                match self.position(tuples.index()) {{
+                    Ok(at) => self.relations[at].merge_from(tuples),
                     Err(at) => self.relations.insert(at, tuples.clone()),
                 }}
             }}

@@ -16,6 +16,16 @@ fn engine_at(root: &std::path::Path) -> Engine {
     let mut engine = Engine::new(Vec::new());
     let found = discover::discover(&root, &[]);
     engine.set_sub_projects(discover::sub_project_dirs(&found.markers));
+    let entry_points = found
+        .markers
+        .iter()
+        .filter(|marker| marker.ends_with("pyproject.toml"))
+        .flat_map(|marker| {
+            let text = std::fs::read_to_string(root.join(marker)).unwrap();
+            xfile::engine::parse_entry_points(marker, &text).unwrap()
+        })
+        .collect();
+    engine.set_entry_points(entry_points);
     engine.set_unindexed(
         found
             .notices
@@ -35,10 +45,14 @@ fn count(log: &[String], query: &str) -> usize {
         .count()
 }
 
+/// A fresh index of what `engine` holds, recording its executions (take
+/// them with `take_executions`).
 fn from_scratch(engine: &Engine) -> Engine {
     let mut fresh = Engine::new(Vec::new());
+    fresh.record_executions();
     fresh.set_test_patterns(engine.test_patterns().clone());
     fresh.set_sub_projects(engine.sub_projects().to_vec());
+    fresh.set_entry_points(engine.entry_points().to_vec());
     fresh.set_unindexed(engine.unindexed().to_vec());
     let files: Vec<(String, String)> = engine
         .paths()
@@ -434,4 +448,117 @@ fn staged_evaluation_matches_the_reference_program_on_every_fixture() {
         }
     }
     assert!(checked > 20, "{checked} fixtures");
+}
+
+/// Modules and names the resolution edits below draw from: names the
+/// fixtures define, re-export and star-import.
+const NAMES: &[&str] = &[
+    "CharField",
+    "IntField",
+    "Model",
+    "Index",
+    "Point",
+    "f",
+    "handler",
+    "Resource",
+    "price",
+    "helper",
+    "Storage",
+];
+
+/// A statement about resolution: a star import, a re-export, an
+/// `__all__` (listed or gathered from another module's), a definition.
+fn resolution_snippet(rng: &mut common::Lcg, modules: &[String]) -> String {
+    let module = &modules[rng.below(modules.len())];
+    let name = NAMES[rng.below(NAMES.len())];
+    match rng.below(8) {
+        0 | 1 => format!("from {module} import *\n"),
+        2 | 3 => format!("from {module} import {name}\n"),
+        4 => format!("__all__ = [\"{name}\"]\n"),
+        5 => {
+            format!("from {module} import __all__ as gathered\n__all__ = gathered + [\"{name}\"]\n")
+        }
+        6 => format!("class {name}:\n    pass\n"),
+        _ => format!("{name} = None\n"),
+    }
+}
+
+/// The resolve stage re-runs only over the parts of its facts an edit
+/// reached (`engine/resolve_parts.rs`; DESIGN invariant 6): after each
+/// random edit to re-exports, star imports, `__all__` lists and their
+/// inclusions, ambiguous names, signals and hooks, every relation equals a
+/// fresh index's and every stage's tuples the reference program's. Most
+/// updates read only part of the facts.
+#[test]
+fn resolution_by_parts_matches_a_fresh_index_after_each_edit() {
+    let mut partial = 0;
+    let mut updates = 0;
+    for fixture in [
+        "gathered_all",
+        "star_ambiguity",
+        "reexport_chain",
+        "wildcard",
+        "aliases",
+        "string_links",
+    ] {
+        let mut engine = engine_for(fixture);
+        let mut rng = common::Lcg(7);
+        for step in 0..50 {
+            let paths: Vec<String> = engine.paths().map(str::to_string).collect();
+            let modules: Vec<String> = paths.iter().map(|p| engine.module_name(p)).collect();
+            let path = paths[rng.below(paths.len())].clone();
+            let text = engine.text(&path).unwrap_or_default().to_string();
+            let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
+            match rng.below(6) {
+                0..=2 => {
+                    let at = rng.below(lines.len() + 1).min(lines.len());
+                    lines.insert(at, resolution_snippet(&mut rng, &modules));
+                    engine.set_file(&path, lines.concat());
+                }
+                3 if !lines.is_empty() => {
+                    lines.remove(rng.below(lines.len()));
+                    engine.set_file(&path, lines.concat());
+                }
+                4 if paths.len() > 3 => {
+                    engine.remove_file(&path);
+                }
+                _ => {
+                    let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+                    let new_path = match dir {
+                        "" => format!("new_{step}.py"),
+                        dir => format!("{dir}/new_{step}.py"),
+                    };
+                    let body = resolution_snippet(&mut rng, &modules)
+                        + &resolution_snippet(&mut rng, &modules);
+                    engine.set_file(&new_path, body);
+                }
+            }
+            engine.record_executions();
+            engine.analyze();
+            let read = engine.take_executions().resolve_facts_read;
+            let fresh = from_scratch(&engine);
+            let whole = fresh.take_executions().resolve_facts_read;
+            if read > 0 {
+                updates += 1;
+                if read < whole {
+                    partial += 1;
+                }
+            }
+            assert_eq!(
+                relationships::all(&engine),
+                relationships::all(&fresh),
+                "{fixture}, step {step}"
+            );
+            assert_eq!(
+                common::rendered_outputs(&engine),
+                common::rendered_outputs(&fresh),
+                "{fixture}, step {step}"
+            );
+            common::assert_stages_match_reference(&engine);
+        }
+    }
+    assert!(
+        partial * 2 > updates,
+        "only {partial} of {updates} updates re-ran part of the resolve stage"
+    );
 }

@@ -36,6 +36,7 @@ use super::intern::Interner;
 use super::layers::{Layer, LayerMatcher};
 use super::modules::{self, SearchPath};
 use super::resolve::{DbLayout, Directories, Resolver};
+use super::resolve_parts::ResolveMemo;
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
 
@@ -86,6 +87,7 @@ pub trait Db: salsa::Database {
     fn interner(&self) -> &Interner;
     fn log(&self) -> &ExecutionLog;
     fn directories(&self) -> &Directories;
+    fn resolve_memo(&self) -> &ResolveMemo;
 }
 
 /// What salsa did while recording: for tests, `explain_recomputation` and
@@ -101,6 +103,9 @@ pub struct Recomputation {
     /// Time spent evaluating rules, by stage query (`resolve_stage`,
     /// `file_stage`, `project_stage`); empty if no rules re-ran.
     pub datalog_ms: BTreeMap<String, f64>,
+    /// Base facts the `resolve` stage read: all of them on a whole run,
+    /// those of the parts an edit reached otherwise.
+    pub resolve_facts_read: usize,
 }
 
 /// Collects a [`Recomputation`] between `start` and `take`. Every tracked
@@ -178,6 +183,7 @@ pub struct Database {
     interner: Arc<Interner>,
     log: ExecutionLog,
     directories: Directories,
+    resolve_memo: ResolveMemo,
 }
 
 impl Default for Database {
@@ -194,6 +200,7 @@ impl Default for Database {
             interner: Arc::default(),
             log,
             directories: Directories::default(),
+            resolve_memo: ResolveMemo::default(),
         }
     }
 }
@@ -219,6 +226,10 @@ impl Db for Database {
 
     fn directories(&self) -> &Directories {
         &self.directories
+    }
+
+    fn resolve_memo(&self) -> &ResolveMemo {
+        &self.resolve_memo
     }
 }
 
@@ -605,27 +616,34 @@ fn run_stage(
     outputs
 }
 
-/// Base facts of the `resolve` stage. A separate query so that an edit
-/// that changes none of them (a call, a plain import) stops here: equal
-/// inputs, and salsa reuses `resolve_stage`.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn resolve_inputs(db: &dyn Db, project: Project) -> Vec<InputFact> {
-    db.log().executed("resolve_inputs", None);
-    gathered(db, project, &datalog::RESOLVE, resolve_share).facts
-}
-
-/// The `resolve` stage (name resolution across modules) over all files.
+/// The `resolve` stage (name resolution across modules) over all files'
+/// shares: after an edit, re-run only over the parts of the facts the edit
+/// reached (`resolve_parts.rs`). An edit that changes no file's share (a
+/// call, a plain import) stops before this: every share is equal, and
+/// salsa reuses the stage.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolve_stage", None);
-    let facts = resolve_inputs(db, project);
-    run_stage(
-        db,
-        "resolve_stage",
-        &datalog::RESOLVE,
-        facts,
-        &Outputs::default(),
-    )
+    let shares: Vec<(SourceFile, &[InputFact])> = project
+        .files(db)
+        .iter()
+        .map(|&file| (file, resolve_share(db, project, file).facts.as_slice()))
+        .collect();
+    let extra: Vec<InputFact> = project_facts(db, project)
+        .iter()
+        .copied()
+        .filter(datalog::RESOLVE.reads_fact)
+        .collect();
+    db.resolve_memo().run(project, &shares, extra, |facts| {
+        db.log().record(|r| r.resolve_facts_read += facts.len());
+        run_stage(
+            db,
+            "resolve_stage",
+            &datalog::RESOLVE,
+            facts,
+            &Outputs::default(),
+        )
+    })
 }
 
 /// The class declarations of every file (`classes_share`), and the

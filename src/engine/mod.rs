@@ -12,6 +12,7 @@ mod intern;
 mod layers;
 mod modules;
 mod resolve;
+mod resolve_parts;
 mod semantic;
 mod string_links;
 mod test_modules;
