@@ -29,10 +29,10 @@ fn definitions_carry_signature_docstring_decorators_and_lines() {
         .iter()
         .map(|d| {
             (
-                d.qualname.clone(),
+                d.qualname.to_string(),
                 d.kind,
-                d.signature.clone(),
-                d.docstring.clone(),
+                d.signature.to_string(),
+                d.docstring.as_deref().map(str::to_string),
                 d.decorators.clone(),
                 d.start_line,
                 d.end_line,
@@ -152,7 +152,11 @@ fn dunder_all_literal_augmented_and_extended() {
     // and the name that holds the other one's (resolved with the imports).
     let gathered = facts("gathered_all.py").semantic;
     assert_eq!(gathered.all, DunderAll::Names(vec!["extra".into()]));
-    let from: Vec<&[String]> = gathered.all_from.iter().map(|r| &r.path[..]).collect();
-    assert_eq!(from, [["_shape_names".to_string()]]);
+    let from: Vec<Vec<&str>> = gathered
+        .all_from
+        .iter()
+        .map(|r| r.path.iter().map(|n| n.as_str()).collect())
+        .collect();
+    assert_eq!(from, [["_shape_names"]]);
     assert_eq!(facts("computed_all.py").semantic.all, DunderAll::Dynamic);
 }

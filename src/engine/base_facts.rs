@@ -25,7 +25,7 @@ use super::resolve::Resolver;
 use crate::python::names;
 use crate::python::{
     Binding, BindingKind, Condition, DunderAll, DynamicPattern, ExprId, ExprKind, Import,
-    ImportTarget, Lookup, Reference, Scope, Semantic, TypeSource,
+    ImportTarget, Lookup, Name, Reference, Scope, Semantic, TypeSource,
 };
 
 pub fn build(
@@ -392,7 +392,7 @@ impl Builder<'_> {
 
     /// `module.a.b.f`: walks submodules and returns the module that holds
     /// the final name. Only a chain of modules then one name is certain.
-    fn attribute_of(&self, mut module: Module, rest: &[String]) -> Option<(Module, String)> {
+    fn attribute_of(&self, mut module: Module, rest: &[Name]) -> Option<(Module, Name)> {
         let (name, middle) = rest.split_last()?;
         if let Module::External { dotted, .. } = &module {
             // Outside modules cannot be inspected: the chain names a module.
@@ -412,7 +412,7 @@ impl Builder<'_> {
 
     /// A name no module-level statement binds: a built-in, or a name that
     /// a star import may provide (left to the rules).
-    fn unbound(&mut self, site: Site, head: &str, rest: &[String]) -> Option<(Site, Node, Sym)> {
+    fn unbound(&mut self, site: Site, head: &str, rest: &[Name]) -> Option<(Site, Node, Sym)> {
         if !rest.is_empty() {
             return None;
         }
@@ -636,7 +636,7 @@ impl Builder<'_> {
                 continue;
             };
             let head = Reference {
-                path: target.path[..1].to_vec(),
+                path: target.path[..1].into(),
                 ..target.clone()
             };
             if let Some((_, module, name)) = self.first_hop(&head) {
@@ -749,6 +749,9 @@ impl Builder<'_> {
                 if *base >= id {
                     return Value::Unknown;
                 }
+                let Some(name) = semantic.names.get(*name as usize) else {
+                    return Value::Unknown;
+                };
                 let Some(base) = self.operand(*base, values, named) else {
                     return Value::Unknown;
                 };
@@ -819,7 +822,7 @@ enum ModuleOrName {
     /// The name is bound to a module object.
     Module(Module),
     /// The name is bound to attribute `.1` of module `.0`.
-    Name(Module, String),
+    Name(Module, Name),
 }
 
 enum Selected<'a> {

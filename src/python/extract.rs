@@ -18,9 +18,10 @@ mod flow;
 mod links;
 mod own_returns;
 use super::facts::{
-    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, Dynamic,
-    DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup, ModuleFacts,
-    OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource,
+    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
+    Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
+    ModuleFacts, Name, NameId, OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource,
+    exact,
 };
 use super::members::{self, Declarations, Declared, MethodKind};
 
@@ -42,6 +43,8 @@ pub(super) struct Extractor<'src> {
     class_names: Vec<String>,
     /// Index of each scope's qualified name in `Semantic::scopes`.
     scope_ids: FxHashMap<String, u32>,
+    /// Index of each name in `Semantic::names`.
+    name_ids: FxHashMap<Name, NameId>,
     /// What module variables and class attributes are bound to, decided
     /// when the module is done.
     declarations: Declarations,
@@ -133,6 +136,7 @@ impl<'src> Extractor<'src> {
             conditions: Vec::new(),
             class_names: Vec::new(),
             scope_ids: FxHashMap::default(),
+            name_ids: FxHashMap::default(),
             declarations: Declarations::default(),
             depth: 0,
             max_depth: 0,
@@ -147,10 +151,33 @@ impl<'src> Extractor<'src> {
         for class in &mut self.semantic.classes {
             let mut seen = FxHashSet::default();
             class.members.retain(|m| seen.insert(m.clone()));
+            exact_in_place(&mut class.members);
         }
+        let mut semantic = self.semantic;
+        if let DunderAll::Names(names) = &mut semantic.all {
+            exact_in_place(names);
+        }
+        exact_in_place(&mut semantic.imports);
+        exact_in_place(&mut semantic.bindings);
+        exact_in_place(&mut semantic.calls);
+        exact_in_place(&mut semantic.bases);
+        exact_in_place(&mut semantic.all_from);
+        exact_in_place(&mut semantic.dynamic);
+        exact_in_place(&mut semantic.classes);
+        exact_in_place(&mut semantic.expressions);
+        exact_in_place(&mut semantic.names);
+        exact_in_place(&mut semantic.call_sites);
+        exact_in_place(&mut semantic.scopes);
+        exact_in_place(&mut semantic.types);
+        exact_in_place(&mut semantic.own_returns);
+        exact_in_place(&mut semantic.properties);
+        exact_in_place(&mut semantic.plugins);
+        let mut facts = self.facts;
+        exact_in_place(&mut facts.sites);
+        exact_in_place(&mut facts.definitions);
         ModuleFacts {
-            semantic: std::sync::Arc::new(self.semantic),
-            ..self.facts
+            semantic: std::sync::Arc::new(semantic),
+            ..facts
         }
     }
 
@@ -193,7 +220,7 @@ impl<'src> Extractor<'src> {
         if self.at_module_scope() {
             let conditional = !self.conditions.is_empty();
             self.sem().bindings.push(Binding {
-                name: name.to_string(),
+                name: Name::from(name),
                 kind,
                 conditional,
             });
@@ -254,6 +281,18 @@ impl<'src> Extractor<'src> {
         }
     }
 
+    /// `name`'s index in `Semantic::names`, added the first time.
+    fn name_id(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.semantic.names.len() as NameId;
+        let name = Name::from(name);
+        self.semantic.names.push(name.clone());
+        self.name_ids.insert(name, id);
+        id
+    }
+
     fn push_expression(&mut self, site: SiteId, kind: ExprKind) -> ExprId {
         self.semantic.expressions.push(Expression { site, kind });
         (self.semantic.expressions.len() - 1) as ExprId
@@ -270,7 +309,7 @@ impl<'src> Extractor<'src> {
                 NameValue::Global(lookup) => {
                     let site = site.unwrap_or_else(|| self.add_site(name.range.start()));
                     let kind = ExprKind::Global {
-                        name: name.id.to_string(),
+                        name: self.name_id(name.id.as_str()),
                         lookup,
                     };
                     Some(self.push_expression(site, kind))
@@ -281,7 +320,7 @@ impl<'src> Extractor<'src> {
                 let site = site.unwrap_or_else(|| self.add_site(attribute.attr.range.start()));
                 let kind = ExprKind::Attribute {
                     base,
-                    name: attribute.attr.to_string(),
+                    name: self.name_id(attribute.attr.as_str()),
                 };
                 Some(self.push_expression(site, kind))
             }
@@ -350,7 +389,7 @@ impl<'src> Extractor<'src> {
             return id;
         }
         let id = self.semantic.scopes.len() as u32;
-        self.semantic.scopes.push(name.clone());
+        self.semantic.scopes.push(Name::from(name.as_str()));
         self.scope_ids.insert(name, id);
         id
     }
@@ -396,7 +435,7 @@ impl<'src> Extractor<'src> {
         };
         let declared = self.declared(value, annotation);
         if let Some(class) = self.semantic.classes.get_mut(class as usize) {
-            class.members.push(name);
+            class.members.push(Name::from(name));
         }
         self.declarations.bind(qualname.clone(), declared);
         self.record_attribute(qualname, stmt);
@@ -502,7 +541,7 @@ impl<'src> Extractor<'src> {
         let site = self.add_site(attribute.attr.range.start());
         Some(Reference {
             site,
-            path: vec![attribute.attr.to_string()],
+            path: Box::new([Name::from(attribute.attr.as_str())]),
             lookup: Lookup::Globals,
         })
     }
@@ -573,7 +612,11 @@ impl<'src> Extractor<'src> {
         let name_start = name_chain(expr, &mut path)?;
         let lookup = self.lookup(&path[0])?;
         let site = self.add_site(name_start);
-        Some(Reference { site, path, lookup })
+        Some(Reference {
+            site,
+            path: exact(path).into_boxed_slice(),
+            lookup,
+        })
     }
 
     pub(super) fn module(&mut self, body: &[Stmt]) {
@@ -617,7 +660,7 @@ impl<'src> Extractor<'src> {
         let site = self.add_site(at);
         let import = Import {
             target,
-            alias: alias.map(|a| a.id.to_string()),
+            alias: alias.map(|a| Name::from(a.id.as_str())),
             site,
             condition: self.conditions.last().copied(),
             scope: self.current_scope(),
@@ -650,9 +693,9 @@ impl<'src> Extractor<'src> {
         if let Some(class) = self.class_body()
             && let Some(c) = self.semantic.classes.get_mut(class as usize)
         {
-            c.members.push(def.name.to_string());
+            c.members.push(Name::from(def.name.as_str()));
             if members::is_property(def) {
-                self.semantic.properties.push(qualname.clone());
+                self.semantic.properties.push(Name::from(qualname.as_str()));
             }
         }
         let method = self
@@ -669,7 +712,7 @@ impl<'src> Extractor<'src> {
                 && reference.path.last().is_some_and(|last| last == "Self")
             {
                 self.semantic.own_returns.push(OwnReturn {
-                    qualname: qualname.clone(),
+                    qualname: Name::from(qualname.as_str()),
                     classmethod: kind == MethodKind::Class,
                     via: None,
                     declared: Some(reference.clone()),
@@ -737,9 +780,7 @@ impl<'src> Extractor<'src> {
             return;
         };
         if let Some((_, kind @ (MethodKind::Instance | MethodKind::Class))) = method
-            && let Some(own) = frame
-                .own
-                .declaration(qualname.clone(), kind == MethodKind::Class)
+            && let Some(own) = frame.own.declaration(&qualname, kind == MethodKind::Class)
         {
             self.semantic.own_returns.push(own);
         }
@@ -765,7 +806,7 @@ impl<'src> Extractor<'src> {
             (Returned::Call(first), Some(call)) => {
                 let mut path = Vec::new();
                 match name_chain(&call.func, &mut path) {
-                    Some(_) if path == first.path => return,
+                    Some(_) if path[..] == first.path[..] => return,
                     _ => Returned::Unknown,
                 }
             }
@@ -821,24 +862,24 @@ impl<'src> Extractor<'src> {
         if let Some(outer) = self.class_body()
             && let Some(c) = self.semantic.classes.get_mut(outer as usize)
         {
-            c.members.push(class.name.to_string());
+            c.members.push(Name::from(class.name.as_str()));
         }
 
         let mut frame = Frame::new(FrameKind::Class, FxHashMap::default());
         collect_locals(&class.body, &mut frame);
         // Every name the body binds is a class attribute.
-        let mut members: Vec<String> = frame
+        let mut members: Vec<Name> = frame
             .locals
             .keys()
             .filter(|name| !frame.globals.contains(*name) && !frame.nonlocals.contains(*name))
-            .cloned()
+            .map(|name| Name::from(name.as_str()))
             .collect();
         members.sort_unstable();
         frame.class = Some(self.semantic.classes.len() as u32);
         frame.qualname = Some(qualname.clone());
         self.semantic.classes.push(Class {
-            qualname,
-            bases,
+            qualname: Name::from(qualname.as_str()),
+            bases: exact(bases),
             members,
         });
         let index = self.semantic.classes.len() as u32 - 1;
@@ -942,9 +983,9 @@ impl<'src> Extractor<'src> {
         lines: TextRange,
     ) {
         let definition = Definition {
-            qualname,
+            qualname: Name::from(qualname.as_str()),
             kind,
-            signature: fold_whitespace(&signature),
+            signature: Box::from(fold_whitespace(&signature).as_str()),
             docstring: docstring(body),
             decorators: decorators
                 .iter()
@@ -984,9 +1025,9 @@ impl<'src> Extractor<'src> {
         let first_line = self.text(stmt).lines().next().unwrap_or_default();
         let signature: String = first_line.chars().take(120).collect();
         self.facts.definitions.push(Definition {
-            qualname,
+            qualname: Name::from(qualname.as_str()),
             kind: DefinitionKind::Variable,
-            signature,
+            signature: Box::from(signature.as_str()),
             docstring: None,
             decorators: Vec::new(),
             start_line: self.site_of(stmt.range().start()).line,
@@ -1065,13 +1106,13 @@ impl<'src> Extractor<'src> {
             Stmt::Import(import) => {
                 for alias in &import.names {
                     let target = ImportTarget::Module {
-                        dotted: alias.name.to_string(),
+                        dotted: Name::from(alias.name.as_str()),
                     };
                     self.import(target, alias.asname.as_ref(), alias.name.range.start());
                 }
             }
             Stmt::ImportFrom(from) => {
-                let module = from.module.as_ref().map(|m| m.to_string());
+                let module = from.module.as_ref().map(|m| Name::from(m.as_str()));
                 for alias in &from.names {
                     let at = from
                         .module
@@ -1086,7 +1127,7 @@ impl<'src> Extractor<'src> {
                         ImportTarget::From {
                             level: from.level,
                             module: module.clone(),
-                            name: alias.name.to_string(),
+                            name: Name::from(alias.name.as_str()),
                         }
                     };
                     self.import(target, alias.asname.as_ref(), at);
@@ -1310,11 +1351,11 @@ impl<'src> Extractor<'src> {
     }
 
     /// Source text of `node`, whitespace folded, cut to a readable length.
-    fn short_text(&self, node: &impl Ranged) -> String {
+    fn short_text(&self, node: &impl Ranged) -> Name {
         let folded = fold_whitespace(self.text(node));
         match folded.char_indices().nth(SHORT_TEXT) {
-            Some((end, _)) => format!("{}...", &folded[..end]),
-            None => folded,
+            Some((end, _)) => compact_str::format_compact!("{}...", &folded[..end]),
+            None => Name::from(folded.as_str()),
         }
     }
 
@@ -1355,7 +1396,7 @@ impl<'src> Extractor<'src> {
                     Some(Expr::StringLiteral(literal))
                         if !literal.value.to_str().starts_with('.') =>
                     {
-                        let dotted = literal.value.to_str().to_string();
+                        let dotted = Name::from(literal.value.to_str());
                         let at = literal
                             .value
                             .iter()
@@ -1390,7 +1431,7 @@ impl<'src> Extractor<'src> {
             };
             let mut path = Vec::new();
             let name = match name_chain(callee, &mut path) {
-                Some(_) => path.join("."),
+                Some(_) => Name::from(path.join(".")),
                 None => self.short_text(callee),
             };
             if !dynamic::keeps_definition(&name) {
@@ -1407,7 +1448,7 @@ impl<'src> Extractor<'src> {
 
     fn metaclass(&mut self, class: &str, at: TextSize, metaclass: &Expr) {
         let pattern = DynamicPattern::Metaclass {
-            class: class.to_string(),
+            class: Name::from(class),
             metaclass: self.short_text(metaclass),
         };
         self.push_dynamic(at, pattern);
@@ -1705,16 +1746,20 @@ fn target_names<'a>(target: &'a Expr, out: &mut Vec<&'a str>) {
     }
 }
 
+fn exact_in_place<T>(v: &mut Vec<T>) {
+    *v = exact(std::mem::take(v));
+}
+
 /// Fills `path` with the names of `a.b.c` and returns where the last one starts.
-pub(super) fn name_chain(expr: &Expr, path: &mut Vec<String>) -> Option<TextSize> {
+pub(super) fn name_chain(expr: &Expr, path: &mut Vec<Name>) -> Option<TextSize> {
     match expr {
         Expr::Name(name) => {
-            path.push(name.id.to_string());
+            path.push(Name::from(name.id.as_str()));
             Some(name.range.start())
         }
         Expr::Attribute(attribute) => {
             name_chain(&attribute.value, path)?;
-            path.push(attribute.attr.to_string());
+            path.push(Name::from(attribute.attr.as_str()));
             Some(attribute.attr.range.start())
         }
         _ => None,
@@ -1745,7 +1790,7 @@ fn catches_import_error(type_: &Expr) -> bool {
         let mut path = Vec::new();
         name_chain(e, &mut path).is_some()
             && matches!(
-                path.last().map(String::as_str),
+                path.last().map(Name::as_str),
                 Some("ImportError" | "ModuleNotFoundError" | "Exception" | "BaseException")
             )
     };
@@ -1781,7 +1826,7 @@ fn classify_condition(test: &Expr) -> Condition {
     }
 }
 
-fn docstring(body: &[Stmt]) -> Option<String> {
+fn docstring(body: &[Stmt]) -> Option<Box<str>> {
     let Some(Stmt::Expr(first)) = body.first() else {
         return None;
     };
@@ -1794,7 +1839,7 @@ fn docstring(body: &[Stmt]) -> Option<String> {
         .lines()
         .map(str::trim)
         .find(|line| !line.is_empty())
-        .map(str::to_string)
+        .map(Box::from)
 }
 
 fn fold_whitespace(text: &str) -> String {

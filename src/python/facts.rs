@@ -10,6 +10,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+/// A name, dotted module path or other short text as written in the
+/// source. Held inline up to 24 bytes, which is most of them (on Django
+/// 583k of 716k strings): facts are kept for every indexed file, and a
+/// `String` costs a heap block on top of its 24 bytes.
+pub type Name = compact_str::CompactString;
+
 /// A source position: 1-based line, 0-based column in characters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Site {
@@ -19,6 +25,9 @@ pub struct Site {
 
 /// Index into [`ModuleFacts::sites`].
 pub type SiteId = u32;
+
+/// Index into [`Semantic::names`].
+pub type NameId = u32;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleFacts {
@@ -62,11 +71,15 @@ pub struct Semantic {
     /// The receivers of member calls, flattened: `Attribute::base` and the
     /// like index this list, and each expression has a site of its own.
     pub expressions: Vec<Expression>,
+    /// The names `expressions` use, each once: on Django a file's
+    /// expressions name about 90 names each, mostly the same few, and an
+    /// index keeps an expression at 16 bytes instead of 40.
+    pub names: Vec<Name>,
     /// Every call the engine may resolve, with the function it sits in.
     pub call_sites: Vec<CallSite>,
     /// Qualified names of the code calls sit in (`f`, `C.m`,
     /// `outer.<locals>.inner`, `<module>`); `CallSite::caller` indexes it.
-    pub scopes: Vec<String>,
+    pub scopes: Vec<Name>,
     /// Statically declared types: what a variable or attribute holds, or
     /// what a function returns.
     pub types: Vec<Typed>,
@@ -74,7 +87,7 @@ pub struct Semantic {
     pub own_returns: Vec<OwnReturn>,
     /// Methods decorated `@property` or `@cached_property` (`C.m`): reading
     /// the attribute gives what the method returns.
-    pub properties: Vec<String>,
+    pub properties: Vec<Name>,
     /// Uses of string-keyed extension points (Django signals, pluggy
     /// hooks, entry-point groups) as written, in source order.
     pub plugins: Vec<PluginUse>,
@@ -92,15 +105,15 @@ impl Semantic {
                 // Bases come before what is built on them: a later base
                 // would be a malformed table, not a chain.
                 ExprKind::Attribute { base, name } if *base < id => {
-                    path.push(name.clone());
+                    path.push(self.names.get(*name as usize)?.clone());
                     id = *base;
                 }
                 ExprKind::Global { name, lookup } => {
-                    path.push(name.clone());
+                    path.push(self.names.get(*name as usize)?.clone());
                     path.reverse();
                     return Some(Reference {
                         site,
-                        path,
+                        path: exact(path).into_boxed_slice(),
                         lookup: *lookup,
                     });
                 }
@@ -108,6 +121,20 @@ impl Semantic {
             }
         }
     }
+}
+
+/// `v` without spare room. Facts live as long as their file is indexed,
+/// and pushing leaves up to half of a vector unused (a one-name chain
+/// four names' room). `shrink_to_fit` does not give that back: mimalloc
+/// keeps a block that shrinks by less than half where it is. So the
+/// elements move to a block of their own size.
+pub(crate) fn exact<T>(v: Vec<T>) -> Vec<T> {
+    if v.capacity() == v.len() {
+        return v;
+    }
+    let mut out = Vec::with_capacity(v.len());
+    out.extend(v);
+    out
 }
 
 /// One use of a string-keyed extension point, as written. Whether the
@@ -126,9 +153,9 @@ pub enum PluginKind {
     /// `argument` is the first positional argument if it is a string
     /// literal. The site is the target name's.
     Factory {
-        name: String,
+        name: Name,
         factory: Reference,
-        argument: Option<String>,
+        argument: Option<Name>,
     },
     /// `signal.connect(...)` (`sends` false) or `signal.send(...)`,
     /// `send_robust`, `asend`, `asend_robust` (`sends` true), where
@@ -142,7 +169,7 @@ pub enum PluginKind {
     Decorator {
         decorator: Reference,
         arguments: Vec<Reference>,
-        hook: Option<String>,
+        hook: Option<Name>,
     },
     /// A call that loads the entry points of the literal `group`: through
     /// `loader` (`entry_points`, `iter_entry_points`) or, when `None`,
@@ -150,7 +177,7 @@ pub enum PluginKind {
     /// name of the function or method called last.
     LoadsGroup {
         loader: Option<Reference>,
-        group: String,
+        group: Name,
     },
 }
 
@@ -158,13 +185,13 @@ pub enum PluginKind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Class {
     /// `C`, `Outer.Inner`, `f.<locals>.C`.
-    pub qualname: String,
+    pub qualname: Name,
     /// Its bases in order: the site of a base that is a name chain (also
     /// listed in [`Semantic::bases`]), `None` for any other expression.
     pub bases: Vec<Option<SiteId>>,
     /// Names the class body binds, and attributes its methods assign on
     /// `self`, each once.
-    pub members: Vec<String>,
+    pub members: Vec<Name>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -177,10 +204,13 @@ pub struct Expression {
 /// Index into [`Semantic::expressions`].
 pub type ExprId = u32;
 
+// Every file holds hundreds of these (320k on Django): keep them small.
+const _: () = assert!(std::mem::size_of::<Expression>() == 16);
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ExprKind {
     /// A name looked up in the module globals (or a local import).
-    Global { name: String, lookup: Lookup },
+    Global { name: NameId, lookup: Lookup },
     /// The instance a method of `Semantic::classes[class]` runs on (`self`).
     SelfOf { class: u32 },
     /// The class a classmethod of `Semantic::classes[class]` runs on (`cls`).
@@ -188,7 +218,7 @@ pub enum ExprKind {
     /// `super()` in a method of `Semantic::classes[class]`.
     SuperOf { class: u32 },
     /// `base.name`.
-    Attribute { base: ExprId, name: String },
+    Attribute { base: ExprId, name: NameId },
     /// `callee(...)`.
     Call { callee: ExprId },
     /// A value declared an instance of what `annotation` names (a
@@ -212,7 +242,7 @@ pub struct CallSite {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Typed {
     /// `x`, `C.x` (a class or instance attribute), `f`, `C.m`.
-    pub qualname: String,
+    pub qualname: Name,
     pub source: TypeSource,
     pub reference: Reference,
 }
@@ -227,13 +257,13 @@ pub struct Typed {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OwnReturn {
     /// `C.m`.
-    pub qualname: String,
+    pub qualname: Name,
     pub classmethod: bool,
     /// Some `return`s give instead what calling this method of the
     /// receiver gives (`return self._clone()`): the method returns an
     /// instance of the receiver's class when that one does. Instance
     /// methods only.
-    pub via: Option<String>,
+    pub via: Option<Name>,
     /// Declared by a return annotation `Self` rather than seen in the
     /// `return`s: holds only when the name is typing's `Self`, which
     /// resolution decides.
@@ -280,7 +310,7 @@ pub enum DunderAll {
     Absent,
     /// Built from string literals, and from other modules' `__all__`
     /// (`Semantic::all_from`).
-    Names(Vec<String>),
+    Names(Vec<Name>),
     /// Computed in a way static analysis cannot follow.
     Dynamic,
 }
@@ -289,7 +319,7 @@ pub enum DunderAll {
 pub struct Import {
     pub target: ImportTarget,
     /// `as` name, if any.
-    pub alias: Option<String>,
+    pub alias: Option<Name>,
     /// The name the relationship is about: the module name, or for
     /// `from . import x` the imported name.
     pub site: SiteId,
@@ -300,18 +330,18 @@ pub struct Import {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ImportTarget {
     /// `import a.b.c`
-    Module { dotted: String },
+    Module { dotted: Name },
     /// `from <level dots><module> import name`
     From {
         level: u32,
-        module: Option<String>,
-        name: String,
+        module: Option<Name>,
+        name: Name,
     },
     /// `from <level dots><module> import *`
-    Star { level: u32, module: Option<String> },
+    Star { level: u32, module: Option<Name> },
     /// `importlib.import_module("a.b")` or `__import__("a.b")` with a literal
     /// absolute name: an import once `callee` resolves to one of those two.
-    Call { dotted: String, callee: Reference },
+    Call { dotted: Name, callee: Reference },
 }
 
 impl Import {
@@ -346,7 +376,7 @@ pub enum Scope {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Binding {
-    pub name: String,
+    pub name: Name,
     pub kind: BindingKind,
     pub conditional: bool,
 }
@@ -367,8 +397,9 @@ pub enum BindingKind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Reference {
     pub site: SiteId,
-    /// The chain, head first: `["mod", "f"]` for `mod.f()`.
-    pub path: Vec<String>,
+    /// The chain, head first: `["mod", "f"]` for `mod.f()`. A boxed
+    /// slice, made once and never grown: no room to spare.
+    pub path: Box<[Name]>,
     pub lookup: Lookup,
 }
 
@@ -387,11 +418,13 @@ pub enum Lookup {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Definition {
     /// `f`, `C`, `C.method`; module-level assignments by their target name.
-    pub qualname: String,
+    pub qualname: Name,
     pub kind: DefinitionKind,
-    /// Header text, whitespace folded: `def f(a, b=1) -> int`.
-    pub signature: String,
-    pub docstring: Option<String>,
+    /// Header text, whitespace folded: `def f(a, b=1) -> int`. Mostly
+    /// longer than a `Name` holds inline: boxed, 8 bytes less than a
+    /// `String`.
+    pub signature: Box<str>,
+    pub docstring: Option<Box<str>>,
     pub decorators: Vec<String>,
     pub start_line: u32,
     pub end_line: u32,
@@ -423,12 +456,12 @@ pub struct Dynamic {
 pub enum DynamicPattern {
     /// `importlib.import_module(x)` or `__import__(x)` where `x` (as written)
     /// is not a literal absolute module name (EC-2).
-    Import { callee: Reference, argument: String },
+    Import { callee: Reference, argument: Name },
     /// `getattr(object, name)(...)` where `name` is not a literal (EC-6).
     Dispatch {
         callee: Reference,
-        object: String,
-        name: String,
+        object: Name,
+        name: Name,
     },
     /// `exec(...)` or `eval(...)` (EC-9).
     Exec { callee: Reference },
@@ -438,7 +471,7 @@ pub enum DynamicPattern {
     AttributeAssignment { target: Reference },
     /// A decorator that may replace what it decorates (EC-8): neither a
     /// common test decorator nor one that keeps the definition as written.
-    Decorator { name: String },
+    Decorator { name: Name },
     /// `class C(metaclass=M)`, or `__metaclass__ = M` in a class body (EC-10).
-    Metaclass { class: String, metaclass: String },
+    Metaclass { class: Name, metaclass: Name },
 }

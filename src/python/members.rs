@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use ruff_python_ast::{self as ast, Expr, Operator, StmtFunctionDef, StringFlags};
 
-use super::facts::{Binding, Reference, TypeSource, Typed};
+use super::facts::{Binding, Name, Reference, TypeSource, Typed};
 
 /// What the first parameter of a method is bound to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub(super) fn annotation_chain(source: &str, annotation: &Expr) -> Option<(Expr,
         Expr::Subscript(subscript) => {
             let mut path = Vec::new();
             super::extract::name_chain(&subscript.value, &mut path)?;
-            match path.last().map(String::as_str) {
+            match path.last().map(Name::as_str) {
                 Some("Optional") => annotation_chain(source, &subscript.slice),
                 _ => None,
             }
@@ -151,7 +151,7 @@ impl Declarations {
         (source, reference): (TypeSource, Reference),
     ) {
         self.returns.push(Typed {
-            qualname,
+            qualname: Name::from(qualname.as_str()),
             source,
             reference,
         });
@@ -177,7 +177,7 @@ impl Declarations {
                 chosen(declared)
                     .into_iter()
                     .map(|(source, reference)| Typed {
-                        qualname: qualname.clone(),
+                        qualname: Name::from(qualname.as_str()),
                         source,
                         reference,
                     }),

@@ -73,13 +73,13 @@ fn is_zero(n: &usize) -> bool {
 impl Entry {
     fn new(definition: &Definition, redefined_at: Option<u32>) -> Entry {
         Entry {
-            qualname: definition.qualname.clone(),
+            qualname: definition.qualname.to_string(),
             kind: definition.kind,
-            signature: definition.signature.clone(),
+            signature: definition.signature.to_string(),
             decorators: definition.decorators.clone(),
             start_line: definition.start_line,
             end_line: definition.end_line,
-            docstring: definition.docstring.clone(),
+            docstring: definition.docstring.as_deref().map(str::to_string),
             redefined_at,
             members: Vec::new(),
             members_left_out: 0,
@@ -479,7 +479,7 @@ impl Service {
                 }
                 let symbol = Symbol {
                     file: path.to_string(),
-                    qualname: d.qualname.clone(),
+                    qualname: d.qualname.to_string(),
                 };
                 // A name bound twice is one symbol.
                 if !found.contains(&symbol) {

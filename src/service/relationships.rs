@@ -146,13 +146,13 @@ impl Renderer<'_> {
         let import = facts.semantic.imports.get(*owners.imports.get(&site.0)?)?;
         let (style, wildcard, target_symbol) = match &import.target {
             ImportTarget::Module { .. } => ("import", false, None),
-            ImportTarget::From { name, .. } => ("from", false, Some(name.clone())),
+            ImportTarget::From { name, .. } => ("from", false, Some(name.to_string())),
             ImportTarget::Star { .. } => ("from", true, Some("*".to_string())),
             ImportTarget::Call { .. } => ("importlib", false, None),
         };
         let source_symbol = match &import.target {
             ImportTarget::Module { dotted } | ImportTarget::Call { dotted, .. } => {
-                Some(import.alias.clone().unwrap_or_else(|| dotted.clone()))
+                Some(import.alias.as_ref().unwrap_or(dotted).to_string())
             }
             _ => import
                 .bound_name()
@@ -177,7 +177,7 @@ impl Renderer<'_> {
             target_line,
             metadata: Metadata {
                 import_style: Some(style),
-                alias: Some(import.alias.clone()),
+                alias: Some(import.alias.as_deref().map(str::to_string)),
                 conditional: Some(import.condition.is_some()),
                 condition: import.condition.map(condition_name),
                 wildcard: Some(wildcard),
@@ -233,7 +233,7 @@ impl Renderer<'_> {
                 .callers
                 .get(&site.0)
                 .and_then(|&i| facts.semantic.scopes.get(i as usize))
-                .cloned(),
+                .map(|scope| scope.to_string()),
         };
         let name = self.engine.interner().sym_text(name).to_string();
         Some(Relationship {

@@ -7,11 +7,11 @@
 use ruff_python_ast::{Expr, Operator, Stmt};
 
 use super::{Extractor, is_name};
-use crate::python::facts::{DunderAll, Reference};
+use crate::python::facts::{DunderAll, Name, Reference};
 
 /// What one expression adds to `__all__`: names, and references to other
 /// modules' `__all__`.
-type Parts = (Vec<String>, Vec<Reference>);
+type Parts = (Vec<Name>, Vec<Reference>);
 
 impl Extractor<'_> {
     pub(super) fn dunder_all(&mut self, stmt: &Stmt) {
@@ -91,14 +91,14 @@ impl Extractor<'_> {
         Some(match (attribute.attr.as_str(), argument) {
             ("extend", Some(list)) => self.all_parts(list),
             ("append", Some(Expr::StringLiteral(s))) => {
-                Some((vec![s.value.to_str().to_string()], Vec::new()))
+                Some((vec![Name::from(s.value.to_str())], Vec::new()))
             }
             _ => None,
         })
     }
 }
 
-fn string_list(expr: &Expr) -> Option<Vec<String>> {
+fn string_list(expr: &Expr) -> Option<Vec<Name>> {
     let elements = match expr {
         Expr::List(list) => &list.elts,
         Expr::Tuple(tuple) => &tuple.elts,
@@ -107,7 +107,7 @@ fn string_list(expr: &Expr) -> Option<Vec<String>> {
     elements
         .iter()
         .map(|e| match e {
-            Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+            Expr::StringLiteral(s) => Some(Name::from(s.value.to_str())),
             _ => None,
         })
         .collect()

@@ -8,7 +8,7 @@ use ruff_python_ast::{self as ast, Expr, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::Extractor;
-use crate::python::facts::{PluginKind, PluginUse};
+use crate::python::facts::{Name, PluginKind, PluginUse};
 
 /// Signal methods that register a receiver (`false`) or send (`true`).
 const SIGNAL_METHODS: &[(&str, bool)] = &[
@@ -42,7 +42,7 @@ impl Extractor<'_> {
         };
         let argument = call.arguments.args.first().and_then(literal);
         let kind = PluginKind::Factory {
-            name: target.id.to_string(),
+            name: Name::from(target.id.as_str()),
             factory,
             argument,
         };
@@ -135,7 +135,7 @@ impl Extractor<'_> {
                 continue;
             };
             let mut arguments = Vec::new();
-            let mut hook = Some(def.name.to_string());
+            let mut hook = Some(Name::from(def.name.as_str()));
             if let Some(call) = call {
                 let elements = match call.arguments.args.first() {
                     Some(Expr::List(list)) => list.elts.iter().collect(),
@@ -143,10 +143,12 @@ impl Extractor<'_> {
                     Some(other) => vec![other],
                     None => Vec::new(),
                 };
-                arguments = elements
-                    .into_iter()
-                    .filter_map(|e| self.reference(e))
-                    .collect();
+                arguments = crate::python::facts::exact(
+                    elements
+                        .into_iter()
+                        .filter_map(|e| self.reference(e))
+                        .collect(),
+                );
                 if let Some(specname) = call.arguments.find_keyword("specname") {
                     hook = literal(&specname.value);
                 }
@@ -170,7 +172,7 @@ fn is_loader(func: &Expr) -> bool {
 
 /// The literal `group=` argument, or (if `positional`) the literal first
 /// positional one.
-fn group_argument(call: &ast::ExprCall, positional: bool) -> Option<String> {
+fn group_argument(call: &ast::ExprCall, positional: bool) -> Option<Name> {
     if let Some(keyword) = call.arguments.find_keyword("group") {
         return literal(&keyword.value);
     }
@@ -180,9 +182,9 @@ fn group_argument(call: &ast::ExprCall, positional: bool) -> Option<String> {
         .and_then(literal)
 }
 
-fn literal(expr: &Expr) -> Option<String> {
+fn literal(expr: &Expr) -> Option<Name> {
     match expr {
-        Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+        Expr::StringLiteral(s) => Some(Name::from(s.value.to_str())),
         _ => None,
     }
 }

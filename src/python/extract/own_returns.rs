@@ -12,7 +12,7 @@
 use ruff_python_ast::Expr;
 
 use super::{Extractor, FrameKind, NameValue, is_name};
-use crate::python::facts::{ExprId, ExprKind, Lookup, OwnReturn};
+use crate::python::facts::{ExprId, ExprKind, Lookup, Name, OwnReturn};
 
 /// What a function's `return` statements give, as far as they agree.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub(super) enum Own {
     Instance,
     /// An instance of the receiver's class, or what calling the receiver's
     /// method of this name gives.
-    Via(String),
+    Via(Name),
     Unknown,
 }
 
@@ -41,7 +41,7 @@ impl Own {
     }
 
     /// The declaration a method with these returns makes, if any.
-    pub(super) fn declaration(self, qualname: String, classmethod: bool) -> Option<OwnReturn> {
+    pub(super) fn declaration(self, qualname: &str, classmethod: bool) -> Option<OwnReturn> {
         let via = match self {
             Own::Instance => None,
             // `cls.other()` would be looked up on a class, not an instance.
@@ -49,7 +49,7 @@ impl Own {
             Own::Via(_) | Own::Nothing | Own::Unknown => return None,
         };
         Some(OwnReturn {
-            qualname,
+            qualname: Name::from(qualname),
             classmethod,
             via,
             declared: None,
@@ -107,7 +107,7 @@ impl Extractor<'_> {
                     Some(Receiver::Instance) if attribute.attr.as_str() == "__class__" => {
                         Own::Instance
                     }
-                    Some(_) => Own::Via(attribute.attr.to_string()),
+                    Some(_) => Own::Via(Name::from(attribute.attr.as_str())),
                     None => Own::Unknown,
                 },
                 // `type(self)(...)`, with the built-in `type`.
@@ -132,11 +132,16 @@ impl Extractor<'_> {
             Some(ExprKind::SelfOf { class: c }) if *c == class => Own::Instance,
             Some(ExprKind::Call { callee }) => match kind(*callee) {
                 Some(ExprKind::ClassOf { class: c }) if *c == class => Own::Instance,
-                Some(ExprKind::Attribute { base, name }) => match self.receiver_of(*base, class) {
-                    Some(Receiver::Instance) if name == "__class__" => Own::Instance,
-                    Some(_) => Own::Via(name.clone()),
-                    None => Own::Unknown,
-                },
+                Some(ExprKind::Attribute { base, name }) => {
+                    let Some(name) = self.semantic.names.get(*name as usize) else {
+                        return Own::Unknown;
+                    };
+                    match self.receiver_of(*base, class) {
+                        Some(Receiver::Instance) if name == "__class__" => Own::Instance,
+                        Some(_) => Own::Via(name.clone()),
+                        None => Own::Unknown,
+                    }
+                }
                 _ => Own::Unknown,
             },
             _ => Own::Unknown,

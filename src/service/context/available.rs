@@ -38,7 +38,7 @@ pub(super) fn sibling_lines(service: &Service, path: &str) -> Vec<String> {
             .iter()
             .filter(|d| !d.qualname.contains('.') && exported(&d.qualname))
             .filter_map(|d| match d.kind {
-                DefinitionKind::Class => Some(d.qualname.clone()),
+                DefinitionKind::Class => Some(d.qualname.to_string()),
                 DefinitionKind::Function | DefinitionKind::AsyncFunction => {
                     Some(format!("{}()", d.qualname))
                 }

@@ -811,7 +811,7 @@ impl<'s> Context<'s> {
         let mut seen: HashSet<(String, String)> = self
             .candidates
             .iter()
-            .map(|c| (c.file.clone(), c.definition.qualname.clone()))
+            .map(|c| (c.file.clone(), c.definition.qualname.to_string()))
             .collect();
         let mut frontier: Vec<usize> = (0..self.candidates.len())
             .filter(|&i| self.candidates[i].tier >= Tier::Signature)
@@ -824,7 +824,7 @@ impl<'s> Context<'s> {
                     .signature
                     .iter()
                     .map(|p| p.text.clone())
-                    .chain(candidate.others.iter().map(|d| d.signature.clone()))
+                    .chain(candidate.others.iter().map(|d| d.signature.to_string()))
                     .collect();
                 let file = candidate.file.clone();
                 for (type_file, class) in
@@ -1015,7 +1015,7 @@ impl<'s> Context<'s> {
             trigger: "agent_read_file".into(),
             trigger_file: self.path.to_string(),
             source_file: c.file.clone(),
-            symbol: c.definition.qualname.clone(),
+            symbol: c.definition.qualname.to_string(),
             lines: format!("{}-{}", c.definition.start_line, c.definition.end_line),
             snippet: text.trim_end().to_string(),
             cache_hit: c.cache_hit,

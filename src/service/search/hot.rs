@@ -139,7 +139,7 @@ impl Service {
             };
             if let crate::python::DunderAll::Names(names) = &facts.semantic.all {
                 for name in names {
-                    exported.insert((path.to_string(), name.clone()));
+                    exported.insert((path.to_string(), name.to_string()));
                 }
             }
         }
