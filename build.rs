@@ -653,23 +653,22 @@ impl Eq for Outputs {{}}
         out,
         "    /// Appends every tuple of `other`; [`Outputs::normalize`] restores the order.
     pub fn extend(&mut self, other: &Outputs) {{
-        for tuples in &other.relations {{
-            if tuples.len() > 0 {{
-                match self.position(tuples.index()) {{
-                    Ok(at) => self.relations[at].extend_from(tuples),
-                    Err(at) => self.relations.insert(at, tuples.clone()),
-                }}
-            }}
-        }}
+        self.add(other, Tuples::extend_from);
     }}
 
     /// Adds `other`'s tuples; both sorted, and so is the result (a merge,
     /// not a sort: for a few tuples added to many).
     pub fn merge(&mut self, other: &Outputs) {{
+        self.add(other, Tuples::merge_from);
+    }}
+
+    /// Adds each relation of `other` to this one's with `into`, or as it is
+    /// where this one has none.
+    fn add(&mut self, other: &Outputs, into: fn(&mut Tuples, &Tuples)) {{
         for tuples in &other.relations {{
             if tuples.len() > 0 {{
                 match self.position(tuples.index()) {{
-                    Ok(at) => self.relations[at].merge_from(tuples),
+                    Ok(at) => into(&mut self.relations[at], tuples),
                     Err(at) => self.relations.insert(at, tuples.clone()),
                 }}
             }}

@@ -150,6 +150,14 @@ impl Parts {
         })
     }
 
+    /// The keys of `parts`.
+    fn keys_in<'a>(&'a self, parts: &'a FxHashSet<u32>) -> impl Iterator<Item = Key> + 'a {
+        self.part
+            .iter()
+            .filter(|(_, part)| parts.contains(part))
+            .map(|(key, _)| *key)
+    }
+
     /// The part holding `key`: a pair of a starred module that no fact
     /// mentions (a name a star import brings) is in the module's part.
     fn of_key(&self, key: Key) -> Option<u32> {
@@ -377,13 +385,11 @@ fn update(
 
     let dirty_before: FxHashSet<u32> = touched.iter().filter_map(|&k| before.of_key(k)).collect();
     let mut rerun: FxHashSet<u32> = touched.iter().filter_map(|&k| after.of_key(k)).collect();
-    for (&key, part) in &before.part {
-        if dirty_before.contains(part)
-            && let Some(now) = after.of_key(key)
-        {
-            rerun.insert(now);
-        }
-    }
+    let reached: Vec<u32> = before
+        .keys_in(&dirty_before)
+        .filter_map(|key| after.of_key(key))
+        .collect();
+    rerun.extend(reached);
 
     let read: Vec<InputFact> = facts()
         .zip(&after.of_facts)
@@ -395,21 +401,10 @@ fn update(
     // The keys whose tuples go: those of the parts re-run, and of the parts
     // the changed facts were in before. A pair no fact mentions goes with
     // its starred module.
-    let mut gone: FxHashSet<Key> = FxHashSet::default();
-    gone.extend(
-        before
-            .part
-            .iter()
-            .filter(|(_, part)| dirty_before.contains(part))
-            .map(|(key, _)| *key),
-    );
-    gone.extend(
-        after
-            .part
-            .iter()
-            .filter(|(_, part)| rerun.contains(part))
-            .map(|(key, _)| *key),
-    );
+    let gone: FxHashSet<Key> = before
+        .keys_in(&dirty_before)
+        .chain(after.keys_in(&rerun))
+        .collect();
     let gone_modules: FxHashSet<Node> = before
         .starred
         .iter()
