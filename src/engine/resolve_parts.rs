@@ -248,24 +248,27 @@ impl ResolveMemo {
         run: impl Fn(&[InputFact]) -> Outputs,
     ) -> Outputs {
         let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(last) = guard.as_mut().filter(|last| last.project == project)
-            && let Some(output) = update(last, shares, &project_facts, &run)
-        {
-            remember(&mut last.shares, shares);
-            last.project_facts = project_facts;
-            return output;
-        }
+        // Taken out while it is brought up to date, so that an update cut
+        // short leaves no memo half-changed behind: the next run is whole.
+        let last = guard.take().filter(|last| last.project == project);
+        let mut kept = match last {
+            Some(mut last) => match update(&mut last, shares, &project_facts, &run) {
+                Some(output) => {
+                    remember(&mut last.shares, shares);
+                    last.project_facts = project_facts;
+                    *guard = Some(last);
+                    return output;
+                }
+                None => last.shares,
+            },
+            None => FxHashMap::default(),
+        };
         let facts: Vec<InputFact> = shares
             .iter()
             .flat_map(|(_, share)| share.iter().copied())
             .chain(project_facts.iter().copied())
             .collect();
         let output = run(&facts);
-        let mut kept = guard
-            .take()
-            .filter(|last| last.project == project)
-            .map(|last| last.shares)
-            .unwrap_or_default();
         remember(&mut kept, shares);
         *guard = Some(Last {
             project,
