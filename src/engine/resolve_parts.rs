@@ -254,7 +254,6 @@ impl ResolveMemo {
         let mut kept = match last {
             Some(mut last) => match update(&mut last, shares, &project_facts, &run) {
                 Some(output) => {
-                    remember(&mut last.shares, shares);
                     last.project_facts = project_facts;
                     *guard = Some(last);
                     return output;
@@ -307,7 +306,8 @@ fn remember(
     }
 }
 
-/// The update of `last` to `shares`, or `None` when the whole stage must run.
+/// The update of `last` to `shares` (its output and its kept shares; the
+/// caller keeps `project_facts`), or `None` when the whole stage must run.
 fn update(
     last: &mut Last,
     shares: &[(SourceFile, &[InputFact])],
@@ -315,22 +315,30 @@ fn update(
     run: &impl Fn(&[InputFact]) -> Outputs,
 ) -> Option<Outputs> {
     let mut changes: Vec<Change<'_>> = Vec::new();
+    // The files whose share is new or changed, and those gone, to keep
+    // once the update is through.
+    let mut changed: Vec<(SourceFile, &[InputFact])> = Vec::new();
+    let mut removed: Vec<SourceFile> = Vec::new();
     let mut seen = 0;
-    for (file, share) in shares {
-        match last.shares.get(file) {
+    for &(file, share) in shares {
+        match last.shares.get(&file) {
             Some(before) => {
                 seen += 1;
-                if before.as_slice() != *share {
+                if before.as_slice() != share {
                     changes.push(Change {
                         before,
                         after: share,
                     });
+                    changed.push((file, share));
                 }
             }
-            None => changes.push(Change {
-                before: &[],
-                after: share,
-            }),
+            None => {
+                changes.push(Change {
+                    before: &[],
+                    after: share,
+                });
+                changed.push((file, share));
+            }
         }
     }
     if seen < last.shares.len() {
@@ -338,6 +346,7 @@ fn update(
         for (file, before) in &last.shares {
             if !present.contains(file) {
                 changes.push(Change { before, after: &[] });
+                removed.push(*file);
             }
         }
     }
@@ -433,6 +442,12 @@ fn update(
     output.merge(&fresh);
     let output = output.clone();
     last.parts = Some(after);
+    for file in removed {
+        last.shares.remove(&file);
+    }
+    for (file, share) in changed {
+        last.shares.insert(file, share.to_vec());
+    }
     Some(output)
 }
 
