@@ -6,14 +6,19 @@ command's own per-update diff of relationships and warnings). Kinds: an
 existing file gains / loses `import T`, `from T import x`; a new file is
 created / deleted; a file renamed back and forth. The edited file is edited
 once before the timed runs (its first edit is not what is measured).
-Usage: scripts/bench_update_cpu.py XFILE TREE [N]   (N changes each way, default 15)"""
-import os, shutil, subprocess, sys, tempfile, time, json
-xfile, tree = sys.argv[1], sys.argv[2]
-n = int(sys.argv[3]) if len(sys.argv) > 3 else 15
+With --trace, `xfile watch --trace` also reports each update's recomputation,
+and each kind's line adds the medians of the engine's own update time
+(`analyze_ms`), of the resolve stage's crepe time and of the facts it read.
+Usage: scripts/bench_update_cpu.py XFILE TREE [N] [--trace]   (N changes each way, default 15)"""
+import os, shutil, subprocess, sys, tempfile, time, json, statistics
+trace = "--trace" in sys.argv
+args = [a for a in sys.argv[1:] if a != "--trace"]
+xfile, tree = args[0], args[1]
+n = int(args[2]) if len(args) > 2 else 15
 work = tempfile.mkdtemp(prefix="xf-cpu-"); root = os.path.join(work, "t")
 shutil.copytree(tree, root)
 out = open(os.path.join(work, "out"), "w+")
-p = subprocess.Popen([xfile, "--no-cache", "watch", "--json", "--root", root], stdout=out, stderr=subprocess.PIPE, text=True)
+p = subprocess.Popen([xfile, "--no-cache", "watch", "--json", "--root", root] + (["--trace"] if trace else []), stdout=out, stderr=subprocess.PIPE, text=True)
 while "watching" not in p.stderr.readline(): pass
 time.sleep(1)
 tick = os.sysconf("SC_CLK_TCK")
@@ -45,5 +50,15 @@ for kind, change in kinds.items():
     start = cpu()
     for i in range(2 * n):
         change(i); done += 1; settle(done)
-    print(f"{kind:12s} {1000 * (cpu() - start) / (2 * n):7.1f} ms CPU per update ({2*n} updates)", flush=True)
+    line = f"{kind:12s} {1000 * (cpu() - start) / (2 * n):7.1f} ms CPU per update ({2*n} updates)"
+    if trace:
+        out.flush()
+        recorded = [json.loads(l).get("trace") or {} for l in open(os.path.join(work, "out")).readlines()[done - 2 * n:done]]
+        recorded = [r for r in recorded if "durations" in r]
+        median = lambda xs: statistics.median(xs) if xs else 0
+        analyze = median([r["durations"]["analyze_ms"] for r in recorded])
+        crepe = median([r["queries"]["datalog_ms"].get("resolve_stage", 0) for r in recorded])
+        read = median([r["queries"].get("resolve_facts_read", 0) for r in recorded])
+        line += f"; medians: analyze {analyze:.1f} ms, resolve stage {crepe:.2f} ms over {read:.0f} facts"
+    print(line, flush=True)
 p.terminate(); p.wait(); shutil.rmtree(work, ignore_errors=True)
