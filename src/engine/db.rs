@@ -22,6 +22,15 @@
 //! the index read high inputs only (their semantics, the directory
 //! listings, the sub-projects, the configuration) and are verified without
 //! a walk; what reads the whole project is walked.
+//!
+//! Three values of whole-project queries are written back to inputs by the
+//! engine before any read (`Engine::resolve`, `resolved_inputs.rs`): each
+//! file's `resolved` tuples, the class table and the project-level facts.
+//! The file rules' queries read those inputs, not the queries, so each
+//! file's chain keeps the durability of its own inputs: after an edit, the
+//! files it did not reach are verified in O(1) rather than walked (read
+//! through the queries, every chain took the durability of the stages,
+//! which read every file).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -57,6 +66,14 @@ pub struct SourceFile {
     /// parse; written with `text`, never by a query.
     #[returns(ref)]
     pub preset: Option<Arc<ModuleFacts>>,
+    /// The `resolve` and `classes` tuples whose first argument is a node of
+    /// this file's facts: written by the engine after those stages ran
+    /// (`resolved_inputs.rs`), never by a query. An input rather than a
+    /// query so that the file's own chain depends on nothing of the whole
+    /// project: it keeps the durability of the file's inputs, and an edit
+    /// elsewhere verifies it without a walk.
+    #[returns(ref)]
+    pub resolved: Arc<Outputs>,
 }
 
 #[salsa::input(debug)]
@@ -80,6 +97,16 @@ pub struct Project {
     /// Entry points the project's `pyproject.toml` files declare.
     #[returns(ref)]
     pub entry_points: Vec<EntryPointSpec>,
+    /// The value of [`class_table`] and of [`project_facts`] at the last
+    /// `Engine::resolve`, written by the engine, never by a query: what
+    /// each file's chain reads of them. As inputs of high durability, they
+    /// keep the files' chains free of the whole project's durability (see
+    /// `resolved_inputs.rs`); a change to either is written high, so that
+    /// update walks every chain once, as any whole-project change did.
+    #[returns(ref)]
+    pub written_class_table: Arc<ClassTable>,
+    #[returns(ref)]
+    pub written_project_facts: Arc<Vec<InputFact>>,
 }
 
 #[salsa::db]
@@ -162,7 +189,7 @@ impl ExecutionLog {
         }
     }
 
-    fn executed(&self, query: &str, file: Option<&str>) {
+    pub(crate) fn executed(&self, query: &str, file: Option<&str>) {
         self.record(|r| {
             r.executed.push(match file {
                 Some(file) => format!("{query}({file})"),
@@ -348,7 +375,7 @@ pub(crate) fn entry_point_facts(db: &dyn Db, project: Project) -> Vec<InputFact>
 /// Project-level base facts (test modules, layers, entry points): facts
 /// about paths and configuration rather than one file's code.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
+pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Arc<Vec<InputFact>> {
     db.log().executed("project_facts", None);
     let mut facts: Vec<InputFact> = test_modules(db, project)
         .iter()
@@ -357,7 +384,7 @@ pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
         .copied()
         .collect();
     facts.sort_unstable_by_key(|f| (f.first(), *f));
-    facts
+    Arc::new(facts)
 }
 
 /// Every base fact, sorted: what `query` and `explain` read for base
@@ -443,12 +470,16 @@ pub(crate) fn class_inputs(db: &dyn Db, project: Project) -> ClassFacts {
 /// Every class's method resolution order, members and declared member
 /// types, after name resolution.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn class_table(db: &dyn Db, project: Project) -> ClassTable {
+pub(crate) fn class_table(db: &dyn Db, project: Project) -> Arc<ClassTable> {
     db.log().executed("class_table", None);
     let inputs = class_inputs(db, project);
     let transparent: rustc_hash::FxHashSet<(Node, Site)> =
         inputs.transparent.iter().copied().collect();
-    ClassTable::build(&inputs.facts, &transparent, class_resolved(db, project))
+    Arc::new(ClassTable::build(
+        &inputs.facts,
+        &transparent,
+        class_resolved(db, project),
+    ))
 }
 
 /// The `classes` tuples the class table reads (resolved bases, declared
@@ -493,9 +524,10 @@ pub(crate) fn class_context(db: &dyn Db, project: Project, file: SourceFile) -> 
     if names.is_empty() {
         return StageInputs::default();
     }
-    let resolved = file_resolved(db, project, file);
-    let (facts, derived) =
-        class_table(db, project).context(classes::seeds(facts, resolved), &names);
+    let resolved = file_resolved(db, file);
+    let (facts, derived) = project
+        .written_class_table(db)
+        .context(classes::seeds(facts, resolved), &names);
     StageInputs { facts, derived }
 }
 
@@ -698,78 +730,58 @@ pub(crate) fn classes_stage(db: &dyn Db, project: Project) -> Outputs {
 
 /// The tuples of a stage before the file rules (`resolve`, `classes`) that
 /// the `file` stage reads whose first argument is one node (a file or a
-/// marker). The tuples are a tracked field: when the stage runs again,
-/// salsa compares each node's tuples with the last run's, and only the
-/// files that read a node whose tuples changed re-run `file_resolved`.
-/// Without this, any change to resolution re-ran every file's selection
-/// (2,816 on Django) to find that almost none changed.
-#[salsa::tracked]
-pub(crate) struct ResolvedSlice<'db> {
-    key: Value,
-    #[tracked]
-    #[returns(ref)]
-    pub(crate) tuples: Outputs,
-}
+/// marker), by node, sorted. The engine compares them with the last run's
+/// and rewrites the `resolved` input of only the files that read a node
+/// whose tuples changed (`resolved_inputs.rs`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Slices(pub(crate) Vec<(Value, Outputs)>);
 
-/// Every node's [`ResolvedSlice`] of `outputs`, sorted by node. The list
-/// itself is equal from run to run unless a node gains or loses its first
-/// tuple (a slice is identified by its node), so reading it re-runs
-/// nothing.
-fn slices<'db>(db: &'db dyn Db, outputs: &Outputs) -> Vec<(Value, ResolvedSlice<'db>)> {
-    (datalog::FILE.derived_keys)(outputs)
-        .into_iter()
-        .map(|key| {
-            let tuples = (datalog::FILE.select_derived)(outputs, &[key]);
-            (key, ResolvedSlice::new(db, key, tuples))
-        })
-        .collect()
-}
+impl Slices {
+    fn of(outputs: &Outputs) -> Arc<Slices> {
+        Arc::new(Slices(
+            (datalog::FILE.derived_keys)(outputs)
+                .into_iter()
+                .map(|key| (key, (datalog::FILE.select_derived)(outputs, &[key])))
+                .collect(),
+        ))
+    }
 
-/// A node, as the argument of [`node_slices`].
-#[salsa::interned(debug)]
-pub(crate) struct SliceKey<'db> {
-    key: Value,
-}
-
-/// One node's slices of the `resolve` and `classes` stages, if it has
-/// tuples there. When a node gains or loses its first tuple, the lists of
-/// slices change, and this re-runs for every node a file reads; but it
-/// comes out equal for all the others, so their files' `file_resolved` are
-/// verified rather than re-run (reading the lists directly re-ran all
-/// 2,816 on Django for every new, deleted or renamed file).
-#[salsa::tracked(returns(copy))]
-pub(crate) fn node_slices<'db>(
-    db: &'db dyn Db,
-    project: Project,
-    key: SliceKey<'db>,
-) -> [Option<ResolvedSlice<'db>>; 2] {
-    let key = key.key(db);
-    [resolved_slices(db, project), class_slices(db, project)].map(|slices| {
-        slices
-            .binary_search_by_key(key, |(k, _)| *k)
+    pub(crate) fn get(&self, key: Value) -> Option<&Outputs> {
+        self.0
+            .binary_search_by_key(&key, |(k, _)| *k)
             .ok()
-            .map(|at| slices[at].1)
-    })
+            .map(|at| &self.0[at].1)
+    }
 }
 
 /// The `resolve` stage's slices.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn resolved_slices<'db>(
-    db: &'db dyn Db,
-    project: Project,
-) -> Vec<(Value, ResolvedSlice<'db>)> {
+pub(crate) fn resolved_slices(db: &dyn Db, project: Project) -> Arc<Slices> {
     db.log().executed("resolved_slices", None);
-    slices(db, resolve_stage(db, project))
+    Slices::of(resolve_stage(db, project))
 }
 
 /// The `classes` stage's slices.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn class_slices<'db>(
-    db: &'db dyn Db,
-    project: Project,
-) -> Vec<(Value, ResolvedSlice<'db>)> {
+pub(crate) fn class_slices(db: &dyn Db, project: Project) -> Arc<Slices> {
     db.log().executed("class_slices", None);
-    slices(db, classes_stage(db, project))
+    Slices::of(classes_stage(db, project))
+}
+
+/// Every file with its `file_keys`, in file order.
+pub(crate) type FilesKeys = Arc<Vec<(SourceFile, Arc<[Value]>)>>;
+
+/// Every file's `file_keys`: what the engine reads to know which files read
+/// which nodes' slices. Equal unless a file's keys changed.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn files_keys(db: &dyn Db, project: Project) -> FilesKeys {
+    Arc::new(
+        project
+            .files(db)
+            .iter()
+            .map(|&file| (file, file_keys(db, project, file).clone()))
+            .collect(),
+    )
 }
 
 /// The `resolve` tuples the `project` stage reads (entry points), and the
@@ -798,7 +810,7 @@ pub(crate) fn resolved_for_report(db: &dyn Db, project: Project) -> Outputs {
 /// file rules select by its first argument has a node there, so names and
 /// sites need not be keys.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<Value> {
+pub(crate) fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Arc<[Value]> {
     db.log().executed("file_keys", Some(file.path(db)));
     let mut keys: Vec<Value> = file_base_facts(db, project, file)
         .iter()
@@ -807,11 +819,10 @@ pub(crate) fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Vec<
         .collect();
     keys.sort_unstable();
     keys.dedup();
-    // Collected with every repeat (a file's facts name its own node in
-    // almost every tuple): without this the memo kept ~20 MB of spare
-    // room on Django.
-    keys.shrink_to_fit();
-    keys
+    // Copied into a block of its size: collected with every repeat (a
+    // file's facts name its own node in almost every tuple), the vector
+    // kept ~20 MB of spare room on Django.
+    keys.into()
 }
 
 /// The project-level facts whose first argument is one of `keys`, or
@@ -843,24 +854,10 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
     context
 }
 
-/// The `resolve` tuples whose first argument occurs in a file's facts. A
-/// query of its own, cheap to re-run: when resolution changes somewhere,
-/// only the files whose slice changed go on to rebuild their inputs.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
-    db.log().executed("file_resolved", Some(file.path(db)));
-    let mut resolved = Outputs::default();
-    // Taking the slices in key order keeps every relation sorted (each
-    // relation comes whole from one of the two stages).
-    for &key in file_keys(db, project, file) {
-        for slice in node_slices(db, project, SliceKey::new(db, key))
-            .into_iter()
-            .flatten()
-        {
-            resolved.extend(slice.tuples(db));
-        }
-    }
-    resolved
+/// The `resolve` and `classes` tuples whose first argument occurs in a
+/// file's facts: its `resolved` input, which the engine keeps up to date.
+pub(crate) fn file_resolved(db: &dyn Db, file: SourceFile) -> &Outputs {
+    file.resolved(db)
 }
 
 /// The project-level facts about any value of one file's facts or of the
@@ -874,14 +871,14 @@ pub(crate) fn file_resolved(db: &dyn Db, project: Project, file: SourceFile) -> 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
     db.log().executed("file_context", Some(file.path(db)));
-    let mut keys: Vec<Value> = file_resolved(db, project, file)
+    let mut keys: Vec<Value> = file_resolved(db, file)
         .tuples_values()
         .chain(class_context(db, project, file).derived.tuples_values())
         .chain(file_keys(db, project, file).iter().copied())
         .collect();
     keys.sort_unstable();
     keys.dedup();
-    let mut context = project_context(project_facts(db, project), &keys);
+    let mut context = project_context(project.written_project_facts(db), &keys);
     context.retain(datalog::FILE.reads_fact);
     context
 }
@@ -903,7 +900,7 @@ pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Out
         .copied()
         .filter(datalog::FILE.reads_fact)
         .collect();
-    let resolved = file_resolved(db, project, file);
+    let resolved = file_resolved(db, file);
     let merged;
     let derived = if members.derived == Outputs::default() {
         resolved

@@ -13,6 +13,7 @@ mod layers;
 mod modules;
 mod resolve;
 mod resolve_parts;
+mod resolved_inputs;
 mod semantic;
 mod string_links;
 mod test_modules;
@@ -87,6 +88,11 @@ pub struct Engine {
     /// Python files too large to index (EC-17), sorted: modules all the
     /// same, so they are in `tree`.
     unindexed: Arc<Vec<String>>,
+    /// What every file's `resolved` input was last written from.
+    resolved_inputs: resolved_inputs::ResolvedInputs,
+    /// Many files were new at the last [`Engine::resolve`]: the rest of the
+    /// analysis runs their rules on all cores.
+    many_new: bool,
 }
 
 /// Below this many new files, analysis runs on the calling thread: spawning
@@ -103,6 +109,8 @@ impl Engine {
             TestPatterns::default(),
             Vec::new(),
             Vec::new(),
+            Arc::default(),
+            Arc::default(),
         )
         .files_durability(Durability::MEDIUM)
         .extra_search_paths_durability(Durability::HIGH)
@@ -110,6 +118,8 @@ impl Engine {
         .test_patterns_durability(Durability::HIGH)
         .layers_durability(Durability::HIGH)
         .entry_points_durability(Durability::HIGH)
+        .written_class_table_durability(Durability::HIGH)
+        .written_project_facts_durability(Durability::HIGH)
         .new(&db);
         let tree = Arc::new(tree::Tree::new(&db));
         Self {
@@ -121,6 +131,8 @@ impl Engine {
             unanalyzed: 0,
             tree,
             unindexed: Arc::default(),
+            resolved_inputs: Default::default(),
+            many_new: false,
         }
     }
 
@@ -149,9 +161,12 @@ impl Engine {
     ) -> SourceFile {
         self.unanalyzed += 1;
         self.stamp(&path);
-        SourceFile::builder(path, text, Arc::default(), preset)
+        // `resolved` starts low so that its first write (high on the first
+        // index, low for a file added later) reports no high change.
+        SourceFile::builder(path, text, Arc::default(), preset, Arc::default())
             .path_durability(Durability::HIGH)
             .semantic_durability(Durability::MEDIUM)
+            .resolved_durability(Durability::LOW)
             .new(&self.db)
     }
 
@@ -368,34 +383,77 @@ impl Engine {
     /// until someone asks. Queries are memoized, so this only does what is
     /// out of date.
     pub fn analyze(&mut self) {
-        if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
-            let files: Vec<SourceFile> = self.files.values().copied().collect();
-            let project = self.project;
-            // Each file's facts and its shares of what the whole-project
-            // queries gather (resolution's inputs, the class table's), so
-            // that those gather on one thread what is already there.
-            files
-                .par_iter()
-                .for_each_with(self.db.clone(), |db, &file| {
-                    db::resolve_share(db, project, file);
-                    db::classes_share(db, project, file);
-                    db::class_facts(db, project, file);
-                });
-            // Resolution (one program over all files) and the class table,
-            // then each file's rules and its shares of the later stages,
-            // again on all cores.
-            db::resolved_slices(&self.db, project);
-            db::class_slices(&self.db, project);
+        self.resolve();
+        let files: Vec<SourceFile> = if std::mem::take(&mut self.many_new) {
+            self.files.values().copied().collect()
+        } else {
+            Vec::new()
+        };
+        let project = self.project;
+        if !files.is_empty() {
             db::class_table(&self.db, project);
-            files
-                .par_iter()
-                .for_each_with(self.db.clone(), |db, &file| {
-                    db::project_share(db, project, file);
-                    db::report_share(db, project, file);
-                });
         }
+        // Each file's rules and its shares of the later stages, on all
+        // cores when many files are new.
+        files
+            .par_iter()
+            .for_each_with(self.db.clone(), |db, &file| {
+                db::project_share(db, project, file);
+                db::report_share(db, project, file);
+            });
         db::report_stage(&self.db, self.project);
         semantic::dependents_index(&self.db, self.project);
+    }
+
+    /// Runs name resolution and writes each file's `resolved` input from
+    /// it: what every read needs after an input changed, and the only part
+    /// of [`Engine::analyze`] that writes inputs. So it must run while no
+    /// snapshot is held (a write waits for every snapshot to be dropped);
+    /// the rest of the analysis can then run beside readers.
+    pub fn resolve(&mut self) {
+        let files: Vec<SourceFile> = if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
+            self.many_new = true;
+            self.files.values().copied().collect()
+        } else {
+            Vec::new()
+        };
+        let project = self.project;
+        // Each file's facts and its shares of what the whole-project
+        // queries gather (resolution's inputs, the class table's), so that
+        // those gather on one thread what is already there.
+        files
+            .par_iter()
+            .for_each_with(self.db.clone(), |db, &file| {
+                db::resolve_share(db, project, file);
+                db::classes_share(db, project, file);
+                db::class_facts(db, project, file);
+                db::file_keys(db, project, file);
+            });
+        // High durability on the first run, low for a later rewrite
+        // (`resolved_inputs.rs`).
+        let (changes, first) = self.resolved_inputs.changes(&self.db, project);
+        let durability = if first {
+            Durability::HIGH
+        } else {
+            Durability::LOW
+        };
+        for (file, tuples) in changes {
+            file.set_resolved(&mut self.db)
+                .with_durability(durability)
+                .to(Arc::new(tuples));
+        }
+        let table = db::class_table(&self.db, project).clone();
+        if self.resolved_inputs.class_table_ran(&table)
+            && **project.written_class_table(&self.db) != *table
+        {
+            project.set_written_class_table(&mut self.db).to(table);
+        }
+        let facts = db::project_facts(&self.db, project).clone();
+        if self.resolved_inputs.project_facts_ran(&facts)
+            && **project.written_project_facts(&self.db) != *facts
+        {
+            project.set_written_project_facts(&mut self.db).to(facts);
+        }
     }
 
     /// Every derived relation, up to date with the inputs.
@@ -605,7 +663,7 @@ impl Engine {
             return Vec::new();
         };
         let interner = self.interner();
-        let resolved = db::file_resolved(&self.db, self.project, file);
+        let resolved = db::file_resolved(&self.db, file);
         semantic::keyed(resolved.resolves(), |t| t.0, node)
             .iter()
             .filter(|t| t.2 != node && !t.2.is_external())
