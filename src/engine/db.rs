@@ -976,7 +976,6 @@ fn whole_project_inputs(
     for outputs in earlier {
         (stage.take_derived)(&mut inputs.derived, outputs);
     }
-    inputs.derived.normalize();
     inputs
 }
 
