@@ -153,9 +153,9 @@ fn after_its_first_edit_a_file_edit_does_not_walk_the_other_files_resolutions() 
     // inputs only and are verified without visiting their resolutions.
     let second = edit(&mut engine, text);
     assert_same_as_scratch(&engine);
-    // What is left is the edited file's own: its search path, its
-    // resolutions and the listings they read.
-    for query in ["file_search_path", "resolve", "directory"] {
+    // What is left is the edited file's own: its search path and its
+    // resolutions.
+    for query in ["file_search_path", "resolve"] {
         assert!(
             walked(&second, query) < walked(&first, query),
             "{query}: first {first:?}, second {second:?}"
@@ -266,6 +266,61 @@ fn a_new_or_deleted_file_re_resolves_only_the_files_it_affects() {
         "{log:?}"
     );
     assert_same_as_scratch(&engine);
+}
+
+/// Module paths are inputs one by one (engine/tree.rs): a file created,
+/// renamed or deleted at a path no resolution looked at writes medium
+/// inputs that no other file's chain reads, so salsa verifies every other
+/// chain in O(1) instead of walking it down to the resolutions it read.
+/// Only a change to what the index wrote walks them, once per input: here
+/// the first new name in `other/`.
+#[test]
+fn a_file_nobody_looked_for_walks_no_other_files_chain() {
+    let mut engine = engine_for("granular_resolution");
+    let step = |engine: &mut Engine, change: &dyn Fn(&mut Engine)| {
+        engine.record_executions();
+        change(engine);
+        engine.analyze();
+        assert_same_as_scratch(engine);
+        engine.take_executions().reused
+    };
+    let walked = |reused: &std::collections::BTreeMap<String, usize>, query: &str| {
+        reused.get(query).copied().unwrap_or(0)
+    };
+    let first = step(&mut engine, &|e| {
+        e.set_file("other/extra.py", "import pkg\n".into());
+    });
+    // Every resolution of the index.
+    assert_eq!(walked(&first, "resolve"), 8, "{first:?}");
+    type Change<'a> = (&'a str, &'a dyn Fn(&mut Engine));
+    let changes: [Change; 5] = [
+        ("renamed", &|e| {
+            e.remove_file("other/extra.py");
+            e.set_file("other/spare.py", "import pkg\n".into());
+        }),
+        ("renamed back", &|e| {
+            e.remove_file("other/spare.py");
+            e.set_file("other/extra.py", "import pkg\n".into());
+        }),
+        ("created beside", &|e| {
+            e.set_file("other/third.py", "import pkg\n".into());
+        }),
+        ("created in a new directory", &|e| {
+            e.set_file("other/sub/deep.py", "import pkg\n".into());
+        }),
+        ("deleted", &|e| {
+            e.remove_file("other/extra.py");
+            e.remove_file("other/sub/deep.py");
+        }),
+    ];
+    for (what, change) in changes {
+        let reused = step(&mut engine, change);
+        // At most a new file's one resolution, shared with main.py and
+        // verified in O(1); no file's search path, the empty modules'
+        // included (their chains read high inputs only).
+        assert!(walked(&reused, "resolve") <= 1, "{what}: {reused:?}");
+        assert_eq!(walked(&reused, "file_search_path"), 0, "{what}: {reused:?}");
+    }
 }
 
 /// DD-3: test modules follow the pytest settings and the file set, and

@@ -19,9 +19,9 @@
 //! without walking the per-file queries at all (backdating alone would still
 //! re-verify every file's chain). An edit that changes a semantic changes a
 //! medium input only: the per-file queries of the files not edited since
-//! the index read high inputs only (their semantics, the directory
-//! listings, the sub-projects, the configuration) and are verified without
-//! a walk; what reads the whole project is walked.
+//! the index read high inputs only (their semantics, the module-tree
+//! entries the index wrote, the sub-projects, the configuration) and are
+//! verified without a walk; what reads the whole project is walked.
 //!
 //! Three values of whole-project queries are written back to inputs by the
 //! engine before any read (`Engine::resolve`, `resolved_inputs.rs`): each
@@ -44,7 +44,7 @@ use super::entry_points::{self, EntryPointSpec};
 use super::intern::Interner;
 use super::layers::{Layer, LayerMatcher};
 use super::modules::{self, SearchPath};
-use super::resolve::{DbLayout, Directories, Resolver};
+use super::resolve::{DbLayout, Resolver, TreeInputs};
 use super::resolve_parts::ResolveMemo;
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
@@ -113,7 +113,7 @@ pub struct Project {
 pub trait Db: salsa::Database {
     fn interner(&self) -> &Interner;
     fn log(&self) -> &ExecutionLog;
-    fn directories(&self) -> &Directories;
+    fn tree_inputs(&self) -> &TreeInputs;
     fn resolve_memo(&self) -> &ResolveMemo;
 }
 
@@ -209,7 +209,7 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     interner: Arc<Interner>,
     log: ExecutionLog,
-    directories: Directories,
+    tree_inputs: TreeInputs,
     resolve_memo: ResolveMemo,
 }
 
@@ -226,7 +226,7 @@ impl Default for Database {
             storage,
             interner: Arc::default(),
             log,
-            directories: Directories::default(),
+            tree_inputs: TreeInputs::default(),
             resolve_memo: ResolveMemo::default(),
         }
     }
@@ -251,8 +251,8 @@ impl Db for Database {
         &self.log
     }
 
-    fn directories(&self) -> &Directories {
-        &self.directories
+    fn tree_inputs(&self) -> &TreeInputs {
+        &self.tree_inputs
     }
 
     fn resolve_memo(&self) -> &ResolveMemo {

@@ -183,9 +183,14 @@ impl Engine {
     /// a HIGH value (salsa reports the old durability), so it pays that
     /// walk once; the file stays MEDIUM afterwards.
     fn refresh_semantics(&mut self, files: &[(SourceFile, Durability)]) {
+        // A new file's semantic is written even when it equals the
+        // placeholder (an empty module's does): left unwritten, it would
+        // keep the placeholder's medium durability, and salsa would walk
+        // the file's chain after every change.
         let extract = |db: &mut Database, &(file, durability): &(SourceFile, Durability)| {
             let semantic = &db::module_facts(db, file).semantic;
-            (file.semantic(db) != semantic).then(|| (file, semantic.clone(), durability))
+            let new = durability == Durability::HIGH;
+            (new || file.semantic(db) != semantic).then(|| (file, semantic.clone(), durability))
         };
         let changed: Vec<(SourceFile, Arc<Semantic>, Durability)> =
             if files.len() >= PARALLEL_THRESHOLD {
@@ -247,7 +252,7 @@ impl Engine {
                 }
                 None => {
                     let file = self.new_file(path.clone(), text, preset);
-                    Arc::make_mut(&mut self.tree).add(&self.db, &path);
+                    Arc::make_mut(&mut self.tree).add(&path);
                     Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push((file, Durability::HIGH));
                     added = true;
@@ -287,7 +292,7 @@ impl Engine {
         removed
     }
 
-    /// Writes the file set and the directory listings that changed with it.
+    /// Writes the file set and the module-tree inputs that changed with it.
     fn sync_file_set(&mut self) {
         Arc::make_mut(&mut self.tree).write(&mut self.db);
         let files: Vec<SourceFile> = self.files.values().copied().collect();
@@ -338,7 +343,7 @@ impl Engine {
             .iter()
             .filter(|p| self.unindexed.binary_search(p).is_err())
         {
-            tree.add(&self.db, new);
+            tree.add(new);
         }
         tree.write(&mut self.db);
         self.unindexed = Arc::new(paths);
@@ -403,6 +408,11 @@ impl Engine {
             });
         db::report_stage(&self.db, self.project);
         semantic::dependents_index(&self.db, self.project);
+        // What the first index wrote of the module tree stays high; what
+        // changes later is medium (`tree.rs`).
+        if !self.tree.settled() {
+            Arc::make_mut(&mut self.tree).settle();
+        }
     }
 
     /// Runs name resolution and writes each file's `resolved` input from

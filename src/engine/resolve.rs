@@ -1,11 +1,17 @@
 //! Module resolution as salsa queries, granular the way ty's module
-//! resolver is: each directory's module entries are an input
-//! ([`Directory`]), module names and search-root lists are interned, and
-//! [`resolve`] is memoized per (search roots, absolute module name). A
-//! resolution records exactly the directories it looked at, so adding or
-//! deleting a file re-runs only the resolutions that listed its directory,
-//! and a file whose resolutions come out the same is not re-resolved (its
-//! `file_base_facts` is re-verified, not re-executed).
+//! resolver is: each path's module entries are an input ([`Entry`]),
+//! module names and search-root lists are interned, and [`resolve`] is
+//! memoized per (search roots, absolute module name). A resolution records
+//! exactly the paths it looked at, so adding or deleting a file re-runs only
+//! the resolutions that looked at that path (or, for a name never seen
+//! before, at its directory's [`Directory`] input), and a file whose
+//! resolutions come out the same is not re-resolved (its `file_base_facts`
+//! is re-verified, not re-executed).
+//!
+//! Inputs per path rather than per directory listing keep an addition from
+//! touching every resolution in its directory: with listings, a new file in
+//! `django/utils` made every `django.utils.*` resolution, and so every
+//! importer's chain, read a changed input.
 
 use std::sync::{Arc, RwLock};
 
@@ -14,59 +20,94 @@ use rustc_hash::FxHashMap;
 use super::db::Db;
 use super::modules::{self, Layout, ModuleLoc, SearchPath};
 
-/// One directory's module entries. There is one input per directory ever
-/// seen; a directory that goes is emptied, not dropped, so a path keeps its
-/// input across revisions.
+/// What resolution reads of one path (`dir/stem`, without `.py`): whether
+/// `stem.py` is a module file and whether `stem/` holds module files below.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Kinds {
+    pub file: bool,
+    pub dir: bool,
+}
+
+/// One path's [`Kinds`]. There is one input per path ever seen; a path
+/// that goes keeps its input with both kinds false.
+#[salsa::input(debug)]
+pub struct Entry {
+    #[returns(copy)]
+    pub kinds: Kinds,
+}
+
+/// The stems ever seen in one directory (sorted; they only grow). A lookup
+/// of a path that has no [`Entry`] reads it, so the stem's first
+/// appearance re-runs exactly the resolutions that looked for it.
 #[salsa::input(debug)]
 pub struct Directory {
     #[returns(ref)]
-    pub listing: Listing,
+    pub stems: Vec<String>,
 }
 
-/// What resolution reads of a directory.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Listing {
-    /// Module file names (`name.py`), sorted.
-    pub files: Vec<String>,
-    /// Child directories with module files below them, sorted.
-    pub dirs: Vec<String>,
-}
-
-impl Listing {
-    fn has_file(&self, name: &str) -> bool {
-        self.files
-            .binary_search_by(|f| f.as_str().cmp(name))
-            .is_ok()
-    }
-
-    fn has_dir(&self, name: &str) -> bool {
-        self.dirs.binary_search_by(|d| d.as_str().cmp(name)).is_ok()
-    }
-}
-
-/// The [`Directory`] inputs by root-relative path. Written by the engine
-/// only, read by [`directory`] only after the parent's listing (a tracked
-/// read) says the directory exists, so no query result depends on this
-/// table alone.
+/// The [`Entry`] and [`Directory`] inputs by root-relative path, written by
+/// the engine only and never shrunk. A path has a [`Directory`] input
+/// exactly when it is the root or has an [`Entry`]; so when a lookup finds
+/// no entry, the nearest ancestor with a [`Directory`] input is where the
+/// path's first unseen stem will be recorded, and reading that input is
+/// what makes the untracked table lookup safe.
 #[derive(Clone, Default)]
-pub struct Directories(Arc<RwLock<FxHashMap<String, Directory>>>);
+pub struct TreeInputs(Arc<RwLock<Table>>);
 
-impl Directories {
-    pub fn get(&self, path: &str) -> Option<Directory> {
-        let table = self.0.read().unwrap_or_else(|e| e.into_inner());
-        table.get(path).copied()
-    }
-
-    pub fn insert(&self, path: String, directory: Directory) {
-        let mut table = self.0.write().unwrap_or_else(|e| e.into_inner());
-        table.insert(path, directory);
-    }
+#[derive(Default)]
+struct Table {
+    entries: FxHashMap<String, Entry>,
+    directories: FxHashMap<String, Directory>,
 }
 
-#[salsa::interned(debug)]
-pub struct DirPath<'db> {
-    #[returns(ref)]
-    pub path: String,
+impl TreeInputs {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Table> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn insert_entry(&self, path: String, entry: Entry) {
+        self.write().entries.insert(path, entry);
+    }
+
+    pub(crate) fn insert_directory(&self, path: String, directory: Directory) {
+        self.write().directories.insert(path, directory);
+    }
+
+    /// The kinds of `dir/stem`, as a tracked read.
+    fn kinds(&self, db: &dyn Db, dir: &str, stem: &str) -> Kinds {
+        let path = modules::join(dir, stem);
+        let (entry, seen) = {
+            let table = self.read();
+            let entry = table.entries.get(&path).copied();
+            let mut seen = None;
+            if entry.is_none() {
+                let mut dir = dir;
+                seen = loop {
+                    if let Some(directory) = table.directories.get(dir) {
+                        break Some(*directory);
+                    }
+                    if dir.is_empty() {
+                        break None;
+                    }
+                    dir = modules::parent(dir);
+                };
+            }
+            (entry, seen)
+        };
+        match (entry, seen) {
+            (Some(entry), _) => entry.kinds(db),
+            (None, Some(directory)) => {
+                // Never seen: false until the stem appears on the way down.
+                directory.stems(db);
+                Kinds::default()
+            }
+            (None, None) => Kinds::default(),
+        }
+    }
 }
 
 #[salsa::interned(debug)]
@@ -83,22 +124,6 @@ pub struct Roots<'db> {
     pub roots: Vec<String>,
     #[returns(ref)]
     pub fallback: Option<String>,
-}
-
-/// The directory at `path`, if it exists: found through its parent's
-/// listing, from the root down.
-#[salsa::tracked(returns(copy))]
-pub fn directory<'db>(db: &'db dyn Db, path: DirPath<'db>) -> Option<Directory> {
-    let path = path.path(db);
-    if path.is_empty() {
-        return db.directories().get("");
-    }
-    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-    let parent = directory(db, DirPath::new(db, dir.to_string()))?;
-    if !parent.listing(db).has_dir(name) {
-        return None;
-    }
-    db.directories().get(path)
 }
 
 /// Resolves absolute module `name` on `roots`.
@@ -119,20 +144,14 @@ pub struct DbLayout<'db> {
     pub db: &'db dyn Db,
 }
 
-impl DbLayout<'_> {
-    fn listing(&self, dir: &str) -> Option<&Listing> {
-        let directory = directory(self.db, DirPath::new(self.db, dir.to_string()))?;
-        Some(directory.listing(self.db))
-    }
-}
-
 impl Layout for DbLayout<'_> {
     fn has_file(&self, dir: &str, name: &str) -> bool {
-        self.listing(dir).is_some_and(|l| l.has_file(name))
+        name.strip_suffix(".py")
+            .is_some_and(|stem| self.db.tree_inputs().kinds(self.db, dir, stem).file)
     }
 
     fn has_dir(&self, dir: &str, name: &str) -> bool {
-        self.listing(dir).is_some_and(|l| l.has_dir(name))
+        self.db.tree_inputs().kinds(self.db, dir, name).dir
     }
 }
 

@@ -1,145 +1,228 @@
-//! The engine's side of the per-directory inputs: which module files each
-//! directory holds and which child directories have module files below,
-//! kept up to date as modules come and go, and written to the
-//! [`Directory`] inputs only where a listing really changed.
+//! The engine's side of the per-path inputs resolution reads: for every
+//! path ever seen, whether it is a module file and whether module files lie
+//! below it, and for every directory the stems ever seen in it. Kept up to
+//! date as modules come and go, and written to the [`Entry`] and
+//! [`Directory`] inputs only where a value really changed.
+//!
+//! Durability: what the first index writes is high, and everything after
+//! it medium, new inputs included. Salsa walks every memo's chain when an
+//! input that was high changes (it reports the old durability), so an
+//! addition, deletion or rename among paths made after the index changes
+//! medium inputs only, read by the few resolutions that looked at those
+//! paths, and every other file's chain is verified in O(1). Changing what
+//! the index wrote (deleting an indexed file, a directory's first new name)
+//! pays that walk once per input.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use salsa::{Durability, Setter};
 
 use super::db::{Database, Db};
-use super::resolve::{Directory, Listing};
+use super::modules::join;
+use super::resolve::{Directory, Entry, Kinds};
 
-/// Module paths (indexed files and files too large to index) by directory.
+/// Module paths (indexed files and files too large to index), counted per
+/// path stem and per directory.
 #[derive(Clone, Default)]
 pub struct Tree {
-    dirs: FxHashMap<String, Entries>,
-    /// Directories whose entries changed since the last [`Tree::write`].
-    touched: FxHashSet<String>,
+    /// By stem path: `a/b` stands for `a/b.py` and `a/b/`.
+    stems: FxHashMap<String, Stem>,
+    /// By directory path (the root, and every stem path).
+    dirs: FxHashMap<String, Dir>,
+    /// Stems whose counts changed since the last [`Tree::write`].
+    touched_stems: FxHashSet<String>,
+    /// Directories that gained a stem since the last [`Tree::write`].
+    touched_dirs: FxHashSet<String>,
+    /// Set once the first index was analyzed: inputs written from then on
+    /// are medium.
+    settled: bool,
 }
 
-#[derive(Clone)]
-struct Entries {
-    input: Directory,
-    /// Module file name → how many module paths it stands for (a path may
-    /// be both a file and listed as too large while an update moves it).
-    files: BTreeMap<String, usize>,
-    /// Child directory name → how many module paths lie below it.
-    children: BTreeMap<String, usize>,
+#[derive(Clone, Default)]
+struct Stem {
+    input: Option<Entry>,
+    /// Module paths at `stem.py` (a path may be both a file and listed as
+    /// too large while an update moves it).
+    files: usize,
+    /// Module paths below `stem/`.
+    below: usize,
 }
 
-fn split(path: &str) -> (&str, &str) {
-    path.rsplit_once('/').unwrap_or(("", path))
+impl Stem {
+    fn kinds(&self) -> Kinds {
+        Kinds {
+            file: self.files > 0,
+            dir: self.below > 0,
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Dir {
+    input: Option<Directory>,
+    stems: BTreeSet<String>,
+}
+
+/// `path` split into its directory and its stem; `None` for a path that is
+/// not a module file.
+fn split_module(path: &str) -> Option<(&str, &str)> {
+    let stem_path = path.strip_suffix(".py")?;
+    let (dir, stem) = stem_path.rsplit_once('/').unwrap_or(("", stem_path));
+    Some((dir, stem))
 }
 
 impl Tree {
-    /// A tree with the root directory's input, empty.
+    /// An empty tree with the root's input, so that every lookup has a
+    /// directory to read from the start.
     pub fn new(db: &Database) -> Tree {
+        let input = Directory::builder(Vec::new())
+            .stems_durability(Durability::HIGH)
+            .new(db);
+        db.tree_inputs().insert_directory(String::new(), input);
         let mut tree = Tree::default();
-        tree.entries(db, "");
+        tree.dirs.insert(
+            String::new(),
+            Dir {
+                input: Some(input),
+                stems: BTreeSet::new(),
+            },
+        );
         tree
     }
 
-    /// The entries of `dir`, creating its input the first time. Inputs are
-    /// never dropped: a path keeps its input for the engine's life.
-    fn entries(&mut self, db: &Database, dir: &str) -> &mut Entries {
-        self.dirs.entry(dir.to_string()).or_insert_with(|| {
-            let input = Directory::builder(Listing::default())
-                .listing_durability(Durability::HIGH)
-                .new(db);
-            db.directories().insert(dir.to_string(), input);
-            Entries {
-                input,
-                files: BTreeMap::new(),
-                children: BTreeMap::new(),
-            }
-        })
+    pub fn settled(&self) -> bool {
+        self.settled
     }
 
-    pub fn add(&mut self, db: &Database, path: &str) {
-        let (mut dir, name) = split(path);
-        let count = self
-            .entries(db, dir)
-            .files
-            .entry(name.to_string())
-            .or_default();
-        *count += 1;
-        if *count == 1 {
-            self.touched.insert(dir.to_string());
+    /// Called once the first index is analyzed: from then on, inputs are
+    /// written medium.
+    pub fn settle(&mut self) {
+        self.settled = true;
+    }
+
+    /// Records `stem` in `dir`, creating the directory's record (a new stem
+    /// path is a new directory path too).
+    fn see(&mut self, dir: &str, stem: &str) {
+        let record = self.dirs.entry(dir.to_string()).or_default();
+        if !record.stems.contains(stem) {
+            record.stems.insert(stem.to_string());
+            self.touched_dirs.insert(dir.to_string());
         }
-        while !dir.is_empty() {
-            let (parent, child) = split(dir);
-            let count = self
-                .entries(db, parent)
-                .children
-                .entry(child.to_string())
-                .or_default();
-            *count += 1;
-            if *count == 1 {
-                self.touched.insert(parent.to_string());
+        let path = join(dir, stem);
+        if !self.dirs.contains_key(&path) {
+            self.dirs.insert(path.clone(), Dir::default());
+            self.touched_dirs.insert(path);
+        }
+    }
+
+    /// Adds one to (or takes one from) the count `field` picks of
+    /// `dir/stem`.
+    fn bump(&mut self, dir: &str, stem: &str, up: bool, field: fn(&mut Stem) -> &mut usize) {
+        if up {
+            self.see(dir, stem);
+        }
+        let path = join(dir, stem);
+        let count = field(self.stems.entry(path.clone()).or_default());
+        *count = if up {
+            *count + 1
+        } else {
+            count.saturating_sub(1)
+        };
+        self.touched_stems.insert(path);
+    }
+
+    /// Counts `path` (a module file) in, or out with `up == false`, along
+    /// with each directory above it.
+    fn count(&mut self, path: &str, up: bool) {
+        let Some((dir, stem)) = split_module(path) else {
+            return;
+        };
+        if !up {
+            let present = self
+                .stems
+                .get(&join(dir, stem))
+                .is_some_and(|s| s.files > 0);
+            if !present {
+                return;
             }
-            dir = parent;
         }
+        self.bump(dir, stem, up, |s| &mut s.files);
+        let mut dir = dir;
+        while !dir.is_empty() {
+            let (above, name) = dir.rsplit_once('/').unwrap_or(("", dir));
+            self.bump(above, name, up, |s| &mut s.below);
+            dir = above;
+        }
+    }
+
+    pub fn add(&mut self, path: &str) {
+        self.count(path, true);
     }
 
     pub fn remove(&mut self, path: &str) {
-        let (mut dir, name) = split(path);
-        let Some(entries) = self.dirs.get_mut(dir) else {
-            return;
-        };
-        if !decrement(&mut entries.files, name) {
-            return;
-        }
-        if !entries.files.contains_key(name) {
-            self.touched.insert(dir.to_string());
-        }
-        while !dir.is_empty() {
-            let (parent, child) = split(dir);
-            if let Some(entries) = self.dirs.get_mut(parent) {
-                decrement(&mut entries.children, child);
-                if !entries.children.contains_key(child) {
-                    self.touched.insert(parent.to_string());
-                }
-            }
-            dir = parent;
-        }
+        self.count(path, false);
     }
 
-    /// Writes the listings of the directories touched since the last
-    /// write, where they differ from what the inputs hold. Listings are
-    /// high durability: every file's resolutions read them, and an edit
-    /// inside a file (medium) must not make salsa walk those chains; a new
-    /// or deleted file walks them, as it must re-check resolutions anyway.
+    /// Writes the inputs of the paths touched since the last write, where
+    /// they differ from what the inputs hold, and creates the inputs of new
+    /// paths (see the module comment for durabilities).
+    ///
+    /// Inputs are created after every write: a new input is stamped with
+    /// the revision current at its creation, and a resolution that found no
+    /// entry for a path read a directory that one of these writes changes.
+    /// Re-run, it reads the new entry instead; were the entry stamped
+    /// before that write, salsa would take the new answer for one older
+    /// than the importers' memos and keep them.
     pub fn write(&mut self, db: &mut Database) {
-        for dir in std::mem::take(&mut self.touched) {
-            let Some(entries) = self.dirs.get(&dir) else {
+        let durability = if self.settled {
+            Durability::MEDIUM
+        } else {
+            Durability::HIGH
+        };
+        let mut new_entries = Vec::new();
+        for path in std::mem::take(&mut self.touched_stems) {
+            let Some(stem) = self.stems.get(&path) else {
                 continue;
             };
-            let listing = Listing {
-                files: entries.files.keys().cloned().collect(),
-                dirs: entries.children.keys().cloned().collect(),
+            let kinds = stem.kinds();
+            match stem.input {
+                None => new_entries.push((path, kinds)),
+                Some(input) if input.kinds(db) != kinds => {
+                    input.set_kinds(db).with_durability(durability).to(kinds);
+                }
+                Some(_) => {}
+            }
+        }
+        let mut new_dirs = Vec::new();
+        for path in std::mem::take(&mut self.touched_dirs) {
+            let Some(dir) = self.dirs.get_mut(&path) else {
+                continue;
             };
-            if *entries.input.listing(db) != listing {
-                entries
-                    .input
-                    .set_listing(db)
-                    .with_durability(Durability::HIGH)
-                    .to(listing);
+            let stems: Vec<String> = dir.stems.iter().cloned().collect();
+            match dir.input {
+                None => new_dirs.push((path, stems)),
+                Some(input) if *input.stems(db) != stems => {
+                    input.set_stems(db).with_durability(durability).to(stems);
+                }
+                Some(_) => {}
+            }
+        }
+        for (path, kinds) in new_entries {
+            let input = Entry::builder(kinds).kinds_durability(durability).new(&*db);
+            db.tree_inputs().insert_entry(path.clone(), input);
+            if let Some(stem) = self.stems.get_mut(&path) {
+                stem.input = Some(input);
+            }
+        }
+        for (path, stems) in new_dirs {
+            let input = Directory::builder(stems)
+                .stems_durability(durability)
+                .new(&*db);
+            db.tree_inputs().insert_directory(path.clone(), input);
+            if let Some(dir) = self.dirs.get_mut(&path) {
+                dir.input = Some(input);
             }
         }
     }
-}
-
-/// Takes one from `key`'s count, dropping the key at zero; `false` if
-/// there was none.
-fn decrement(counts: &mut BTreeMap<String, usize>, key: &str) -> bool {
-    let Some(count) = counts.get_mut(key) else {
-        return false;
-    };
-    *count -= 1;
-    if *count == 0 {
-        counts.remove(key);
-    }
-    true
 }
