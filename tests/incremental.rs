@@ -411,18 +411,25 @@ const SNIPPETS: &[&str] = &[
     "import models\n",
     "from retry import retry_with_backoff\n",
     "import app.huge\n",
+    // Modules that do not exist until the test creates them, in a known
+    // directory and in a new one: an import names a path first, the file
+    // comes later (engine/tree.rs creates its input then).
+    "from app.later import helper\n",
+    "import app.pending.mod\n",
 ];
 
 /// Directories the randomized test turns into sub-projects and back.
 const SUB_PROJECTS: &[&str] = &["app", "app/utils", "tests"];
 
-/// DESIGN invariant 6: random edits, creations, renames, deletions and
-/// syntax errors; after every batch each relation equals a fresh index's.
+/// DESIGN invariant 6: random edits, creations, renames, deletions,
+/// re-creations and syntax errors; after every batch each relation equals
+/// a fresh index's.
 #[test]
 fn randomized_edits_match_a_fresh_index() {
     let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project");
     let mut engine = engine_at(&sample);
     let mut rng = common::Lcg(42);
+    let mut removed: Vec<(String, String)> = Vec::new();
     for batch in 0..40 {
         for _ in 0..8 {
             let paths: Vec<String> = engine.paths().map(str::to_string).collect();
@@ -449,6 +456,7 @@ fn randomized_edits_match_a_fresh_index() {
                 }
                 4 if paths.len() > 3 => {
                     engine.remove_file(&path);
+                    removed.push((path, text));
                 }
                 5 => {
                     // A sub-project marker appears or goes.
@@ -471,10 +479,18 @@ fn randomized_edits_match_a_fresh_index() {
                     };
                     engine.set_unindexed(huge);
                 }
+                7 if !removed.is_empty() && rng.below(2) == 0 => {
+                    // A deleted file comes back where its importers look.
+                    let (path, text) = removed.swap_remove(rng.below(removed.len()));
+                    engine.set_file(&path, text);
+                }
                 _ => {
-                    // Some new files are test modules (DD-3).
-                    let new_path = match rng.below(3) {
+                    // Some new files are test modules (DD-3); some are the
+                    // modules snippets import before they exist.
+                    let new_path = match rng.below(5) {
                         0 => format!("tests/test_new_{batch}.py"),
+                        3 => "app/later.py".to_string(),
+                        4 => "app/pending/mod.py".to_string(),
                         n => format!("app/new_{batch}_{n}.py"),
                     };
                     let body: String = (0..3)
