@@ -7,10 +7,10 @@
 //! location-free `semantic` field, `file_base_facts(file)` (also reads
 //! `file_search_path(file)` and the memoized resolutions of
 //! `super::resolve`, over per-directory inputs) → `program(project)`, which
-//! also takes the project-level facts of `test_modules(project)` (per file
-//! `is_test_module`: path and pytest settings only) and
-//! `layer_facts(project)` (per file `file_layer`: path and configured
-//! layers).
+//! also takes `project_facts(project)` (per file `is_test_module`: path
+//! and pytest settings only, and `file_layer`: path and configured layers).
+//! What reads every file reads it bucket by bucket (`Bucket`,
+//! `buckets.rs`), so a change to one file re-runs one bucket's gathering.
 //!
 //! Early cut-off sits at the `semantic` field. The engine writes it after
 //! `module_facts` ran for a new text, and only when it differs. Texts have low
@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::base_facts;
+use super::buckets::PerFile;
 use super::classes::{self, ClassTable};
 use super::datalog::{
     self, BaseRef, CycleGroup, InputFact, Node, Outputs, Site, StageProgram, Sym, TestModule, Value,
@@ -76,11 +77,27 @@ pub struct SourceFile {
     pub resolved: Arc<Outputs>,
 }
 
+/// A fixed share of the project's files, chosen by a hash of the path
+/// (`buckets.rs`). What reads every file reads them bucket by bucket,
+/// through a query per bucket: a new, deleted or edited file re-runs its
+/// bucket's query (on Django ~44 files) and the gathering over the 64
+/// buckets, and the other buckets' values are reused. Salsa still checks
+/// their edges (every bucket's query has the durability of the file lists,
+/// medium), but a check of a file's memo costs far less than fetching it
+/// into a query that runs again.
 #[salsa::input(debug)]
-pub struct Project {
-    /// All indexed files, sorted by path.
+pub struct Bucket {
+    /// The bucket's indexed files, sorted by path.
     #[returns(ref)]
     pub files: Vec<SourceFile>,
+}
+
+#[salsa::input(debug)]
+pub struct Project {
+    /// The indexed files, in `buckets::BUCKETS` buckets; fixed once
+    /// created.
+    #[returns(ref)]
+    pub buckets: Vec<Bucket>,
     /// Extra module search roots from configuration, root-relative.
     #[returns(ref)]
     pub extra_search_paths: Vec<String>,
@@ -318,18 +335,32 @@ pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -
     facts
 }
 
-/// `TestModule` facts. They depend on paths and configuration, not on file
-/// contents, so they are computed over the file set, apart from each file's
-/// facts: a change to the pytest configuration re-runs no resolution.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn test_modules(db: &dyn Db, project: Project) -> Vec<InputFact> {
-    db.log().executed("test_modules", None);
+/// Every indexed file, bucket by bucket. It reads every bucket's file
+/// list: for what runs when asked (queries, explanations), not for what
+/// runs on every update.
+pub(crate) fn all_files(db: &dyn Db, project: Project) -> impl Iterator<Item = SourceFile> + '_ {
     project
-        .files(db)
+        .buckets(db)
         .iter()
-        .filter(|&&file| is_test_module(db, project, file))
-        .map(|file| InputFact::TestModule(TestModule(db.interner().node(file.path(db)))))
-        .collect()
+        .flat_map(move |bucket| bucket.files(db).iter().copied())
+}
+
+/// The project-level facts about one bucket's files: `TestModule` and
+/// `InLayer`. They depend on paths and configuration, not on file
+/// contents, so a change to the pytest configuration re-runs no
+/// resolution, and a new file re-runs only its bucket's.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn bucket_path_facts(db: &dyn Db, project: Project, bucket: Bucket) -> Vec<InputFact> {
+    db.log().executed("bucket_path_facts", None);
+    let mut facts = Vec::new();
+    for &file in bucket.files(db) {
+        if is_test_module(db, project, file) {
+            let node = db.interner().node(file.path(db));
+            facts.push(InputFact::TestModule(TestModule(node)));
+        }
+        facts.extend(file_layer(db, project, file));
+    }
+    facts
 }
 
 /// The configured layers, compiled once per configuration.
@@ -345,21 +376,6 @@ pub fn file_layer(db: &dyn Db, project: Project, file: SourceFile) -> Option<Inp
     layer_matcher(db, project).in_layer(db.interner(), file.path(db))
 }
 
-/// Project-level base facts: the files' layers and the layers' order.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn layer_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
-    db.log().executed("layer_facts", None);
-    let matcher = layer_matcher(db, project);
-    let mut facts = matcher.above(db.interner());
-    facts.extend(
-        project
-            .files(db)
-            .iter()
-            .filter_map(|&file| file_layer(db, project, file)),
-    );
-    facts
-}
-
 /// Project-level base facts of the declared entry points, each object
 /// reference's module resolved as an import from the declaring
 /// pyproject's directory would be.
@@ -372,17 +388,17 @@ pub(crate) fn entry_point_facts(db: &dyn Db, project: Project) -> Vec<InputFact>
     })
 }
 
-/// Project-level base facts (test modules, layers, entry points): facts
-/// about paths and configuration rather than one file's code.
+/// Project-level base facts (test modules, layers and their order, entry
+/// points): facts about paths and configuration rather than one file's
+/// code.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Arc<Vec<InputFact>> {
     db.log().executed("project_facts", None);
-    let mut facts: Vec<InputFact> = test_modules(db, project)
-        .iter()
-        .chain(layer_facts(db, project))
-        .chain(entry_point_facts(db, project))
-        .copied()
-        .collect();
+    let mut facts: Vec<InputFact> = layer_matcher(db, project).above(db.interner());
+    for &bucket in project.buckets(db) {
+        facts.extend_from_slice(bucket_path_facts(db, project, bucket));
+    }
+    facts.extend_from_slice(entry_point_facts(db, project));
     facts.sort_unstable_by_key(|f| (f.first(), *f));
     Arc::new(facts)
 }
@@ -392,10 +408,8 @@ pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Arc<Vec<InputFact>
 #[salsa::tracked(returns(ref))]
 pub(crate) fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("all_facts", None);
-    let mut facts: Vec<InputFact> = project
-        .files(db)
-        .iter()
-        .flat_map(|&file| file_base_facts(db, project, file).iter().copied())
+    let mut facts: Vec<InputFact> = all_files(db, project)
+        .flat_map(|file| file_base_facts(db, project, file).iter().copied())
         .chain(project_facts(db, project).iter().copied())
         .chain(cycle_groups(db, project).iter().copied())
         .chain(mro_facts(db, project).iter().copied())
@@ -451,18 +465,32 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
     class_facts
 }
 
+impl ClassFacts {
+    fn extend(&mut self, other: &ClassFacts) {
+        self.facts.extend_from_slice(&other.facts);
+        self.transparent.extend_from_slice(&other.transparent);
+    }
+}
+
+/// One bucket's class facts together.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn bucket_class_inputs(db: &dyn Db, project: Project, bucket: Bucket) -> ClassFacts {
+    db.log().executed("bucket_class_inputs", None);
+    let mut inputs = ClassFacts::default();
+    for &file in bucket.files(db) {
+        inputs.extend(class_facts(db, project, file));
+    }
+    inputs
+}
+
 /// Every file's class facts together: a query of its own so that a change
 /// to the file set that adds or removes no class (a new module of
 /// functions, a rename of one) stops here and the table is reused.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn class_inputs(db: &dyn Db, project: Project) -> ClassFacts {
     let mut inputs = ClassFacts::default();
-    for &file in project.files(db) {
-        let class_facts = class_facts(db, project, file);
-        inputs.facts.extend_from_slice(&class_facts.facts);
-        inputs
-            .transparent
-            .extend_from_slice(&class_facts.transparent);
+    for &bucket in project.buckets(db) {
+        inputs.extend(bucket_class_inputs(db, project, bucket));
     }
     inputs
 }
@@ -582,21 +610,51 @@ pub(crate) fn report_share(db: &dyn Db, project: Project, file: SourceFile) -> S
     share(db, project, file, &datalog::REPORT)
 }
 
+/// One bucket's files' shares of a whole-project stage, in file order.
+fn bucket_shares(
+    db: &dyn Db,
+    project: Project,
+    bucket: Bucket,
+    share: fn(&dyn Db, Project, SourceFile) -> &StageInputs,
+) -> StageInputs {
+    let mut inputs = StageInputs::default();
+    for &file in bucket.files(db) {
+        inputs.extend(share(db, project, file));
+    }
+    inputs
+}
+
+#[salsa::tracked(returns(ref))]
+pub(crate) fn bucket_classes_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
+    db.log().executed("bucket_classes_shares", None);
+    bucket_shares(db, project, bucket, classes_share)
+}
+
+#[salsa::tracked(returns(ref))]
+pub(crate) fn bucket_project_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
+    db.log().executed("bucket_project_shares", None);
+    bucket_shares(db, project, bucket, project_share)
+}
+
+#[salsa::tracked(returns(ref))]
+pub(crate) fn bucket_report_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
+    db.log().executed("bucket_report_shares", None);
+    bucket_shares(db, project, bucket, report_share)
+}
+
 /// The facts and file-stage tuples a whole-project stage reads, from every
-/// file's share and the project-level facts, in file order: deterministic,
+/// file's share (bucket by bucket) and the project-level facts, in file order: deterministic,
 /// so equal inputs give an equal value and salsa can stop there (crepe
 /// needs no order and drops duplicates).
 fn gathered(
     db: &dyn Db,
     project: Project,
     stage: &StageProgram,
-    share: fn(&dyn Db, Project, SourceFile) -> &StageInputs,
+    bucket_share: fn(&dyn Db, Project, Bucket) -> &StageInputs,
 ) -> StageInputs {
     let mut inputs = StageInputs::default();
-    for &file in project.files(db) {
-        let share = share(db, project, file);
-        inputs.facts.extend_from_slice(&share.facts);
-        inputs.derived.extend(&share.derived);
+    for &bucket in project.buckets(db) {
+        inputs.extend(bucket_share(db, project, bucket));
     }
     if stage.reads_facts {
         inputs.facts.extend(
@@ -614,10 +672,8 @@ fn gathered(
 #[salsa::tracked(returns(ref))]
 pub(crate) fn files_by_node(db: &dyn Db, project: Project) -> Vec<SourceFile> {
     db.log().executed("files_by_node", None);
-    let mut files: Vec<(super::datalog::Node, SourceFile)> = project
-        .files(db)
-        .iter()
-        .map(|&file| (db.interner().node(file.path(db)), file))
+    let mut files: Vec<(super::datalog::Node, SourceFile)> = all_files(db, project)
+        .map(|file| (db.interner().node(file.path(db)), file))
         .collect();
     files.sort_unstable_by_key(|(node, _)| *node);
     files.into_iter().map(|(_, file)| file).collect()
@@ -629,6 +685,13 @@ pub struct StageInputs {
     pub facts: Vec<InputFact>,
     /// Tuples of relations derived by earlier stages.
     pub derived: Outputs,
+}
+
+impl StageInputs {
+    fn extend(&mut self, other: &StageInputs) {
+        self.facts.extend_from_slice(&other.facts);
+        self.derived.extend(&other.derived);
+    }
 }
 
 /// Runs `stage` and records how long it took under `query`.
@@ -648,6 +711,31 @@ fn run_stage(
     outputs
 }
 
+/// A value for each of a bucket's files, in its order.
+fn per_file<T>(db: &dyn Db, bucket: Bucket, value: impl Fn(SourceFile) -> T) -> PerFile<T> {
+    Arc::new(
+        bucket
+            .files(db)
+            .iter()
+            .map(|&file| (file, value(file)))
+            .collect(),
+    )
+}
+
+/// One bucket's files' shares of the `resolve` stage, file by file: the
+/// stage's memo compares them with its last run's.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn bucket_resolve_shares(
+    db: &dyn Db,
+    project: Project,
+    bucket: Bucket,
+) -> PerFile<Arc<[InputFact]>> {
+    db.log().executed("bucket_resolve_shares", None);
+    per_file(db, bucket, |file| {
+        resolve_share(db, project, file).facts.as_slice().into()
+    })
+}
+
 /// The `resolve` stage (name resolution across modules) over all files'
 /// shares: after an edit, re-run only over the parts of the facts the edit
 /// reached (`resolve_parts.rs`). An edit that changes no file's share (a
@@ -656,17 +744,17 @@ fn run_stage(
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolve_stage", None);
-    let shares: Vec<(SourceFile, &[InputFact])> = project
-        .files(db)
+    let shares: Vec<PerFile<Arc<[InputFact]>>> = project
+        .buckets(db)
         .iter()
-        .map(|&file| (file, resolve_share(db, project, file).facts.as_slice()))
+        .map(|&bucket| bucket_resolve_shares(db, project, bucket).clone())
         .collect();
     let extra: Vec<InputFact> = project_facts(db, project)
         .iter()
         .copied()
         .filter(datalog::RESOLVE.reads_fact)
         .collect();
-    db.resolve_memo().run(project, &shares, extra, |facts| {
+    db.resolve_memo().run(project, shares, extra, |facts| {
         db.log().record(|r| r.resolve_facts_read += facts.len());
         run_stage(
             db,
@@ -685,7 +773,7 @@ pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn classes_facts(db: &dyn Db, project: Project) -> (Vec<InputFact>, Vec<(Node, Sym)>) {
     db.log().executed("classes_facts", None);
-    let facts = gathered(db, project, &datalog::CLASSES, classes_share).facts;
+    let facts = gathered(db, project, &datalog::CLASSES, bucket_classes_shares).facts;
     let mut named: Vec<(Node, Sym)> = Vec::new();
     for fact in &facts {
         for pair in fact.values().windows(2) {
@@ -768,20 +856,25 @@ pub(crate) fn class_slices(db: &dyn Db, project: Project) -> Arc<Slices> {
     Slices::of(classes_stage(db, project))
 }
 
-/// Every file with its `file_keys`, in file order.
-pub(crate) type FilesKeys = Arc<Vec<(SourceFile, Arc<[Value]>)>>;
-
-/// Every file's `file_keys`: what the engine reads to know which files read
-/// which nodes' slices. Equal unless a file's keys changed.
+/// One bucket's files with their `file_keys`.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn files_keys(db: &dyn Db, project: Project) -> FilesKeys {
-    Arc::new(
-        project
-            .files(db)
-            .iter()
-            .map(|&file| (file, file_keys(db, project, file).clone()))
-            .collect(),
-    )
+pub(crate) fn bucket_files_keys(
+    db: &dyn Db,
+    project: Project,
+    bucket: Bucket,
+) -> PerFile<Arc<[Value]>> {
+    db.log().executed("bucket_files_keys", None);
+    per_file(db, bucket, |file| file_keys(db, project, file).clone())
+}
+
+/// Every file's `file_keys`, bucket by bucket: what the engine reads to
+/// know which files read which nodes' slices.
+pub(crate) fn files_keys(db: &dyn Db, project: Project) -> Vec<PerFile<Arc<[Value]>>> {
+    project
+        .buckets(db)
+        .iter()
+        .map(|&bucket| bucket_files_keys(db, project, bucket).clone())
+        .collect()
 }
 
 /// The `resolve` tuples the `project` stage reads (entry points), and the
@@ -922,7 +1015,7 @@ pub(crate) fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
         db,
         project,
         &datalog::PROJECT,
-        project_share,
+        bucket_project_shares,
         &[resolved_for_project(db, project)],
     )
 }
@@ -969,10 +1062,10 @@ fn whole_project_inputs(
     db: &dyn Db,
     project: Project,
     stage: &StageProgram,
-    share: fn(&dyn Db, Project, SourceFile) -> &StageInputs,
+    bucket_share: fn(&dyn Db, Project, Bucket) -> &StageInputs,
     earlier: &[&Outputs],
 ) -> StageInputs {
-    let mut inputs = gathered(db, project, stage, share);
+    let mut inputs = gathered(db, project, stage, bucket_share);
     for outputs in earlier {
         (stage.take_derived)(&mut inputs.derived, outputs);
     }
@@ -1007,7 +1100,7 @@ pub(crate) fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
         db,
         project,
         &datalog::REPORT,
-        report_share,
+        bucket_report_shares,
         &[resolved_for_report(db, project), project_stage(db, project)],
     )
 }

@@ -3,6 +3,7 @@
 //! one entry point; it knows nothing of the file system or of adapters.
 
 mod base_facts;
+mod buckets;
 mod classes;
 pub mod datalog;
 mod db;
@@ -26,7 +27,7 @@ use rayon::prelude::*;
 use salsa::{Durability, Setter};
 
 use self::datalog::Outputs;
-use self::db::{Database, Project, SourceFile};
+use self::db::{Bucket, Database, Project, SourceFile};
 pub use self::db::{Program, Recomputation};
 pub use self::entry_points::{EntryPointSpec, parse as parse_entry_points};
 use self::intern::Interner;
@@ -102,8 +103,15 @@ const PARALLEL_THRESHOLD: usize = 32;
 impl Engine {
     pub fn new(extra_search_paths: Vec<String>) -> Self {
         let db = Database::default();
+        let buckets = (0..buckets::BUCKETS)
+            .map(|_| {
+                Bucket::builder(Vec::new())
+                    .files_durability(Durability::MEDIUM)
+                    .new(&db)
+            })
+            .collect();
         let project = Project::builder(
-            Vec::new(),
+            buckets,
             extra_search_paths,
             Vec::new(),
             TestPatterns::default(),
@@ -112,7 +120,7 @@ impl Engine {
             Arc::default(),
             Arc::default(),
         )
-        .files_durability(Durability::MEDIUM)
+        .buckets_durability(Durability::HIGH)
         .extra_search_paths_durability(Durability::HIGH)
         .sub_projects_durability(Durability::HIGH)
         .test_patterns_durability(Durability::HIGH)
@@ -237,7 +245,7 @@ impl Engine {
         &mut self,
         files: impl IntoIterator<Item = (String, String, Option<Arc<ModuleFacts>>)>,
     ) {
-        let mut added = false;
+        let mut added = Vec::new();
         let mut touched = Vec::new();
         for (path, text, preset) in files {
             match self.files.get(&path) {
@@ -253,14 +261,14 @@ impl Engine {
                 None => {
                     let file = self.new_file(path.clone(), text, preset);
                     Arc::make_mut(&mut self.tree).add(&path);
+                    added.push(buckets::bucket_of(&path));
                     Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push((file, Durability::HIGH));
-                    added = true;
                 }
             }
         }
-        if added {
-            self.sync_file_set();
+        if !added.is_empty() {
+            self.sync_file_set(added);
         }
         self.refresh_semantics(&touched);
     }
@@ -287,19 +295,35 @@ impl Engine {
         self.changes += 1;
         if removed {
             Arc::make_mut(&mut self.tree).remove(path);
-            self.sync_file_set();
+            self.sync_file_set(vec![buckets::bucket_of(path)]);
         }
         removed
     }
 
-    /// Writes the file set and the module-tree inputs that changed with it.
-    fn sync_file_set(&mut self) {
+    /// Writes the file lists of the `changed` buckets (by index) and the
+    /// module-tree inputs that changed with the file set.
+    fn sync_file_set(&mut self, mut changed: Vec<usize>) {
         Arc::make_mut(&mut self.tree).write(&mut self.db);
-        let files: Vec<SourceFile> = self.files.values().copied().collect();
-        self.project
-            .set_files(&mut self.db)
-            .with_durability(Durability::MEDIUM)
-            .to(files);
+        changed.sort_unstable();
+        changed.dedup();
+        let mut lists: Vec<Option<Vec<SourceFile>>> = vec![None; buckets::BUCKETS];
+        for &index in &changed {
+            lists[index] = Some(Vec::new());
+        }
+        for (path, &file) in self.files.iter() {
+            if let Some(list) = &mut lists[buckets::bucket_of(path)] {
+                list.push(file);
+            }
+        }
+        let all = self.project.buckets(&self.db).clone();
+        for (bucket, list) in all.into_iter().zip(lists) {
+            if let Some(files) = list {
+                bucket
+                    .set_files(&mut self.db)
+                    .with_durability(Durability::MEDIUM)
+                    .to(files);
+            }
+        }
     }
 
     /// Sets the sub-project directories (below the root, each holding a

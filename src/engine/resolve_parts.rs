@@ -31,8 +31,9 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::buckets::{self, PerFile};
 use super::datalog::{InputFact, Node, Outputs, Sym, Value};
-use super::db::{Project, SourceFile};
+use super::db::Project;
 
 /// What a derived tuple or a base fact is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -214,11 +215,14 @@ impl Keys {
     }
 }
 
+/// Each file's share of the stage, bucket by bucket.
+type Shares = Vec<PerFile<Arc<[InputFact]>>>;
+
 /// The stage's last run: the facts it read, file by file, and what it
 /// derived.
 struct Last {
     project: Project,
-    shares: FxHashMap<SourceFile, Vec<InputFact>>,
+    shares: Shares,
     project_facts: Vec<InputFact>,
     /// Built at the first update that needs it, so a one-off index does not
     /// pay for it.
@@ -237,13 +241,13 @@ struct Change<'a> {
 }
 
 impl ResolveMemo {
-    /// The stage's output over `shares` (each file's facts) and
-    /// `project_facts`: `run` over the parts an edit reached when the last
-    /// run is known, else over everything.
+    /// The stage's output over `shares` (each file's facts, bucket by
+    /// bucket) and `project_facts`: `run` over the parts an edit reached
+    /// when the last run is known, else over everything.
     pub(crate) fn run(
         &self,
         project: Project,
-        shares: &[(SourceFile, &[InputFact])],
+        shares: Shares,
         project_facts: Vec<InputFact>,
         run: impl Fn(&[InputFact]) -> Outputs,
     ) -> Outputs {
@@ -251,27 +255,19 @@ impl ResolveMemo {
         // Taken out while it is brought up to date, so that an update cut
         // short leaves no memo half-changed behind: the next run is whole.
         let last = guard.take().filter(|last| last.project == project);
-        let mut kept = match last {
-            Some(mut last) => match update(&mut last, shares, &project_facts, &run) {
-                Some(output) => {
-                    last.project_facts = project_facts;
-                    *guard = Some(last);
-                    return output;
-                }
-                None => last.shares,
-            },
-            None => FxHashMap::default(),
-        };
-        let facts: Vec<InputFact> = shares
-            .iter()
-            .flat_map(|(_, share)| share.iter().copied())
-            .chain(project_facts.iter().copied())
-            .collect();
+        if let Some(mut last) = last
+            && let Some(output) = update(&mut last, &shares, &project_facts, &run)
+        {
+            last.shares = shares;
+            last.project_facts = project_facts;
+            *guard = Some(last);
+            return output;
+        }
+        let facts: Vec<InputFact> = all_facts(&shares, &project_facts).copied().collect();
         let output = run(&facts);
-        remember(&mut kept, shares);
         *guard = Some(Last {
             project,
-            shares: kept,
+            shares,
             project_facts,
             parts: None,
             output: output.clone(),
@@ -280,76 +276,34 @@ impl ResolveMemo {
     }
 }
 
-/// Brings the kept shares to `shares`, copying only the ones that changed.
-fn remember(
-    kept: &mut FxHashMap<SourceFile, Vec<InputFact>>,
-    shares: &[(SourceFile, &[InputFact])],
-) {
-    let before = kept.len();
-    let mut seen = 0;
-    for (file, share) in shares {
-        match kept.get_mut(file) {
-            Some(facts) => {
-                seen += 1;
-                if facts.as_slice() != *share {
-                    *facts = share.to_vec();
-                }
-            }
-            None => {
-                kept.insert(*file, share.to_vec());
-            }
-        }
-    }
-    if seen < before {
-        let present: FxHashSet<SourceFile> = shares.iter().map(|(file, _)| *file).collect();
-        kept.retain(|file, _| present.contains(file));
-    }
+/// Every fact of `shares` and `project_facts`.
+fn all_facts<'a>(
+    shares: &'a Shares,
+    project_facts: &'a [InputFact],
+) -> impl Iterator<Item = &'a InputFact> + Clone {
+    shares
+        .iter()
+        .flat_map(|bucket| bucket.iter().flat_map(|(_, share)| share.iter()))
+        .chain(project_facts)
 }
 
-/// The update of `last` to `shares` (its output and its kept shares; the
-/// caller keeps `project_facts`), or `None` when the whole stage must run.
+/// The update of `last` to `shares` (its output and parts; the caller
+/// keeps `shares` and `project_facts`), or `None` when the whole stage must
+/// run.
 fn update(
     last: &mut Last,
-    shares: &[(SourceFile, &[InputFact])],
+    shares: &Shares,
     project_facts: &[InputFact],
     run: &impl Fn(&[InputFact]) -> Outputs,
 ) -> Option<Outputs> {
     let mut changes: Vec<Change<'_>> = Vec::new();
-    // The files whose share is new or changed, and those gone, to keep
-    // once the update is through.
-    let mut changed: Vec<(SourceFile, &[InputFact])> = Vec::new();
-    let mut removed: Vec<SourceFile> = Vec::new();
-    let mut seen = 0;
-    for &(file, share) in shares {
-        match last.shares.get(&file) {
-            Some(before) => {
-                seen += 1;
-                if before.as_slice() != share {
-                    changes.push(Change {
-                        before,
-                        after: share,
-                    });
-                    changed.push((file, share));
-                }
-            }
-            None => {
-                changes.push(Change {
-                    before: &[],
-                    after: share,
-                });
-                changed.push((file, share));
-            }
-        }
-    }
-    if seen < last.shares.len() {
-        let present: FxHashSet<SourceFile> = shares.iter().map(|(file, _)| *file).collect();
-        for (file, before) in &last.shares {
-            if !present.contains(file) {
-                changes.push(Change { before, after: &[] });
-                removed.push(*file);
-            }
-        }
-    }
+    let empty: &[InputFact] = &[];
+    buckets::changes(&last.shares, shares, |_, before, after| {
+        changes.push(Change {
+            before: before.map_or(empty, |share| share),
+            after: after.map_or(empty, |share| share),
+        });
+    });
     if last.project_facts != project_facts {
         changes.push(Change {
             before: &last.project_facts,
@@ -379,22 +333,11 @@ fn update(
     }
 
     if last.parts.is_none() {
-        let facts = last
-            .shares
-            .values()
-            .flatten()
-            .chain(last.project_facts.iter());
-        last.parts = Some(Parts::of(facts)?);
+        last.parts = Some(Parts::of(all_facts(&last.shares, &last.project_facts))?);
     }
     let before = last.parts.as_ref()?;
-    let facts = || {
-        shares
-            .iter()
-            .flat_map(|(_, share)| share.iter())
-            .chain(project_facts.iter())
-    };
+    let facts = || all_facts(shares, project_facts);
     let after = Parts::of(facts())?;
-
     let dirty_before: FxHashSet<u32> = touched.iter().filter_map(|&k| before.of_key(k)).collect();
     let mut rerun: FxHashSet<u32> = touched.iter().filter_map(|&k| after.of_key(k)).collect();
     let reached: Vec<u32> = before
@@ -442,12 +385,6 @@ fn update(
     output.merge(&fresh);
     let output = output.clone();
     last.parts = Some(after);
-    for file in removed {
-        last.shares.remove(&file);
-    }
-    for (file, share) in changed {
-        last.shares.insert(file, share.to_vec());
-    }
     Some(output)
 }
 

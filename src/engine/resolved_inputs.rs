@@ -21,9 +21,10 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::buckets::{self, PerFile};
 use super::classes::ClassTable;
 use super::datalog::{InputFact, Outputs, Value};
-use super::db::{self, Db, FilesKeys, Project, Slices, SourceFile};
+use super::db::{self, Db, Project, Slices, SourceFile};
 
 /// The engine's side of the `resolved` inputs: the slices and keys they were
 /// last written from. Shared by an engine and its snapshots; only
@@ -34,7 +35,8 @@ pub(crate) struct ResolvedInputs(Arc<Mutex<Last>>);
 #[derive(Default)]
 struct Last {
     slices: Option<[Arc<Slices>; 2]>,
-    keys: Option<FilesKeys>,
+    /// Every file's keys, bucket by bucket (empty before the first run).
+    keys: Vec<PerFile<Arc<[Value]>>>,
     by_file: FxHashMap<SourceFile, Arc<[Value]>>,
     /// The files whose keys include a node.
     readers: FxHashMap<Value, FxHashSet<SourceFile>>,
@@ -61,7 +63,7 @@ impl ResolvedInputs {
             db::resolved_slices(db, project).clone(),
             db::class_slices(db, project).clone(),
         ];
-        let keys = db::files_keys(db, project).clone();
+        let keys = db::files_keys(db, project);
         let mut guard = self.lock();
         let last = &mut *guard;
         let first = last.slices.is_none();
@@ -69,16 +71,14 @@ impl ResolvedInputs {
             .slices
             .as_ref()
             .is_some_and(|old| old.iter().zip(&slices).all(|(a, b)| Arc::ptr_eq(a, b)));
-        let same_keys = last
-            .keys
-            .as_ref()
-            .is_some_and(|old| Arc::ptr_eq(old, &keys));
+        let same_keys = last.keys.len() == keys.len()
+            && last.keys.iter().zip(&keys).all(|(a, b)| Arc::ptr_eq(a, b));
         if same_slices && same_keys {
             return (Vec::new(), false);
         }
         let mut affected: FxHashSet<SourceFile> = FxHashSet::default();
         if !same_keys {
-            last.update_keys(&keys, &mut affected);
+            last.update_keys(keys, &mut affected);
         }
         if !same_slices {
             let mut changed: FxHashSet<Value> = FxHashSet::default();
@@ -97,7 +97,6 @@ impl ResolvedInputs {
             }
         }
         last.slices = Some(slices.clone());
-        last.keys = Some(keys);
         let work: Vec<(SourceFile, Arc<[Value]>)> = affected
             .into_iter()
             .filter_map(|file| Some((file, last.by_file.get(&file)?.clone())))
@@ -150,37 +149,31 @@ fn ran<T>(seen: &mut Option<Arc<T>>, value: &Arc<T>) -> bool {
 impl Last {
     /// Takes in every file's keys, adding the files whose keys changed (or
     /// that are new) to `affected` and dropping the files that are gone.
+    /// Only the buckets whose value changed are looked at.
     fn update_keys(
         &mut self,
-        keys: &[(SourceFile, Arc<[Value]>)],
+        keys: Vec<PerFile<Arc<[Value]>>>,
         affected: &mut FxHashSet<SourceFile>,
     ) {
-        let mut present: FxHashSet<SourceFile> = FxHashSet::default();
-        for (file, new) in keys {
-            present.insert(*file);
-            let old = self.by_file.get(file);
-            if old.is_some_and(|old| Arc::ptr_eq(old, new) || old == new) {
-                continue;
+        let before = std::mem::take(&mut self.keys);
+        buckets::changes(&before, &keys, |file, old, new| {
+            if let Some(old) = old {
+                self.forget(file, old);
             }
-            if let Some(old) = self.by_file.insert(*file, new.clone()) {
-                self.forget(*file, &old);
+            match new {
+                Some(new) => {
+                    self.by_file.insert(file, new.clone());
+                    for key in new.iter() {
+                        self.readers.entry(*key).or_default().insert(file);
+                    }
+                    affected.insert(file);
+                }
+                None => {
+                    self.by_file.remove(&file);
+                }
             }
-            for key in new.iter() {
-                self.readers.entry(*key).or_default().insert(*file);
-            }
-            affected.insert(*file);
-        }
-        let gone: Vec<SourceFile> = self
-            .by_file
-            .keys()
-            .filter(|file| !present.contains(file))
-            .copied()
-            .collect();
-        for file in gone {
-            if let Some(old) = self.by_file.remove(&file) {
-                self.forget(file, &old);
-            }
-        }
+        });
+        self.keys = keys;
     }
 
     fn forget(&mut self, file: SourceFile, keys: &[Value]) {

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::datalog::{InputFact, Node, Outputs, Site, Sym, Warning};
-use super::db::{self, Db, Project};
+use super::db::{self, Bucket, Db, Project};
 
 /// What a reference is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,6 +98,21 @@ pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn dependents_index(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
     let mut pairs: Vec<(Node, Node)> = project
+        .buckets(db)
+        .iter()
+        .flat_map(|&bucket| bucket_dependents(db, project, bucket))
+        .copied()
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+/// One bucket's files' `DependentOf` pairs, sorted.
+#[salsa::tracked(returns(ref))]
+fn bucket_dependents(db: &dyn Db, project: Project, bucket: Bucket) -> Vec<(Node, Node)> {
+    db.log().executed("bucket_dependents", None);
+    let mut pairs: Vec<(Node, Node)> = bucket
         .files(db)
         .iter()
         .flat_map(|&file| db::file_stage(db, project, file).dependent_of().iter())
@@ -149,12 +164,7 @@ fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs
         db::classes_stage(db, project),
     ]
     .into_iter()
-    .chain(
-        project
-            .files(db)
-            .iter()
-            .map(move |&file| db::file_stage(db, project, file)),
-    )
+    .chain(db::all_files(db, project).map(move |file| db::file_stage(db, project, file)))
     .chain([
         db::project_stage(db, project),
         db::report_stage(db, project),
@@ -303,10 +313,8 @@ impl From<&super::datalog::CallsSymbol> for CallEdge {
 /// caller query asks, never on the update path.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn callers_index(db: &dyn Db, project: Project) -> Vec<CallEdge> {
-    let mut edges: Vec<CallEdge> = project
-        .files(db)
-        .iter()
-        .flat_map(|&file| db::file_stage(db, project, file).calls_symbol().iter())
+    let mut edges: Vec<CallEdge> = db::all_files(db, project)
+        .flat_map(|file| db::file_stage(db, project, file).calls_symbol().iter())
         .map(CallEdge::from)
         .collect();
     edges.sort_unstable_by_key(|e| (e.target, e.name, e.file, e.caller, e.site));
