@@ -923,3 +923,27 @@ fn graph_changes_cover_files_the_update_did_not_touch() {
         "{moved:?}"
     );
 }
+
+/// An update reads the indexed files under the changed paths by ranges of
+/// the sorted paths: a deleted directory takes its own files only, not the
+/// module beside it with the same stem (`helpers.py` next to `helpers/`) nor
+/// a sibling whose name starts the same (`helpers_more.py`).
+#[test]
+fn a_deleted_directory_takes_only_its_own_files() {
+    let (_dir, live) = live_copy("package_vs_module");
+    let root = root_of(&live);
+    std::fs::write(root.join("helpers_more.py"), "import helpers\n").unwrap();
+    live.apply(&[root.join("helpers_more.py")], "test").unwrap();
+    std::fs::remove_dir_all(root.join("helpers")).unwrap();
+    let report = live.apply(&[root.join("helpers")], "test").unwrap();
+    let paths: Vec<String> = live.read(|s| s.engine().paths().map(str::to_string).collect());
+    assert!(
+        !paths.contains(&"helpers/extra.py".to_string()),
+        "{paths:?}"
+    );
+    for kept in ["helpers.py", "helpers_more.py", "main.py", "utils.py"] {
+        assert!(paths.contains(&kept.to_string()), "{kept}: {paths:?}");
+    }
+    assert_eq!(report.removed, ["helpers/extra.py"]);
+    assert_same_as_scratch(&live, "after a directory was deleted");
+}

@@ -809,6 +809,19 @@ impl Engine {
         self.files.keys().map(String::as_str)
     }
 
+    /// The indexed files at `path` or below it (root-relative; the empty
+    /// path is the root), by a range of the sorted paths: what an update
+    /// of one directory reads, without going over every file.
+    pub fn paths_within<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a str> {
+        self.files
+            .range::<str, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded))
+            .map(|(p, _)| p.as_str())
+            .take_while(move |p| p.starts_with(path))
+            .filter(move |p| {
+                path.is_empty() || p.len() == path.len() || p.as_bytes()[path.len()] == b'/'
+            })
+    }
+
     pub fn contains(&self, path: &str) -> bool {
         self.files.contains_key(path)
     }

@@ -74,6 +74,27 @@ fn in_scope(root: &Path, scope: &[PathBuf], relative: &str) -> bool {
 }
 
 impl Service {
+    /// The indexed files within `scope` (absolute paths under the root)
+    /// that `keep` accepts, sorted, each once: read by ranges of the sorted
+    /// paths, so an update of one directory does not go over every file.
+    fn indexed_within(&self, scope: &[PathBuf], keep: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        for within in scope {
+            // A path that is not valid UTF-8 holds no indexed file.
+            if let Some(relative) = within.strip_prefix(&self.root).ok().and_then(Path::to_str) {
+                found.extend(
+                    self.engine
+                        .paths_within(relative)
+                        .filter(|p| keep(p))
+                        .map(str::to_string),
+                );
+            }
+        }
+        found.sort();
+        found.dedup();
+        found
+    }
+
     /// The indexed files among `files` (root-relative) whose metadata on
     /// disk no longer matches what was read, as absolute paths: a stat per
     /// file, cheap enough to run before every answer.
@@ -206,12 +227,7 @@ impl Service {
         };
         let found = discover::discover_within(&self.root, &self.config.ignore_patterns, &scope);
         let seen: BTreeSet<&str> = found.files.iter().map(|f| f.path.as_str()).collect();
-        report.removed = self
-            .engine
-            .paths()
-            .filter(|p| in_scope(&self.root, &scope, p) && !seen.contains(p))
-            .map(str::to_string)
-            .collect();
+        report.removed = self.indexed_within(&scope, |p| !seen.contains(p));
         let markers: BTreeSet<String> = self
             .markers
             .iter()
@@ -287,7 +303,17 @@ impl Service {
                 }
                 self.markers = Arc::new(markers);
                 let known = Arc::make_mut(&mut self.dirs);
-                known.retain(|d| !scope.iter().any(|s| d.starts_with(s)));
+                for within in &scope {
+                    // A directory's descendants sort right after it.
+                    let gone: Vec<PathBuf> = known
+                        .range(within.clone()..)
+                        .take_while(|d| d.starts_with(within))
+                        .cloned()
+                        .collect();
+                    for dir in gone {
+                        known.remove(&dir);
+                    }
+                }
                 known.extend(dirs);
                 let now = SystemTime::now();
                 let stamps = Arc::make_mut(&mut self.stamps);
