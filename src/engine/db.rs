@@ -158,6 +158,9 @@ pub struct Recomputation {
 #[derive(Clone, Default)]
 pub struct ExecutionLog {
     entries: Arc<Mutex<Option<Recording>>>,
+    /// Whether a recording is on: checked before taking the lock, since
+    /// salsa reports every memo it checks (tens of thousands an update).
+    recording: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A recording in progress. Reused memos are counted by salsa ingredient
@@ -173,10 +176,14 @@ impl ExecutionLog {
     /// Starts recording (clearing what was recorded before).
     pub fn start(&self) {
         *self.lock() = Some(Recording::default());
+        self.recording
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Stops recording and returns what was recorded.
     pub fn take(&self) -> Recomputation {
+        self.recording
+            .store(false, std::sync::atomic::Ordering::Release);
         let Some(recording) = self.lock().take() else {
             return Recomputation::default();
         };
@@ -188,12 +195,18 @@ impl ExecutionLog {
     }
 
     fn record(&self, f: impl FnOnce(&mut Recomputation)) {
+        if !self.recording.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         if let Some(recording) = self.lock().as_mut() {
             f(&mut recording.report);
         }
     }
 
     fn reused(&self, key: salsa::DatabaseKeyIndex) {
+        if !self.recording.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         if let Some(recording) = self.lock().as_mut() {
             recording
                 .reused
