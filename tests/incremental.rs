@@ -692,7 +692,7 @@ fn a_new_or_deleted_file_visits_only_its_buckets_files() {
         }
         // The other buckets' values are checked, not recomputed: their
         // files' shares are verified in O(1) each and none runs again.
-        for query in ["resolve_share", "file_keys", "class_facts", "file_stage"] {
+        for query in ["file_base_facts", "file_keys", "file_context", "file_stage"] {
             let ran: Vec<&String> = log
                 .executed
                 .iter()

@@ -572,55 +572,32 @@ pub(crate) fn class_context(db: &dyn Db, project: Project, file: SourceFile) -> 
     StageInputs { facts, derived }
 }
 
-/// One file's share of what a whole-project stage reads: its base facts
-/// the stage reads and, for stages after the file rules, the tuples of its
-/// `file` stage the stage takes. Kept per file, so an edit that changes
-/// none of them stops at that file's share, and the stage's inputs are a
-/// concatenation of small, mostly reused shares rather than a scan of every
-/// file's facts.
-fn share(db: &dyn Db, project: Project, file: SourceFile, stage: &StageProgram) -> StageInputs {
-    let mut facts = if stage.reads_facts {
-        file_base_facts(db, project, file)
-            .iter()
-            .copied()
-            .filter(stage.reads_fact)
-            .collect::<Vec<_>>()
-    } else {
-        Vec::new()
-    };
-    facts.shrink_to_fit();
-    let mut derived = Outputs::default();
-    let before_files =
-        std::ptr::eq(stage, &datalog::RESOLVE) || std::ptr::eq(stage, &datalog::CLASSES);
-    if !before_files {
-        (stage.take_derived)(&mut derived, file_stage(db, project, file));
+/// Adds one file's share of what a whole-project stage reads to
+/// `inputs`: its base facts the stage reads and, for stages after the file
+/// rules (`after_files`), the tuples of its `file` stage the stage takes.
+/// Said by the caller, not found by comparing `stage` with the stages'
+/// constants: each use of a constant may be another address. Computed inside a
+/// bucket's query, not kept per file: the bucket's value is the only copy,
+/// and a bucket whose shares come out equal stops the change there.
+fn add_share(
+    db: &dyn Db,
+    project: Project,
+    file: SourceFile,
+    stage: &StageProgram,
+    after_files: bool,
+    inputs: &mut StageInputs,
+) {
+    if stage.reads_facts {
+        inputs.facts.extend(
+            file_base_facts(db, project, file)
+                .iter()
+                .copied()
+                .filter(stage.reads_fact),
+        );
     }
-    StageInputs { facts, derived }
-}
-
-/// A file's share of the `resolve` stage's inputs (its base facts only:
-/// resolution runs before the file rules).
-#[salsa::tracked(returns(ref))]
-pub(crate) fn resolve_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
-    share(db, project, file, &datalog::RESOLVE)
-}
-
-/// A file's share of the `classes` stage's inputs: its class declarations.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn classes_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
-    share(db, project, file, &datalog::CLASSES)
-}
-
-/// A file's share of the `project` stage's inputs.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn project_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
-    share(db, project, file, &datalog::PROJECT)
-}
-
-/// A file's share of the `report` stage's inputs.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn report_share(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
-    share(db, project, file, &datalog::REPORT)
+    if after_files {
+        (stage.take_derived)(&mut inputs.derived, file_stage(db, project, file));
+    }
 }
 
 /// One bucket's files' shares of a whole-project stage, in file order.
@@ -628,31 +605,33 @@ fn bucket_shares(
     db: &dyn Db,
     project: Project,
     bucket: Bucket,
-    share: fn(&dyn Db, Project, SourceFile) -> &StageInputs,
+    stage: &StageProgram,
+    after_files: bool,
 ) -> StageInputs {
     let mut inputs = StageInputs::default();
     for &file in bucket.files(db) {
-        inputs.extend(share(db, project, file));
+        add_share(db, project, file, stage, after_files, &mut inputs);
     }
+    inputs.facts.shrink_to_fit();
     inputs
 }
 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_classes_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
     db.log().executed("bucket_classes_shares", None);
-    bucket_shares(db, project, bucket, classes_share)
+    bucket_shares(db, project, bucket, &datalog::CLASSES, false)
 }
 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_project_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
     db.log().executed("bucket_project_shares", None);
-    bucket_shares(db, project, bucket, project_share)
+    bucket_shares(db, project, bucket, &datalog::PROJECT, true)
 }
 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_report_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
     db.log().executed("bucket_report_shares", None);
-    bucket_shares(db, project, bucket, report_share)
+    bucket_shares(db, project, bucket, &datalog::REPORT, true)
 }
 
 /// The facts and file-stage tuples a whole-project stage reads, from every
@@ -745,7 +724,9 @@ pub(crate) fn bucket_resolve_shares(
 ) -> PerFile<Arc<[InputFact]>> {
     db.log().executed("bucket_resolve_shares", None);
     per_file(db, bucket, |file| {
-        resolve_share(db, project, file).facts.as_slice().into()
+        let mut share = StageInputs::default();
+        add_share(db, project, file, &datalog::RESOLVE, false, &mut share);
+        share.facts.into()
     })
 }
 
@@ -779,7 +760,7 @@ pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     })
 }
 
-/// The class declarations of every file (`classes_share`), and the
+/// The class declarations of every file (`bucket_classes_shares`), and the
 /// `(module, name)` pairs they name, sorted: the only `Resolves` tuples the
 /// `classes` stage reads (each of its rules starts from a declaration,
 /// `rules/classes.dl`). Equal unless a declaration changed.

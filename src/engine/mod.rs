@@ -422,14 +422,22 @@ impl Engine {
         if !files.is_empty() {
             db::class_table(&self.db, project);
         }
-        // Each file's rules and its shares of the later stages, on all
-        // cores when many files are new.
+        // Each file's rules, then each bucket's shares of the later
+        // stages, on all cores when many files are new.
         files
             .par_iter()
             .for_each_with(self.db.clone(), |db, &file| {
-                db::project_share(db, project, file);
-                db::report_share(db, project, file);
+                db::file_stage(db, project, file);
             });
+        if !files.is_empty() {
+            self.project.buckets(&self.db).par_iter().for_each_with(
+                self.db.clone(),
+                |db, &bucket| {
+                    db::bucket_project_shares(db, project, bucket);
+                    db::bucket_report_shares(db, project, bucket);
+                },
+            );
+        }
         db::report_stage(&self.db, self.project);
         semantic::dependents_index(&self.db, self.project);
         // What the first index wrote of the module tree stays high; what
@@ -452,14 +460,12 @@ impl Engine {
             Vec::new()
         };
         let project = self.project;
-        // Each file's facts and its shares of what the whole-project
-        // queries gather (resolution's inputs, the class table's), so that
-        // those gather on one thread what is already there.
+        // Each file's facts, class facts and keys, so that the bucket
+        // queries gather on one thread what is already there.
         files
             .par_iter()
             .for_each_with(self.db.clone(), |db, &file| {
-                db::resolve_share(db, project, file);
-                db::classes_share(db, project, file);
+                db::file_base_facts(db, project, file);
                 db::class_facts(db, project, file);
                 db::file_keys(db, project, file);
             });
