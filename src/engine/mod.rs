@@ -290,12 +290,24 @@ impl Engine {
     }
 
     pub fn remove_file(&mut self, path: &str) -> bool {
-        let removed = Arc::make_mut(&mut self.files).remove(path).is_some();
-        Arc::make_mut(&mut self.revisions).remove(path);
-        self.changes += 1;
-        if removed {
-            Arc::make_mut(&mut self.tree).remove(path);
-            self.sync_file_set(vec![buckets::bucket_of(path)]);
+        self.remove_files([path]) == 1
+    }
+
+    /// Removes many files with one change to the file set (a deleted
+    /// directory), returning how many were indexed.
+    pub fn remove_files<'a>(&mut self, paths: impl IntoIterator<Item = &'a str>) -> usize {
+        let mut changed = Vec::new();
+        for path in paths {
+            Arc::make_mut(&mut self.revisions).remove(path);
+            self.changes += 1;
+            if Arc::make_mut(&mut self.files).remove(path).is_some() {
+                Arc::make_mut(&mut self.tree).remove(path);
+                changed.push(buckets::bucket_of(path));
+            }
+        }
+        let removed = changed.len();
+        if removed > 0 {
+            self.sync_file_set(changed);
         }
         removed
     }

@@ -318,8 +318,9 @@ impl Service {
                 let now = SystemTime::now();
                 let stamps = Arc::make_mut(&mut self.stamps);
                 let deleted = Arc::make_mut(&mut self.deleted);
+                self.engine
+                    .remove_files(report.removed.iter().map(String::as_str));
                 for path in &report.removed {
-                    self.engine.remove_file(path);
                     stamps.remove(path);
                     deleted.insert(path.clone(), now);
                 }
