@@ -261,14 +261,14 @@ impl Engine {
                 None => {
                     let file = self.new_file(path.clone(), text, preset);
                     Arc::make_mut(&mut self.tree).add(&path);
-                    added.push(buckets::bucket_of(&path));
+                    added.push((buckets::bucket_of(&path), file));
                     Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push((file, Durability::HIGH));
                 }
             }
         }
         if !added.is_empty() {
-            self.sync_file_set(added);
+            self.sync_file_set(added, Vec::new());
         }
         self.refresh_semantics(&touched);
     }
@@ -307,28 +307,40 @@ impl Engine {
         }
         let removed = changed.len();
         if removed > 0 {
-            self.sync_file_set(changed);
+            self.sync_file_set(Vec::new(), changed);
         }
         removed
     }
 
-    /// Writes the file lists of the `changed` buckets (by index) and the
-    /// module-tree inputs that changed with the file set.
-    fn sync_file_set(&mut self, mut changed: Vec<usize>) {
+    /// Writes the module-tree inputs that changed with the file set, and
+    /// the file lists of the buckets (by index) that gained the `added`
+    /// files or lost files (`emptied`): each from its old list, so the
+    /// cost is the buckets', not the project's.
+    fn sync_file_set(&mut self, added: Vec<(usize, SourceFile)>, mut emptied: Vec<usize>) {
         Arc::make_mut(&mut self.tree).write(&mut self.db);
-        changed.sort_unstable();
-        changed.dedup();
+        let buckets = self.project.buckets(&self.db).clone();
         let mut lists: Vec<Option<Vec<SourceFile>>> = vec![None; buckets::BUCKETS];
-        for &index in &changed {
-            lists[index] = Some(Vec::new());
+        emptied.extend(added.iter().map(|&(index, _)| index));
+        for index in emptied {
+            lists[index].get_or_insert_with(|| {
+                let db = &self.db;
+                let files = &self.files;
+                buckets[index]
+                    .files(db)
+                    .iter()
+                    .copied()
+                    .filter(|&file| files.get(file.path(db)) == Some(&file))
+                    .collect()
+            });
         }
-        for (path, &file) in self.files.iter() {
-            if let Some(list) = &mut lists[buckets::bucket_of(path)] {
-                list.push(file);
+        for (index, file) in added {
+            if let Some(list) = &mut lists[index] {
+                let path = file.path(&self.db);
+                let at = list.partition_point(|f| f.path(&self.db) < path);
+                list.insert(at, file);
             }
         }
-        let all = self.project.buckets(&self.db).clone();
-        for (bucket, list) in all.into_iter().zip(lists) {
+        for (bucket, list) in buckets.into_iter().zip(lists) {
             if let Some(files) = list {
                 bucket
                     .set_files(&mut self.db)
@@ -477,7 +489,6 @@ impl Engine {
         files
             .par_iter()
             .for_each_with(self.db.clone(), |db, &file| {
-                db::file_base_facts(db, project, file);
                 db::class_facts(db, project, file);
                 db::file_keys(db, project, file);
             });

@@ -103,7 +103,8 @@ pub(crate) fn dependents_index(db: &dyn Db, project: Project) -> Vec<(Node, Node
         .flat_map(|&bucket| bucket_dependents(db, project, bucket))
         .copied()
         .collect();
-    pairs.sort_unstable();
+    // Sorted runs, one per bucket: the stable sort merges them.
+    pairs.sort();
     pairs.dedup();
     pairs
 }

@@ -74,20 +74,15 @@ fn in_scope(root: &Path, scope: &[PathBuf], relative: &str) -> bool {
 }
 
 impl Service {
-    /// The indexed files within `scope` (absolute paths under the root)
-    /// that `keep` accepts, sorted, each once: read by ranges of the sorted
-    /// paths, so an update of one directory does not go over every file.
-    fn indexed_within(&self, scope: &[PathBuf], keep: impl Fn(&str) -> bool) -> Vec<String> {
-        let mut found: Vec<String> = Vec::new();
+    /// The indexed files within `scope` (absolute paths under the root),
+    /// sorted, each once: read by ranges of the sorted paths, so an update
+    /// of one directory does not go over every file.
+    fn indexed_within<'a>(&'a self, scope: &'a [PathBuf]) -> Vec<&'a str> {
+        let mut found: Vec<&str> = Vec::new();
         for within in scope {
             // A path that is not valid UTF-8 holds no indexed file.
             if let Some(relative) = within.strip_prefix(&self.root).ok().and_then(Path::to_str) {
-                found.extend(
-                    self.engine
-                        .paths_within(relative)
-                        .filter(|p| keep(p))
-                        .map(str::to_string),
-                );
+                found.extend(self.engine.paths_within(relative));
             }
         }
         found.sort();
@@ -227,7 +222,12 @@ impl Service {
         };
         let found = discover::discover_within(&self.root, &self.config.ignore_patterns, &scope);
         let seen: BTreeSet<&str> = found.files.iter().map(|f| f.path.as_str()).collect();
-        report.removed = self.indexed_within(&scope, |p| !seen.contains(p));
+        report.removed = self
+            .indexed_within(&scope)
+            .into_iter()
+            .filter(|p| !seen.contains(p))
+            .map(str::to_string)
+            .collect();
         let markers: BTreeSet<String> = self
             .markers
             .iter()
