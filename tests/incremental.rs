@@ -149,7 +149,7 @@ fn after_its_first_edit_a_file_edit_does_not_walk_the_other_files_resolutions() 
         ),
     );
     assert_same_as_scratch(&engine);
-    // The file's semantic is medium now: the other files' chains read high
+    // The file's semantic is low now: the other files' chains read high
     // inputs only and are verified without visiting their resolutions.
     let second = edit(&mut engine, text);
     assert_same_as_scratch(&engine);

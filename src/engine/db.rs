@@ -13,15 +13,20 @@
 //! `buckets.rs`), so a change to one file re-runs one bucket's gathering.
 //!
 //! Early cut-off sits at the `semantic` field. The engine writes it after
-//! `module_facts` ran for a new text, and only when it differs. Texts have low
-//! durability and semantics medium (high when written by the first index),
-//! so a body-only edit touches no medium input: salsa then reuses `program`
-//! without walking the per-file queries at all (backdating alone would still
-//! re-verify every file's chain). An edit that changes a semantic changes a
-//! medium input only: the per-file queries of the files not edited since
-//! the index read high inputs only (their semantics, the module-tree
-//! entries the index wrote, the sub-projects, the configuration) and are
-//! verified without a walk; what reads the whole project is walked.
+//! `module_facts` ran for a new text, and only when it differs. Texts and
+//! the semantics of edited files have low durability (a semantic is high
+//! when written by the first index or for a new file), and the buckets'
+//! file lists medium. A body-only edit writes a text only: salsa walks
+//! the few memos that read a low input (the chains of files edited
+//! before, their buckets' queries, the gatherings over buckets) and
+//! verifies everything else in O(1) (backdating alone would re-verify
+//! every file's chain). An edit that changes a semantic is a low change
+//! too: the per-file queries of the files not edited since the index read
+//! high inputs only (their semantics, the module-tree entries the index
+//! wrote, the sub-projects, the configuration), and the queries of the
+//! buckets without an edited file medium ones, so neither is walked. A
+//! new or deleted file writes the medium file lists: then every bucket's
+//! query walks its edges.
 //!
 //! Three values of whole-project queries are written back to inputs by the
 //! engine before any read (`Engine::resolve`, `resolved_inputs.rs`): each
@@ -81,10 +86,11 @@ pub struct SourceFile {
 /// (`buckets.rs`). What reads every file reads them bucket by bucket,
 /// through a query per bucket: a new, deleted or edited file re-runs its
 /// bucket's query (on Django ~44 files) and the gathering over the 64
-/// buckets, and the other buckets' values are reused. Salsa still checks
-/// their edges (every bucket's query has the durability of the file lists,
-/// medium), but a check of a file's memo costs far less than fetching it
-/// into a query that runs again.
+/// buckets, and the other buckets' values are reused. After a new or
+/// deleted file salsa still checks their edges (every bucket's query has
+/// the durability of the file lists, medium), but a check of a file's memo
+/// costs far less than fetching it into a query that runs again; an edit
+/// is a low change and leaves them unchecked.
 #[salsa::input(debug)]
 pub struct Bucket {
     /// The bucket's indexed files, sorted by path.
@@ -140,9 +146,10 @@ pub trait Db: salsa::Database {
 pub struct Recomputation {
     /// Queries that executed, as `query(file)` for per-file queries.
     pub executed: Vec<String>,
-    /// Memoized results salsa re-verified and reused, by query name. Queries
-    /// whose inputs are all of a durability that did not change are reused
-    /// without being visited, so they do not appear here.
+    /// Memoized results salsa re-verified and reused, by query name, each
+    /// counted once however many revisions of the update checked it.
+    /// Queries whose inputs are all of a durability that did not change are
+    /// reused without being visited, so they do not appear here.
     pub reused: BTreeMap<String, usize>,
     /// Time spent evaluating rules, by stage query (`resolve_stage`,
     /// `file_stage`, `project_stage`); empty if no rules re-ran.
@@ -165,11 +172,14 @@ pub struct ExecutionLog {
 
 /// A recording in progress. Reused memos are counted by salsa ingredient
 /// (one per query); a query's name is formatted once per recording, not
-/// once per memo (an update re-verifies thousands).
+/// once per memo (an update re-verifies thousands). An update runs over
+/// several revisions (each input write starts one), and a memo checked in
+/// two of them is one memo reused.
 #[derive(Default)]
 struct Recording {
     report: Recomputation,
     reused: rustc_hash::FxHashMap<salsa::IngredientIndex, (String, usize)>,
+    seen: rustc_hash::FxHashSet<salsa::DatabaseKeyIndex>,
 }
 
 impl ExecutionLog {
@@ -208,6 +218,9 @@ impl ExecutionLog {
             return;
         }
         if let Some(recording) = self.lock().as_mut() {
+            if !recording.seen.insert(key) {
+                return;
+            }
             recording
                 .reused
                 .entry(key.ingredient_index())

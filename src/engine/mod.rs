@@ -144,8 +144,7 @@ impl Engine {
         }
     }
 
-    /// Texts are low durability, semantics medium (see [`db`]): a body-only
-    /// edit then costs one parse and no verification walk.
+    /// A change stamp per path, for readers that cache by revision.
     fn stamp(&mut self, path: &str) {
         self.changes += 1;
         Arc::make_mut(&mut self.revisions).insert(path.to_string(), self.changes);
@@ -183,13 +182,16 @@ impl Engine {
     /// comes with: the early cut-off point.
     ///
     /// Durability per file: the semantic of a new file (every file of the
-    /// first index) is HIGH, that of an edited file MEDIUM. An edit then
-    /// changes only MEDIUM inputs, and salsa verifies in O(1) every
-    /// per-file memo that reads HIGH inputs only (the other files' base
-    /// facts, resolutions, search paths and shares) instead of walking each
-    /// one's chain down to its inputs. The first edit of a file writes over
-    /// a HIGH value (salsa reports the old durability), so it pays that
-    /// walk once; the file stays MEDIUM afterwards.
+    /// first index) is HIGH, that of an edited file LOW. An edit then
+    /// changes only LOW inputs, and salsa verifies in O(1) every memo that
+    /// reads no LOW input: the other files' chains (their base facts,
+    /// resolutions, search paths and shares) and the queries of the
+    /// buckets holding no edited file, which read the MEDIUM file lists. A
+    /// MEDIUM semantic would make every bucket query walk its edges (one
+    /// per file) after each edit. The first edit of a file writes over a
+    /// HIGH value (salsa reports the old durability), so it pays that walk
+    /// once; the file stays LOW afterwards, and so does its bucket, whose
+    /// queries a later body-only edit anywhere then checks edge by edge.
     fn refresh_semantics(&mut self, files: &[(SourceFile, Durability)]) {
         // A new file's semantic is written even when it equals the
         // placeholder (an empty module's does): left unwritten, it would
@@ -255,7 +257,7 @@ impl Engine {
                         // Facts handed in for the old text must not outlive it.
                         file.set_preset(&mut self.db).to(preset);
                         self.stamp(&path);
-                        touched.push((file, Durability::MEDIUM));
+                        touched.push((file, Durability::LOW));
                     }
                 }
                 None => {
