@@ -16,7 +16,10 @@
 //! from. An update therefore finds the keys its changed facts mention,
 //! drops the tuples of their parts (as the parts were before the edit and as
 //! they are after), re-runs the stage over the facts of the parts now
-//! holding those keys, and keeps every other tuple. The result equals a
+//! holding those keys, and keeps every other tuple. The parts are kept
+//! with their keys and facts, and an update partitions anew only the parts
+//! its changed facts were in, plus the facts that came (all the facts when
+//! which modules are starred changed). The result equals a
 //! whole run (`tests/incremental.rs` compares them after random edits). A
 //! fact or tuple this file does not know how to key makes the update run
 //! the whole stage instead: a new rule in the stage is slower until it is
@@ -93,15 +96,19 @@ fn head_key(first: Value, second: Option<Value>) -> Option<Key> {
     }
 }
 
-/// The parts of one set of facts: each key's part, by a union-find.
+/// The parts of the stage's facts: each key's part, and each part's keys
+/// and facts, so that an update re-partitions only the parts it reached.
 #[derive(Default)]
 struct Parts {
     part: FxHashMap<Key, u32>,
+    keys: FxHashMap<u32, Vec<Key>>,
+    facts: FxHashMap<u32, Vec<InputFact>>,
     /// Modules in a star import or an `__all__` inclusion: every pair of
     /// such a module is in the module's part, derived pairs included.
     starred: FxHashSet<Node>,
-    /// The part of each fact, in the order they were given.
-    of_facts: Vec<u32>,
+    /// The id of the next part made: ids are never reused, so a part an
+    /// update makes is never taken for one it replaced.
+    next: u32,
 }
 
 impl Parts {
@@ -109,20 +116,27 @@ impl Parts {
     fn of<'a>(facts: impl Iterator<Item = &'a InputFact> + Clone) -> Option<Parts> {
         let mut starred = FxHashSet::default();
         for fact in facts.clone() {
-            match Joins::of(fact)? {
-                Joins::Modules(a, b) => {
-                    starred.insert(a);
-                    starred.insert(b);
-                }
-                Joins::One(_) | Joins::Two(..) => {}
+            if let Joins::Modules(a, b) = Joins::of(fact)? {
+                starred.extend([a, b]);
             }
         }
+        let mut parts = Parts {
+            starred,
+            ..Parts::default()
+        };
+        parts.add(facts)?;
+        Some(parts)
+    }
+
+    /// Partitions `facts` and adds their parts, returning their ids.
+    /// `facts` must be closed: no fact joins a key of a part already held.
+    fn add<'a>(&mut self, facts: impl Iterator<Item = &'a InputFact>) -> Option<Vec<u32>> {
         let mut keys = Keys::default();
-        let mut of_facts = Vec::new();
+        let mut of_facts: Vec<(u32, InputFact)> = Vec::new();
         for fact in facts {
             let joins = Joins::of(fact)?;
             let first = joins.first();
-            of_facts.push(keys.id(first));
+            of_facts.push((keys.id(first), *fact));
             let (a, b) = match joins {
                 Joins::One(a) => (a, None),
                 Joins::Two(a, b) => (a, Some(b)),
@@ -134,29 +148,62 @@ impl Parts {
             for key in std::iter::once(a).chain(b) {
                 keys.join(first, key);
                 if let Key::Pair(module, _) = key
-                    && starred.contains(&module)
+                    && self.starred.contains(&module)
                 {
                     keys.join(key, Key::Module(module));
                 }
             }
         }
-        for id in &mut of_facts {
+        for (id, _) in &mut of_facts {
             *id = keys.root(*id);
         }
-        let part = keys.parts();
-        Some(Parts {
-            part,
-            starred,
-            of_facts,
-        })
+        let mut ids: FxHashMap<u32, u32> = FxHashMap::default();
+        let next = &mut self.next;
+        let mut fresh = |root: u32| {
+            *ids.entry(root).or_insert_with(|| {
+                *next += 1;
+                *next - 1
+            })
+        };
+        for (key, root) in keys.parts() {
+            let part = fresh(root);
+            self.part.insert(key, part);
+            self.keys.entry(part).or_default().push(key);
+        }
+        for (root, fact) in of_facts {
+            self.facts.entry(fresh(root)).or_default().push(fact);
+        }
+        Some(ids.into_values().collect())
+    }
+
+    /// Takes the parts `ids` out, returning their facts.
+    fn remove(&mut self, ids: &FxHashSet<u32>) -> Vec<InputFact> {
+        let mut facts = Vec::new();
+        for id in ids {
+            for key in self.keys.remove(id).unwrap_or_default() {
+                self.part.remove(&key);
+            }
+            facts.extend(self.facts.remove(id).unwrap_or_default());
+        }
+        facts
     }
 
     /// The keys of `parts`.
     fn keys_in<'a>(&'a self, parts: &'a FxHashSet<u32>) -> impl Iterator<Item = Key> + 'a {
-        self.part
+        parts
             .iter()
-            .filter(|(_, part)| parts.contains(part))
-            .map(|(key, _)| *key)
+            .filter_map(|part| self.keys.get(part))
+            .flatten()
+            .copied()
+    }
+
+    /// The facts of `parts`.
+    fn facts_in<'a>(&'a self, parts: &'a FxHashSet<u32>) -> impl Iterator<Item = InputFact> + 'a {
+        parts
+            .iter()
+            .filter_map(|part| self.facts.get(part))
+            .flatten()
+            .copied()
     }
 
     /// The part holding `key`: a pair of a starred module that no fact
@@ -314,54 +361,66 @@ fn update(
         return Some(last.output.clone());
     }
 
-    // The keys of the facts that differ.
-    let mut touched: FxHashSet<Key> = FxHashSet::default();
+    // The facts that went and came, and the keys they mention.
+    let mut removed: Vec<InputFact> = Vec::new();
+    let mut added: Vec<InputFact> = Vec::new();
     for change in &changes {
-        for fact in differing(change.before, change.after) {
-            match Joins::of(&fact)? {
-                Joins::One(a) => {
-                    touched.insert(a);
-                }
-                Joins::Two(a, b) => {
-                    touched.extend([a, b]);
-                }
-                Joins::Modules(a, b) => {
-                    touched.extend([Key::Module(a), Key::Module(b)]);
-                }
+        differing(change.before, change.after, &mut removed, &mut added);
+    }
+    let mut touched: FxHashSet<Key> = FxHashSet::default();
+    let mut restarred = false;
+    for fact in removed.iter().chain(&added) {
+        match Joins::of(fact)? {
+            Joins::One(a) => {
+                touched.insert(a);
+            }
+            Joins::Two(a, b) => {
+                touched.extend([a, b]);
+            }
+            Joins::Modules(a, b) => {
+                touched.extend([Key::Module(a), Key::Module(b)]);
+                restarred = true;
             }
         }
     }
 
-    if last.parts.is_none() {
-        last.parts = Some(Parts::of(all_facts(&last.shares, &last.project_facts))?);
-    }
-    let before = last.parts.as_ref()?;
-    let facts = || all_facts(shares, project_facts);
-    let after = Parts::of(facts())?;
+    let before = match last.parts.take() {
+        Some(parts) => parts,
+        None => Parts::of(all_facts(&last.shares, &last.project_facts))?,
+    };
     let dirty_before: FxHashSet<u32> = touched.iter().filter_map(|&k| before.of_key(k)).collect();
-    let mut rerun: FxHashSet<u32> = touched.iter().filter_map(|&k| after.of_key(k)).collect();
-    let reached: Vec<u32> = before
-        .keys_in(&dirty_before)
-        .filter_map(|key| after.of_key(key))
-        .collect();
-    rerun.extend(reached);
-
-    let read: Vec<InputFact> = facts()
-        .zip(&after.of_facts)
-        .filter(|(_, part)| rerun.contains(part))
-        .map(|(fact, _)| *fact)
-        .collect();
+    let gone_before: Vec<Key> = before.keys_in(&dirty_before).collect();
+    let (after, rerun, starred_before) = if restarred {
+        // Which modules are starred changed: a pair of one may join its
+        // module's part from anywhere, so the facts are partitioned anew.
+        let after = Parts::of(all_facts(shares, project_facts))?;
+        let mut rerun: FxHashSet<u32> = touched.iter().filter_map(|&k| after.of_key(k)).collect();
+        rerun.extend(gone_before.iter().filter_map(|&key| after.of_key(key)));
+        (after, rerun, before.starred)
+    } else {
+        // The parts the changed facts were in hold every fact that joins
+        // their keys (a fact that came joins only touched keys), so only
+        // they are partitioned again, with the facts that came and without
+        // those that went.
+        let mut after = before;
+        let facts = after.remove(&dirty_before);
+        let mut kept = Vec::with_capacity(facts.len() + added.len());
+        differing(&facts, &removed, &mut kept, &mut Vec::new());
+        kept.extend(added);
+        let rerun: FxHashSet<u32> = after.add(kept.iter())?.into_iter().collect();
+        (after, rerun, FxHashSet::default())
+    };
+    let read: Vec<InputFact> = after.facts_in(&rerun).collect();
     let fresh = run(&read);
 
     // The keys whose tuples go: those of the parts re-run, and of the parts
     // the changed facts were in before. A pair no fact mentions goes with
     // its starred module.
-    let gone: FxHashSet<Key> = before
-        .keys_in(&dirty_before)
+    let gone: FxHashSet<Key> = gone_before
+        .into_iter()
         .chain(after.keys_in(&rerun))
         .collect();
-    let gone_modules: FxHashSet<Node> = before
-        .starred
+    let gone_modules: FxHashSet<Node> = starred_before
         .iter()
         .chain(&after.starred)
         .copied()
@@ -388,38 +447,38 @@ fn update(
     Some(output)
 }
 
-/// The facts in one of `before` and `after` but not the other.
-fn differing(before: &[InputFact], after: &[InputFact]) -> Vec<InputFact> {
+/// Adds the facts of `before` missing from `after` to `removed`, and those
+/// of `after` missing from `before` to `added` (as multisets).
+fn differing(
+    before: &[InputFact],
+    after: &[InputFact],
+    removed: &mut Vec<InputFact>,
+    added: &mut Vec<InputFact>,
+) {
     let mut before = before.to_vec();
     let mut after = after.to_vec();
     before.sort_unstable();
     after.sort_unstable();
     let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < before.len() || j < after.len() {
+    loop {
         match (before.get(i), after.get(j)) {
             (Some(a), Some(b)) if a == b => {
                 i += 1;
                 j += 1;
             }
             (Some(a), Some(b)) if a < b => {
-                out.push(*a);
+                removed.push(*a);
                 i += 1;
-            }
-            (Some(_), Some(b)) => {
-                out.push(*b);
-                j += 1;
             }
             (Some(a), None) => {
-                out.push(*a);
+                removed.push(*a);
                 i += 1;
             }
-            (None, Some(b)) => {
-                out.push(*b);
+            (_, Some(b)) => {
+                added.push(*b);
                 j += 1;
             }
             (None, None) => break,
         }
     }
-    out
 }
