@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Growth: cold `xfile index` on one Django copy against a tree of four
+# Growth: cold `xfile --no-cache index` on one Django copy against a tree of four
 # (the original at the root plus three copies in sub-directories, each a
 # sub-project with its own pyproject.toml), interleaved runs so both see the
 # same machine load. Prints median wall time and peak RSS of each, and their
@@ -28,7 +28,7 @@ rss = {k: [] for k in trees}
 for _ in range(runs):
     for name, tree in trees.items():
         start = time.perf_counter()
-        out = subprocess.run(["/usr/bin/time", "-v", xfile, "index", "--root", tree],
+        out = subprocess.run(["/usr/bin/time", "-v", xfile, "--no-cache", "index", "--root", tree],
                              check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         times[name].append(time.perf_counter() - start)
         rss[name].append(int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)))
