@@ -1037,21 +1037,31 @@ pub(crate) fn project_inputs(db: &dyn Db, project: Project) -> StageInputs {
 pub(crate) fn cycle_groups(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("cycle_groups", None);
     let edges = &project_inputs(db, project).derived.runtime_depends_on();
-    let graph: petgraph::graphmap::DiGraphMap<Node, ()> =
-        petgraph::graphmap::DiGraphMap::from_edges(edges.iter().map(|t| (t.0, t.1)));
+    // Dense indices by binary search over the sorted nodes: a graph keyed
+    // by hashing each node (`GraphMap`) spent most of this query hashing.
+    let mut nodes: Vec<Node> = edges.iter().flat_map(|t| [t.0, t.1]).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let index = |node: Node| nodes.partition_point(|&n| n < node) as u32;
+    let graph: petgraph::Graph<(), (), petgraph::Directed, u32> =
+        petgraph::Graph::from_edges(edges.iter().map(|t| (index(t.0), index(t.1))));
     let mut facts = Vec::new();
     for component in petgraph::algo::tarjan_scc(&graph) {
         if component.len() < 2 {
             continue;
         }
-        let Some(&group) = component
+        let files: Vec<Node> = component
+            .iter()
+            .filter_map(|i| nodes.get(i.index()).copied())
+            .collect();
+        let Some(&group) = files
             .iter()
             .min_by_key(|&&node| db.interner().node_text(node))
         else {
             continue;
         };
         facts.extend(
-            component
+            files
                 .iter()
                 .map(|&file| InputFact::CycleGroup(CycleGroup(file, group))),
         );
@@ -1103,13 +1113,28 @@ pub(crate) fn project_stage(db: &dyn Db, project: Project) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn report_inputs(db: &dyn Db, project: Project) -> StageInputs {
     db.log().executed("report_inputs", None);
-    whole_project_inputs(
+    let whole = project_stage(db, project);
+    let mut inputs = whole_project_inputs(
         db,
         project,
         &datalog::REPORT,
         bucket_report_shares,
-        &[resolved_for_report(db, project), project_stage(db, project)],
-    )
+        &[resolved_for_report(db, project), whole],
+    );
+    // Report rules start from what the project stage derived about a file
+    // (its cycle edges) and join only what is about the nodes that names
+    // (`docs/rule-authoring.md`). So the rest stays out: the stage indexes
+    // the runtime imports of the files in cycles, not every one, and an
+    // edit to a file in none leaves this value equal.
+    let named: rustc_hash::FxHashSet<Value> = whole
+        .tuples_values()
+        .filter(|v| matches!(v, Value::Node(_)))
+        .collect();
+    inputs.facts.retain(|fact| named.contains(&fact.first()));
+    inputs
+        .derived
+        .retain_heads(|first, _| named.contains(&first));
+    inputs
 }
 
 /// The `report` stage (warnings on whole-project results) over all files.
