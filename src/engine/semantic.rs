@@ -175,9 +175,38 @@ fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs
 /// The `Warning` tuples of every stage, sorted and without duplicates: the
 /// relation `program` holds, gathered without the union of every relation
 /// (what `xfile index` and the warning log read).
+/// The file rules' share is read bucket by bucket, so an edit gathers one
+/// bucket's files again, not every file's.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn warnings(db: &dyn Db, project: Project) -> Vec<Warning> {
-    distinct(stage_outputs(db, project).flat_map(|outputs| outputs.warning().iter().copied()))
+    let whole = [
+        db::resolve_stage(db, project),
+        db::classes_stage(db, project),
+        db::project_stage(db, project),
+        db::report_stage(db, project),
+    ];
+    distinct(
+        whole
+            .into_iter()
+            .flat_map(|outputs| outputs.warning().iter().copied())
+            .chain(
+                project
+                    .buckets(db)
+                    .iter()
+                    .flat_map(|&bucket| bucket_warnings(db, project, bucket).iter().copied()),
+            ),
+    )
+}
+
+/// One bucket's files' `Warning` tuples from their file rules.
+#[salsa::tracked(returns(ref))]
+fn bucket_warnings(db: &dyn Db, project: Project, bucket: Bucket) -> Vec<Warning> {
+    db.log().executed("bucket_warnings", None);
+    bucket
+        .files(db)
+        .iter()
+        .flat_map(|&file| db::file_stage(db, project, file).warning().iter().copied())
+        .collect()
 }
 
 /// The tuples sorted, each once (a relation several stages publish).
