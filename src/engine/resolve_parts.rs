@@ -190,20 +190,12 @@ impl Parts {
 
     /// The keys of `parts`.
     fn keys_in<'a>(&'a self, parts: &'a FxHashSet<u32>) -> impl Iterator<Item = Key> + 'a {
-        parts
-            .iter()
-            .filter_map(|part| self.keys.get(part))
-            .flatten()
-            .copied()
+        held_by(&self.keys, parts)
     }
 
     /// The facts of `parts`.
     fn facts_in<'a>(&'a self, parts: &'a FxHashSet<u32>) -> impl Iterator<Item = InputFact> + 'a {
-        parts
-            .iter()
-            .filter_map(|part| self.facts.get(part))
-            .flatten()
-            .copied()
+        held_by(&self.facts, parts)
     }
 
     /// The part holding `key`: a pair of a starred module that no fact
@@ -216,6 +208,18 @@ impl Parts {
             _ => None,
         })
     }
+}
+
+/// What `parts` hold of `by_part`.
+fn held_by<'a, T: Copy>(
+    by_part: &'a FxHashMap<u32, Vec<T>>,
+    parts: &'a FxHashSet<u32>,
+) -> impl Iterator<Item = T> + 'a {
+    parts
+        .iter()
+        .filter_map(|part| by_part.get(part))
+        .flatten()
+        .copied()
 }
 
 /// A union-find over keys.
