@@ -408,6 +408,8 @@ fn update(
         // those that went.
         let mut after = before;
         let facts = after.remove(&dirty_before);
+        // Every fact that went is among them: what is in `facts` and not
+        // in `removed` is what stays.
         let mut kept = Vec::with_capacity(facts.len() + added.len());
         differing(&facts, &removed, &mut kept, &mut Vec::new());
         kept.extend(added);

@@ -155,38 +155,35 @@ pub(crate) fn usage_counts(db: &dyn Db, project: Project) -> Vec<((Node, Sym), u
     counts
 }
 
-/// Every stage's outputs but the union's: each file's own `file` stage
-/// and the whole-project stages. What `program` concatenates, read here
+/// Every stage's outputs but the union's: the whole-project stages and
+/// each file's own `file` stage. What `program` concatenates, read here
 /// relation by relation so that an answer about one relation does not
 /// build (and keep) the union of all of them.
 fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs> {
+    whole_project_outputs(db, project)
+        .into_iter()
+        .chain(db::all_files(db, project).map(move |file| db::file_stage(db, project, file)))
+}
+
+/// The outputs of the stages that run over the whole project.
+fn whole_project_outputs(db: &dyn Db, project: Project) -> [&Outputs; 4] {
     [
         db::resolve_stage(db, project),
         db::classes_stage(db, project),
-    ]
-    .into_iter()
-    .chain(db::all_files(db, project).map(move |file| db::file_stage(db, project, file)))
-    .chain([
         db::project_stage(db, project),
         db::report_stage(db, project),
-    ])
+    ]
 }
 
 /// The `Warning` tuples of every stage, sorted and without duplicates: the
 /// relation `program` holds, gathered without the union of every relation
-/// (what `xfile index` and the warning log read).
-/// The file rules' share is read bucket by bucket, so an edit gathers one
-/// bucket's files again, not every file's.
+/// (what `xfile index` and the warning log read). The file rules' share
+/// is read bucket by bucket, so an edit gathers one bucket's files again,
+/// not every file's.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn warnings(db: &dyn Db, project: Project) -> Vec<Warning> {
-    let whole = [
-        db::resolve_stage(db, project),
-        db::classes_stage(db, project),
-        db::project_stage(db, project),
-        db::report_stage(db, project),
-    ];
     distinct(
-        whole
+        whole_project_outputs(db, project)
             .into_iter()
             .flat_map(|outputs| outputs.warning().iter().copied())
             .chain(
