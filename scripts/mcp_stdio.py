@@ -1,12 +1,16 @@
 """A minimal MCP client over stdio for the benchmark scripts: spawns
 `xfile serve --root ROOT`, initializes, and sends requests one at a time."""
-import json, subprocess
+import json, os, subprocess
 
 
 class Server:
     def __init__(self, xfile, root):
+        # XFILE_BENCH_LOG=FILE keeps the server's log (with XFILE_LOG=debug,
+        # the timings of each update and read) for a look at where time goes.
+        log = os.environ.get("XFILE_BENCH_LOG")
+        self.log = open(log, "w") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen([xfile, "serve", "--root", root], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
         self.next_id = 0
         self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                     "clientInfo": {"name": "bench", "version": "0"}})

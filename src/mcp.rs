@@ -1026,7 +1026,9 @@ fn with_session_argument(schema: &mut JsonObject) {
 }
 
 /// Computes again, on a thread of its own, the hot spots an update made
-/// stale; one refresh at a time (a refresh running covers the updates
+/// stale, once edits pause (they are a head start for searches, which
+/// compute a stale one when they hit it: not worth a core during a burst
+/// of edits); one refresh at a time (a refresh running covers the updates
 /// that come meanwhile only if they came before it looked, so the next
 /// search still checks).
 fn refresh_hot_spots(live: &Arc<Live>, refreshing: &Arc<std::sync::atomic::AtomicBool>) {
@@ -1036,7 +1038,13 @@ fn refresh_hot_spots(live: &Arc<Live>, refreshing: &Arc<std::sync::atomic::Atomi
     }
     let (live, refreshing) = (live.clone(), refreshing.clone());
     std::thread::spawn(move || {
-        live.read(Service::refresh_hot_spots);
+        live.wait_quiet(projects::BACKGROUND_QUIET);
+        let started = std::time::Instant::now();
+        live.read_when_quiet(projects::BACKGROUND_QUIET, Service::refresh_hot_spots);
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "hot spots refreshed"
+        );
         refreshing.store(false, Ordering::Release);
     });
 }

@@ -271,11 +271,17 @@ impl State {
             .live
             .apply(paths, if self.polling { "poll" } else { "watcher" })
         {
-            Ok(report) if report.changed() => on_update(&report),
+            Ok(report) if report.changed() => {
+                let started = Instant::now();
+                on_update(&report);
+                tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "after update");
+            }
             Ok(_) => {}
             Err(error) => tracing::warn!("update failed: {error}"),
         }
+        let started = Instant::now();
         self.sync_watches();
+        tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "watches synced");
     }
 
     fn start_native(&mut self) {

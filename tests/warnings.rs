@@ -415,3 +415,122 @@ fn cli_warnings_command_text_and_json() {
     let missing = run(&["nope.py"]);
     assert_eq!(missing.status.code(), Some(2));
 }
+
+/// Every warning with everything it says, as JSON lines.
+fn rendered(report: &xfile::service::model::WarningReport) -> Vec<String> {
+    report
+        .warnings
+        .iter()
+        .map(|w| serde_json::to_string(w).unwrap())
+        .collect()
+}
+
+/// The key a logged warning is known by.
+fn logged_keys(log: &std::path::Path) -> Vec<(String, String, u64, u64, String)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                v["type"].as_str().unwrap().to_string(),
+                v["file"].as_str().unwrap().to_string(),
+                v["line"].as_u64().unwrap(),
+                v["column"].as_u64().unwrap(),
+                v["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// After each edit, the warnings a live service renders (reusing the files
+/// whose warnings did not change) are those a fresh index renders, the
+/// message of a cycle through an unedited file included; and the log gets
+/// each warning once, also when it goes and comes back, and everything
+/// again when the log is removed (FR-41).
+#[test]
+fn warnings_after_edits_match_a_fresh_index_and_are_logged_once_fr41() {
+    use xfile::service::live::Live;
+    let dir = common::copy_fixture("warnings_patterns");
+    let root = dir.path();
+    let log = root.join(".cross_file_context_logs/warnings.jsonl");
+    let live = Live::open(root).unwrap();
+    assert_eq!(live.read(Service::log_warnings).unwrap(), 15);
+    let mut seen: std::collections::BTreeSet<_> = logged_keys(&log).into_iter().collect();
+    let dispatch = root.join("app/dispatch.py");
+    let original = std::fs::read_to_string(&dispatch).unwrap();
+    let added = format!("{original}\n\ndef more(obj, name):\n    return getattr(obj, name)()\n");
+    // Each step: what it is, and the files it writes (or deletes: `None`).
+    type Step<'a> = (&'a str, Vec<(&'a str, Option<String>)>);
+    let steps: Vec<Step> = vec![
+        // cycle_a.py is not edited, but its cycle becomes a → b → c → a.
+        (
+            "a longer cycle",
+            vec![
+                (
+                    "app/cycle_b.py",
+                    Some("import app.cycle_c\n\n\ndef pong():\n    return app.cycle_c\n".into()),
+                ),
+                ("app/cycle_c.py", Some("import app.cycle_a\n".into())),
+            ],
+        ),
+        (
+            "a new dispatch",
+            vec![("app/dispatch.py", Some(added.clone()))],
+        ),
+        (
+            "the dispatch gone",
+            vec![("app/dispatch.py", Some(original.clone()))],
+        ),
+        ("the dispatch back", vec![("app/dispatch.py", Some(added))]),
+        ("the cycle broken", vec![("app/cycle_c.py", None)]),
+    ];
+    for (step, files) in steps {
+        let mut paths = Vec::new();
+        for (file, text) in files {
+            let path = root.join(file);
+            match text {
+                Some(text) => std::fs::write(&path, text).unwrap(),
+                None => std::fs::remove_file(&path).unwrap(),
+            }
+            paths.push(path);
+        }
+        live.apply(&paths, "test").unwrap();
+        let now = live.read(|s| s.warnings(None).unwrap());
+        let fresh = Service::open(root).unwrap().warnings(None).unwrap();
+        assert_eq!(rendered(&now), rendered(&fresh), "after {step}");
+        assert_eq!(now.suppressed, fresh.suppressed, "after {step}");
+        let new: Vec<_> = now
+            .warnings
+            .iter()
+            .map(|w| {
+                let v = serde_json::to_value(w).unwrap();
+                (
+                    v["type"].as_str().unwrap().to_string(),
+                    w.file.clone(),
+                    u64::from(w.line),
+                    u64::from(w.column),
+                    w.message.clone(),
+                )
+            })
+            .filter(|key| seen.insert(key.clone()))
+            .collect();
+        assert_eq!(
+            live.read(Service::log_warnings).unwrap(),
+            new.len(),
+            "after {step}: {new:?}"
+        );
+        assert_eq!(
+            logged_keys(&log)
+                .into_iter()
+                .collect::<std::collections::BTreeSet<_>>(),
+            seen
+        );
+    }
+    // Each once: the cycle steps logged new messages, the dispatch once.
+    assert_eq!(logged_keys(&log).len(), seen.len());
+    assert!(seen.iter().any(|k| k.4.contains("cycle_c")), "{seen:?}");
+    std::fs::remove_file(&log).unwrap();
+    let count = live.read(|s| s.warnings(None).unwrap().warnings.len());
+    assert_eq!(live.read(Service::log_warnings).unwrap(), count);
+}

@@ -150,6 +150,14 @@ impl Engine {
         Arc::make_mut(&mut self.revisions).insert(path.to_string(), self.changes);
     }
 
+    /// Unwinds with `salsa::Cancelled` if an update is waiting for this
+    /// snapshot: for long loops above the engine that call no query for a
+    /// while (an update blocks until every snapshot is dropped).
+    pub fn check_cancelled(&self) {
+        use salsa::Database as _;
+        self.db.unwind_if_revision_cancelled();
+    }
+
     /// A counter that grows with every change to any file or to the file set.
     pub fn changes(&self) -> u64 {
         self.changes

@@ -19,6 +19,7 @@ use crate::ops::session::{self, SessionRecord};
 use crate::ops::stats::Distribution;
 use crate::service::Service;
 use crate::service::live::Live;
+use crate::service::model::Warning;
 
 /// Warnings listed per answer (the counts cover all).
 const WARNINGS_LISTED: usize = 500;
@@ -328,7 +329,7 @@ async fn warnings(State(state): State<AppState>, Query(which): Query<Which>) -> 
         Err(refusal) => return refusal.into_response(),
     };
     let answer = blocking(move || {
-        let all = live.read(|s| s.all_warnings()).active.clone();
+        let all: Vec<Warning> = live.read(|s| s.all_warnings().active().cloned().collect());
         let mut by_type = BTreeMap::new();
         for w in &all {
             *by_type.entry(w.warning_type.as_str()).or_default() += 1;

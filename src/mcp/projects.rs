@@ -58,6 +58,10 @@ pub(crate) struct Projects {
     index: Mutex<Option<Built>>,
 }
 
+/// How long edits must pause before background work (hot spots) starts
+/// again after an update cancelled it.
+pub(crate) const BACKGROUND_QUIET: Duration = Duration::from_millis(300);
+
 /// One served project.
 pub(crate) struct Member {
     pub(crate) name: String,
@@ -110,7 +114,9 @@ impl Member {
             // Hot spots are computed off the request path; an update
             // cancels and restarts the computation.
             let hot = live.clone();
-            tokio::task::spawn_blocking(move || hot.read(Service::precompute_hot_spots));
+            tokio::task::spawn_blocking(move || {
+                hot.read_when_quiet(BACKGROUND_QUIET, Service::precompute_hot_spots)
+            });
             // So are the blames of the files changed last (no index needed:
             // they come from the repository).
             let blames = live.clone();
@@ -120,7 +126,12 @@ impl Member {
             let root = member.root.clone();
             let watcher = Watch::start(live.clone(), watch::Options::default(), move |report| {
                 crate::ops::metrics::global().record_update(&root, report);
+                let started = std::time::Instant::now();
                 log_warnings(&logged);
+                tracing::debug!(
+                    ms = started.elapsed().as_secs_f64() * 1e3,
+                    "warnings logged"
+                );
                 refresh_hot_spots(&logged, &refreshing);
             });
             *lock(&member.watch) = Some(watcher);

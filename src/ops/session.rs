@@ -178,7 +178,7 @@ pub fn record(name: &str, service: &Service, log: &SessionLog) -> SessionRecord 
     let [over_300, over_500, over_700] = THRESHOLDS.map(exceeding);
     let warnings = service.all_warnings();
     let mut by_file: BTreeMap<&str, usize> = BTreeMap::new();
-    for w in &warnings.active {
+    for w in warnings.active() {
         *by_file.entry(w.file.as_str()).or_default() += 1;
     }
     let mut files_with_warnings: Vec<FileCount> = by_file

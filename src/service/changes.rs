@@ -196,10 +196,10 @@ impl GraphTracker {
             files.push((path.clone(), None));
         }
         let warnings = service.all_warnings();
-        if !Arc::ptr_eq(&warnings, &self.warnings) {
+        for (before, now) in warnings.changed_since(Some(&self.warnings)) {
             diff(
-                &self.warnings.active,
-                &warnings.active,
+                before,
+                now,
                 |w| {
                     (
                         w.file.as_str(),

@@ -75,10 +75,9 @@ pub fn answer(
         files.retain(|f| under(&f.relative_path));
         files
     };
-    let warnings = || {
-        let mut warnings = service.all_warnings().active.clone();
-        warnings.retain(|w| under(&w.file));
-        warnings
+    let warnings = || -> Vec<Warning> {
+        let all = service.all_warnings();
+        all.active().filter(|w| under(&w.file)).cloned().collect()
     };
     let cycles = || {
         let mut cycles = service.cycles();

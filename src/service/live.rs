@@ -16,7 +16,9 @@
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use super::Service;
 use super::model::UpdateReport;
@@ -37,6 +39,9 @@ const KEPT_REPORTS: usize = 16;
 
 pub struct Live {
     root: PathBuf,
+    /// How many updates changed something: read without the master lock
+    /// (held while an update runs) by work that waits for a pause.
+    changed: AtomicU64,
     master: Mutex<Master>,
     published: Mutex<Option<Service>>,
     republished: Condvar,
@@ -52,6 +57,7 @@ impl Live {
     pub fn new(service: Service) -> Live {
         Live {
             root: service.root().to_path_buf(),
+            changed: AtomicU64::new(0),
             published: Mutex::new(Some(service.clone())),
             master: Mutex::new(Master {
                 service,
@@ -100,18 +106,54 @@ impl Live {
         }
     }
 
+    /// Like [`Live::read`], for work in the background: once an update
+    /// cancels it, it starts again only after no update came for `quiet`.
+    /// During a burst of edits, restarting at once kept a core busy redoing
+    /// work that the next edit cancelled again, and held snapshots the
+    /// edits' updates had to wait for.
+    pub fn read_when_quiet<T>(&self, quiet: Duration, f: impl Fn(&Service) -> T) -> T {
+        loop {
+            let snapshot = self.snapshot();
+            let outcome = salsa::Cancelled::catch(AssertUnwindSafe(|| f(&snapshot)));
+            drop(snapshot);
+            if let Ok(value) = outcome {
+                return value;
+            }
+            self.wait_quiet(quiet);
+        }
+    }
+
+    /// Returns once no update changed anything for `quiet`.
+    pub fn wait_quiet(&self, quiet: Duration) {
+        loop {
+            let seen = self.changed.load(Ordering::Acquire);
+            std::thread::sleep(quiet);
+            if self.changed.load(Ordering::Acquire) == seen {
+                return;
+            }
+        }
+    }
+
     /// Like [`Live::read`], but first brings the files `involved` names up to
     /// date with the disk: whatever the watcher saw or missed, the answer is
     /// no older than those files at call time.
     pub fn read_fresh<T>(&self, involved: &Involved, f: impl Fn(&Service) -> T) -> T {
+        let started = std::time::Instant::now();
         let stale = self.read(|s| s.stale(&s.involved(involved)));
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "freshness check"
+        );
         if !stale.is_empty() {
             tracing::debug!(files = stale.len(), "stale on read; updating first");
             if let Err(error) = self.apply(&stale, "read") {
                 tracing::warn!("update on read failed: {error}");
             }
         }
-        self.read(f)
+        let started = std::time::Instant::now();
+        let answer = self.read(f);
+        tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "fresh read");
+        answer
     }
 
     /// Applies changes under `paths` (see [`Service::read_changes`]) and
@@ -134,6 +176,7 @@ impl Live {
         master.updates += 1;
         report.update = master.updates;
         if report.changed() {
+            self.changed.fetch_add(1, Ordering::AcqRel);
             tracing::debug!(
                 added = ?report.added,
                 modified = ?report.modified,

@@ -110,6 +110,8 @@ pub struct Service {
     suppression: Arc<warnings::Suppression>,
     /// Rendered warnings, for the engine state they were computed at.
     warnings: PerState<warnings::Warnings>,
+    /// What the warning log was last given, shared by the snapshots.
+    logged: Arc<Mutex<Option<warnings::Logged>>>,
     /// The symbol index `search` matches against, per engine state.
     symbols: PerState<search::SymbolIndex>,
     /// References to third-party modules and the modules provided, for
@@ -240,6 +242,7 @@ impl Service {
         let service = Service {
             suppression: Arc::new(suppression),
             warnings: PerState::new(),
+            logged: Arc::default(),
             symbols: PerState::new(),
             external: PerState::new(),
             modules: PerState::new(),
@@ -304,7 +307,8 @@ impl Service {
         if !self.config.enable_warning_logging {
             return Ok(0);
         }
-        warnings::log_new(&self.root, &self.all_warnings().active)
+        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
+        warnings::log_new(&self.root, &self.all_warnings(), &mut logged)
     }
 
     pub fn root(&self) -> &Path {
@@ -450,20 +454,15 @@ impl Service {
 
     /// Every warning after suppression, computed once per engine state.
     pub(crate) fn all_warnings(&self) -> Arc<warnings::Warnings> {
-        self.warnings.get(self.engine.changes(), || {
-            warnings::Warnings::compute(&self.engine, &self.suppression)
-        })
+        self.warnings
+            .get_or_update(self.engine.changes(), |previous| {
+                warnings::Warnings::compute(&self.engine, &self.suppression, previous)
+            })
     }
 
     /// Warnings of `file` (validated and root-relative), after suppression.
     pub(crate) fn warnings_of(&self, file: &str) -> Vec<Warning> {
-        let all = self.all_warnings();
-        let start = all.active.partition_point(|w| w.file.as_str() < file);
-        all.active[start..]
-            .iter()
-            .take_while(|w| w.file == file)
-            .cloned()
-            .collect()
+        self.all_warnings().of_file(file).to_vec()
     }
 
     /// Warnings (TDD §3.9) and notices, all or for one file. A file may be
@@ -475,7 +474,7 @@ impl Service {
         let all = self.all_warnings();
         let warnings = match &file {
             Some(file) => self.warnings_of(file),
-            None => all.active.clone(),
+            None => all.active().cloned().collect(),
         };
         Ok(WarningReport {
             warnings,
@@ -520,8 +519,7 @@ impl Service {
             import_cycles: self.cycles().len(),
             warnings: self
                 .all_warnings()
-                .active
-                .iter()
+                .active()
                 .fold(BTreeMap::new(), |mut counts, w| {
                     *counts.entry(w.warning_type.as_str()).or_default() += 1;
                     counts
@@ -620,7 +618,7 @@ impl Service {
             },
             files,
             relationships,
-            warnings: self.all_warnings().active.clone(),
+            warnings: self.all_warnings().active().cloned().collect(),
             notices: self.notices.to_vec(),
             graph_metadata: GraphMetadata {
                 circular_imports: self.cycles(),

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use rustc_hash::FxHashMap;
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::jsonl;
 use super::model::{Severity, Warning};
 use crate::engine::Engine;
-use crate::engine::datalog::{Node, Pattern, Site};
+use crate::engine::datalog::{self, Node, Pattern, Site};
 use crate::python::{DynamicPattern, ImportTarget, ModuleFacts};
 use crate::workspace::Config;
 
@@ -195,73 +196,161 @@ fn known_types() -> String {
         .join(", ")
 }
 
-/// Every warning of the project, rendered, after suppression.
+/// Every warning of the project, rendered, after suppression: per file,
+/// so that after an update only the files whose warnings changed are
+/// rendered again (rendering splits a file into lines; on a large project
+/// rendering them all took tens of milliseconds after every edit).
 #[derive(Debug, Default)]
 pub struct Warnings {
-    /// Sorted by file, line, column and type.
-    pub active: Vec<Warning>,
-    /// Per file, how many warnings configuration suppressed, by reason.
-    pub suppressed: BTreeMap<String, BTreeMap<SuppressedBy, usize>>,
+    /// The files with a warning, active or suppressed, by path.
+    files: BTreeMap<String, Arc<FileWarnings>>,
+}
+
+/// One file's warnings, and what they were rendered from.
+#[derive(Debug, Default)]
+struct FileWarnings {
+    /// The file's change stamp when rendered (`Engine::revision`).
+    revision: Option<u64>,
+    tuples: Vec<datalog::Warning>,
+    /// Sorted by line, column, type and message.
+    active: Vec<Warning>,
+    suppressed: BTreeMap<SuppressedBy, usize>,
+}
+
+impl FileWarnings {
+    /// Whether these still hold for `tuples` at `revision`. A cycle's
+    /// message names modules other files decide, so a file on a cycle is
+    /// always rendered again (cycles are few).
+    fn holds(&self, revision: Option<u64>, tuples: &[datalog::Warning]) -> bool {
+        self.revision == revision
+            && self.tuples == tuples
+            && tuples.iter().all(|t| t.2 != Pattern::CircularImport)
+    }
 }
 
 impl Warnings {
-    pub fn compute(engine: &Engine, suppression: &Suppression) -> Warnings {
+    /// Renders the rules' warnings, reusing from `previous` (the warnings of
+    /// an earlier state of the same service) every file whose text and
+    /// warning tuples did not change.
+    pub fn compute(
+        engine: &Engine,
+        suppression: &Suppression,
+        previous: Option<&Warnings>,
+    ) -> Warnings {
         let renderer = Renderer { engine };
-        let mut warnings = Warnings::default();
-        let mut current: Option<(Node, FileLookup)> = None;
-        for tuple in engine.warning_tuples() {
-            let (file, site, pattern) = (tuple.0, tuple.1, tuple.2);
-            if !suppression.enabled(pattern) {
-                continue;
-            }
-            let path = engine.interner().node_text(file);
-            if let Some(reason) = suppression.reason(&path, pattern) {
-                *warnings
-                    .suppressed
-                    .entry(path.to_string())
-                    .or_default()
-                    .entry(reason)
-                    .or_default() += 1;
-                continue;
-            }
-            if current.as_ref().is_none_or(|(node, _)| *node != file) {
-                current = engine
-                    .facts(&path)
-                    .map(|facts| (file, FileLookup::new(facts, engine.text(&path))));
-            }
-            let Some((_, lookup)) = &current else {
-                continue;
+        let mut files = BTreeMap::new();
+        // The tuples come sorted, so each file's are together.
+        for tuples in engine.warning_tuples().chunk_by(|a, b| a.0 == b.0) {
+            let path = engine.interner().node_text(tuples[0].0);
+            let revision = engine.revision(&path);
+            let kept = previous
+                .and_then(|p| p.files.get(path.as_ref()))
+                .filter(|old| old.holds(revision, tuples));
+            let rendered = match kept {
+                Some(old) => Arc::clone(old),
+                None => Arc::new(render_file(&renderer, suppression, &path, revision, tuples)),
             };
-            warnings
-                .active
-                .extend(renderer.render(&path, file, site, pattern, lookup));
+            if !rendered.active.is_empty() || !rendered.suppressed.is_empty() {
+                files.insert(path.to_string(), rendered);
+            }
         }
-        warnings.active.sort_by(|a, b| {
-            (&a.file, a.line, a.column, a.warning_type, &a.message).cmp(&(
-                &b.file,
-                b.line,
-                b.column,
-                b.warning_type,
-                &b.message,
-            ))
-        });
-        // `from m import a, b` is one site per name; one warning is enough.
-        warnings.active.dedup();
-        warnings
+        Warnings { files }
+    }
+
+    /// Every active warning, by file, line, column and type.
+    pub fn active(&self) -> impl Iterator<Item = &Warning> {
+        self.files.values().flat_map(|f| f.active.iter())
+    }
+
+    /// The active warnings of `file` (root-relative).
+    pub fn of_file(&self, file: &str) -> &[Warning] {
+        self.files.get(file).map_or(&[], |f| f.active.as_slice())
     }
 
     pub fn suppressed_counts(&self, file: Option<&str>) -> BTreeMap<&'static str, usize> {
         let mut counts = BTreeMap::new();
-        for (path, reasons) in &self.suppressed {
+        for (path, rendered) in &self.files {
             if file.is_some_and(|f| f != path) {
                 continue;
             }
-            for (reason, count) in reasons {
+            for (reason, count) in &rendered.suppressed {
                 *counts.entry(reason.as_str()).or_default() += count;
             }
         }
         counts
     }
+
+    /// Per file whose warnings are not the very ones `earlier` holds (every
+    /// file, when there is none), its active warnings before and now: where
+    /// the warnings an update brought or took can be.
+    pub fn changed_since<'a>(
+        &'a self,
+        earlier: Option<&'a Warnings>,
+    ) -> impl Iterator<Item = (&'a [Warning], &'a [Warning])> {
+        let before = move |path: &String| {
+            earlier
+                .and_then(|e| e.files.get(path))
+                .map_or(&[][..], |old| old.active.as_slice())
+        };
+        let changed = self.files.iter().filter_map(move |(path, rendered)| {
+            let old = earlier.and_then(|e| e.files.get(path));
+            let same = old.is_some_and(|old| Arc::ptr_eq(old, rendered));
+            (!same).then(|| (before(path), rendered.active.as_slice()))
+        });
+        let gone = earlier
+            .into_iter()
+            .flat_map(|e| e.files.iter())
+            .filter(|(path, _)| !self.files.contains_key(*path))
+            .map(|(_, old)| (old.active.as_slice(), &[][..]));
+        changed.chain(gone)
+    }
+}
+
+/// One file's warning tuples rendered, after suppression.
+fn render_file(
+    renderer: &Renderer,
+    suppression: &Suppression,
+    path: &str,
+    revision: Option<u64>,
+    tuples: &[datalog::Warning],
+) -> FileWarnings {
+    let mut rendered = FileWarnings {
+        revision,
+        tuples: tuples.to_vec(),
+        ..FileWarnings::default()
+    };
+    let engine = renderer.engine;
+    let mut lookup = None;
+    for &datalog::Warning(file, site, pattern) in tuples {
+        if !suppression.enabled(pattern) {
+            continue;
+        }
+        if let Some(reason) = suppression.reason(path, pattern) {
+            *rendered.suppressed.entry(reason).or_default() += 1;
+            continue;
+        }
+        let lookup = match &lookup {
+            Some(lookup) => lookup,
+            None => match engine.facts(path) {
+                Some(facts) => lookup.insert(FileLookup::new(facts, engine.text(path))),
+                None => break,
+            },
+        };
+        rendered
+            .active
+            .extend(renderer.render(path, file, site, pattern, lookup));
+    }
+    rendered.active.sort_by(|a, b| {
+        (a.line, a.column, a.warning_type, &a.message).cmp(&(
+            b.line,
+            b.column,
+            b.warning_type,
+            &b.message,
+        ))
+    });
+    // `from m import a, b` is one site per name; one warning is enough.
+    rendered.active.dedup();
+    rendered
 }
 
 /// Which dynamic pattern or import of a file sits at each site, and its
@@ -471,20 +560,47 @@ impl LoggedKey {
     }
 }
 
+/// What a service last wrote to the warning log: the warnings then, the
+/// keys the log holds, and the log's size after the write.
+pub(crate) struct Logged {
+    warnings: Arc<Warnings>,
+    keys: BTreeSet<LoggedKey>,
+    size: u64,
+}
+
 /// Appends the warnings the log does not hold yet, so that indexing the
 /// same tree again does not repeat them. Returns how many were written.
-pub fn log_new(root: &Path, warnings: &[Warning]) -> std::io::Result<usize> {
+///
+/// After the first call, `logged` spares reading the log back: only the
+/// files whose warnings changed since are looked at, against the keys
+/// kept. A log whose size is not the one left means another process wrote
+/// to it (or it was removed), and it is read again.
+pub(crate) fn log_new(
+    root: &Path,
+    warnings: &Arc<Warnings>,
+    logged: &mut Option<Logged>,
+) -> std::io::Result<usize> {
     let path = jsonl::log_path(root, LOG_FILE);
-    let logged: BTreeSet<LoggedKey> = jsonl::read(&path).into_iter().collect();
+    let size = || std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
+    let (mut keys, earlier) = match logged.take().filter(|l| l.size == size()) {
+        Some(l) => (l.keys, Some(l.warnings)),
+        None => (jsonl::read(&path).into_iter().collect(), None),
+    };
     let timestamp = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let entries: Vec<LogEntry> = warnings
-        .iter()
-        .filter(|w| !logged.contains(&LoggedKey::of(w)))
+        .changed_since(earlier.as_deref())
+        .flat_map(|(_, now)| now)
+        .filter(|w| keys.insert(LoggedKey::of(w)))
         .map(|warning| LogEntry {
             timestamp: timestamp.clone(),
             warning,
         })
         .collect();
     jsonl::append(&path, &entries)?;
+    *logged = Some(Logged {
+        warnings: Arc::clone(warnings),
+        keys,
+        size: size(),
+    });
     Ok(entries.len())
 }

@@ -278,6 +278,7 @@ impl SymbolIndex {
         let files = engine
             .paths()
             .filter_map(|path| {
+                engine.check_cancelled();
                 let revision = engine.revision(path);
                 let module = engine.module_name(path);
                 if let Some(kept) = reusable.remove(path)
@@ -309,9 +310,12 @@ impl SymbolIndex {
     /// The entries of definitions a package `__init__` binds, named by the
     /// package's dotted name and the bound name.
     fn reexports(&self, engine: &Engine) -> Vec<Entry> {
-        let by_id: rustc_hash::FxHashMap<(&str, &str), &Entry> = self
-            .entries()
-            .map(|e| ((e.file.as_str(), e.qualname.as_str()), e))
+        // By file, not by definition: hashing every definition's names
+        // made this most of a rebuild's time on a large project.
+        let by_file: rustc_hash::FxHashMap<&str, &[Entry]> = self
+            .files
+            .iter()
+            .filter_map(|f| Some((f.entries.first()?.file.as_str(), f.entries.as_slice())))
             .collect();
         let mut aliases = Vec::new();
         for kept in &self.files {
@@ -321,8 +325,11 @@ impl SymbolIndex {
             if !init.file.ends_with("__init__.py") || kept.module.is_empty() {
                 continue;
             }
+            engine.check_cancelled();
             for imported in engine.imported_names(&init.file) {
-                let Some(target) = by_id.get(&(imported.file.as_str(), imported.symbol.as_str()))
+                let Some(target) = by_file
+                    .get(imported.file.as_str())
+                    .and_then(|entries| entries.iter().rfind(|e| e.qualname == imported.symbol))
                 else {
                     continue;
                 };

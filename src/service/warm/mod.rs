@@ -283,6 +283,7 @@ impl Writer {
         let (root, key, busy) = (self.root.clone(), self.key.clone(), Arc::clone(&self.busy));
         let tree = self.tree.clone();
         let handle = std::thread::spawn(move || {
+            let started = Instant::now();
             let stale = answers::Prebuilt::open(&root).is_err() && answers::worth_writing(&tree);
             let taken = salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
                 let rendered = stale.then(|| answers::render(&snapshot));
@@ -300,6 +301,12 @@ impl Writer {
                 (rendered, held)
             }));
             drop(snapshot);
+            tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                stale,
+                taken = taken.is_ok(),
+                "warm-start cache taken"
+            );
             if let Ok((rendered, held)) = taken {
                 let entries: Vec<Entry> = held
                     .into_par_iter()
@@ -320,6 +327,10 @@ impl Writer {
                     }
                 }
             }
+            tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "warm-start cache written"
+            );
             busy.store(false, Ordering::Release);
         });
         if let Ok(mut pending) = self.pending.lock()
