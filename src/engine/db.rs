@@ -15,8 +15,9 @@
 //! Early cut-off sits at the `semantic` field. The engine writes it after
 //! `module_facts` ran for a new text, and only when it differs. Texts and
 //! the semantics of edited files have low durability (a semantic is high
-//! when written by the first index or for a new file), and the buckets'
-//! file lists medium. A body-only edit writes a text only: salsa walks
+//! when written by the first index, low for a file added later), and the
+//! buckets' file lists medium as the first index writes them, low once a
+//! later change to the file set rewrites one. A body-only edit writes a text only: salsa walks
 //! the few memos that read a low input (the chains of files edited
 //! before, their buckets' queries, the gatherings over buckets) and
 //! verifies everything else in O(1) (backdating alone would re-verify
@@ -25,8 +26,8 @@
 //! high inputs only (their semantics, the module-tree entries the index
 //! wrote, the sub-projects, the configuration), and the queries of the
 //! buckets without an edited file medium ones, so neither is walked. A
-//! new or deleted file writes the medium file lists: then every bucket's
-//! query walks its edges.
+//! new or deleted file is a low change too: it walks its bucket's
+//! queries, not every bucket's.
 //!
 //! Three values of whole-project queries are written back to inputs by the
 //! engine before any read (`Engine::resolve`, `resolved_inputs.rs`): each
@@ -829,23 +830,55 @@ pub(crate) fn classes_stage(db: &dyn Db, project: Project) -> Outputs {
 /// and rewrites the `resolved` input of only the files that read a node
 /// whose tuples changed (`resolved_inputs.rs`).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Slices(pub(crate) Vec<(Value, Outputs)>);
+pub(crate) struct Slices(pub(crate) Vec<(Value, Arc<Outputs>)>);
 
 impl Slices {
-    fn of(outputs: &Outputs) -> Arc<Slices> {
+    pub(crate) fn of(outputs: &Outputs) -> Arc<Slices> {
         Arc::new(Slices(
             (datalog::FILE.derived_keys)(outputs)
                 .into_iter()
-                .map(|key| (key, (datalog::FILE.select_derived)(outputs, &[key])))
+                .map(|key| (key, Self::select(outputs, key)))
                 .collect(),
         ))
+    }
+
+    fn select(outputs: &Outputs, key: Value) -> Arc<Outputs> {
+        Arc::new((datalog::FILE.select_derived)(outputs, &[key]))
+    }
+
+    /// The slices of `outputs`, whose tuples differ from those `before` was
+    /// taken from only under `heads` (sorted): those are sliced again, the
+    /// others shared with `before`. Equal to [`Slices::of`].
+    pub(crate) fn updated(before: &Slices, outputs: &Outputs, heads: &[Value]) -> Arc<Slices> {
+        let mut slices = Vec::with_capacity(before.0.len() + heads.len());
+        let add = |slices: &mut Vec<(Value, Arc<Outputs>)>, key: Value| {
+            let slice = Self::select(outputs, key);
+            if slice.tuple_count() > 0 {
+                slices.push((key, slice));
+            }
+        };
+        let mut heads = heads.iter().copied().peekable();
+        for (key, slice) in &before.0 {
+            while let Some(head) = heads.next_if(|head| head < key) {
+                add(&mut slices, head);
+            }
+            if heads.next_if_eq(key).is_some() {
+                add(&mut slices, *key);
+            } else {
+                slices.push((*key, Arc::clone(slice)));
+            }
+        }
+        for head in heads {
+            add(&mut slices, head);
+        }
+        Arc::new(Slices(slices))
     }
 
     pub(crate) fn get(&self, key: Value) -> Option<&Outputs> {
         self.0
             .binary_search_by_key(&key, |(k, _)| *k)
             .ok()
-            .map(|at| &self.0[at].1)
+            .map(|at| self.0[at].1.as_ref())
     }
 }
 
@@ -853,7 +886,7 @@ impl Slices {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolved_slices(db: &dyn Db, project: Project) -> Arc<Slices> {
     db.log().executed("resolved_slices", None);
-    Slices::of(resolve_stage(db, project))
+    db.resolve_memo().slices(resolve_stage(db, project))
 }
 
 /// The `classes` stage's slices.

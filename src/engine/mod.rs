@@ -96,6 +96,13 @@ pub struct Engine {
     many_new: bool,
 }
 
+/// A file whose text an update wrote, and the durability of its semantic.
+struct Touched {
+    file: SourceFile,
+    durability: Durability,
+    new: bool,
+}
+
 /// Below this many new files, analysis runs on the calling thread: spawning
 /// costs more than it saves.
 const PARALLEL_THRESHOLD: usize = 32;
@@ -177,10 +184,18 @@ impl Engine {
         self.unanalyzed += 1;
         self.stamp(&path);
         // `resolved` starts low so that its first write (high on the first
-        // index, low for a file added later) reports no high change.
+        // index, low for a file added later) reports no high change. So
+        // does the semantic of a file added later: its first write reports
+        // the placeholder's durability, and a medium one walked every
+        // bucket's memos.
+        let placeholder = if self.tree.settled() {
+            Durability::LOW
+        } else {
+            Durability::MEDIUM
+        };
         SourceFile::builder(path, text, Arc::default(), preset, Arc::default())
             .path_durability(Durability::HIGH)
-            .semantic_durability(Durability::MEDIUM)
+            .semantic_durability(placeholder)
             .resolved_durability(Durability::LOW)
             .new(&self.db)
     }
@@ -189,8 +204,8 @@ impl Engine {
     /// one's `semantic` input where it changed, with the durability it
     /// comes with: the early cut-off point.
     ///
-    /// Durability per file: the semantic of a new file (every file of the
-    /// first index) is HIGH, that of an edited file LOW. An edit then
+    /// Durability per file: the semantic of a file of the first index is
+    /// HIGH, that of an edited file or of a file added later LOW. An edit then
     /// changes only LOW inputs, and salsa verifies in O(1) every memo that
     /// reads no LOW input: the other files' chains (their base facts,
     /// resolutions, search paths and shares) and the queries of the
@@ -200,15 +215,16 @@ impl Engine {
     /// HIGH value (salsa reports the old durability), so it pays that walk
     /// once; the file stays LOW afterwards, and so does its bucket, whose
     /// queries a later body-only edit anywhere then checks edge by edge.
-    fn refresh_semantics(&mut self, files: &[(SourceFile, Durability)]) {
+    fn refresh_semantics(&mut self, files: &[Touched]) {
         // A new file's semantic is written even when it equals the
         // placeholder (an empty module's does): left unwritten, it would
-        // keep the placeholder's medium durability, and salsa would walk
-        // the file's chain after every change.
-        let extract = |db: &mut Database, &(file, durability): &(SourceFile, Durability)| {
+        // keep the placeholder's durability, medium on the first index, and
+        // salsa would walk the file's chain after every change.
+        let extract = |db: &mut Database, touched: &Touched| {
+            let file = touched.file;
             let semantic = &db::module_facts(db, file).semantic;
-            let new = durability == Durability::HIGH;
-            (new || file.semantic(db) != semantic).then(|| (file, semantic.clone(), durability))
+            (touched.new || file.semantic(db) != semantic)
+                .then(|| (file, semantic.clone(), touched.durability))
         };
         let changed: Vec<(SourceFile, Arc<Semantic>, Durability)> =
             if files.len() >= PARALLEL_THRESHOLD {
@@ -265,7 +281,11 @@ impl Engine {
                         // Facts handed in for the old text must not outlive it.
                         file.set_preset(&mut self.db).to(preset);
                         self.stamp(&path);
-                        touched.push((file, Durability::LOW));
+                        touched.push(Touched {
+                            file,
+                            durability: Durability::LOW,
+                            new: false,
+                        });
                     }
                 }
                 None => {
@@ -273,7 +293,15 @@ impl Engine {
                     Arc::make_mut(&mut self.tree).add(&path);
                     added.push((buckets::bucket_of(&path), file));
                     Arc::make_mut(&mut self.files).insert(path, file);
-                    touched.push((file, Durability::HIGH));
+                    touched.push(Touched {
+                        file,
+                        durability: if self.tree.settled() {
+                            Durability::LOW
+                        } else {
+                            Durability::HIGH
+                        },
+                        new: true,
+                    });
                 }
             }
         }
@@ -350,11 +378,19 @@ impl Engine {
                 list.insert(at, file);
             }
         }
+        // Medium as the first index writes them, so that an edit walks no
+        // bucket's memos; low once a later change rewrites one, so that
+        // the change walks that bucket's, not every bucket's (`tree.rs`).
+        let durability = if self.tree.settled() {
+            Durability::LOW
+        } else {
+            Durability::MEDIUM
+        };
         for (bucket, list) in buckets.into_iter().zip(lists) {
             if let Some(files) = list {
                 bucket
                     .set_files(&mut self.db)
-                    .with_durability(Durability::MEDIUM)
+                    .with_durability(durability)
                     .to(files);
             }
         }
@@ -475,7 +511,7 @@ impl Engine {
         db::report_stage(&self.db, self.project);
         semantic::dependents_index(&self.db, self.project);
         // What the first index wrote of the module tree stays high; what
-        // changes later is medium (`tree.rs`).
+        // changes later is low (`tree.rs`), and so are the file lists.
         if !self.tree.settled() {
             Arc::make_mut(&mut self.tree).settle();
         }

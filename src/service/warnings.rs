@@ -214,18 +214,74 @@ struct FileWarnings {
     tuples: Vec<datalog::Warning>,
     /// Sorted by line, column, type and message.
     active: Vec<Warning>,
+    /// The circular-import warnings by site, each as rendered (`None`:
+    /// none was). Their messages name the modules of a cycle, which other
+    /// files decide, so they are checked again on every update.
+    cycles: Vec<(Site, Option<Warning>)>,
     suppressed: BTreeMap<SuppressedBy, usize>,
 }
 
 impl FileWarnings {
-    /// Whether these still hold for `tuples` at `revision`. A cycle's
-    /// message names modules other files decide, so a file on a cycle is
-    /// always rendered again (cycles are few).
-    fn holds(&self, revision: Option<u64>, tuples: &[datalog::Warning]) -> bool {
-        self.revision == revision
-            && self.tuples == tuples
-            && tuples.iter().all(|t| t.2 != Pattern::CircularImport)
+    /// These warnings, if they still hold for `tuples` at `revision`: the
+    /// same, or with the cycles' messages written again. Only the cycles
+    /// are rendered, not the file's lines split again.
+    fn kept(
+        self: &Arc<Self>,
+        renderer: &Renderer,
+        revision: Option<u64>,
+        tuples: &[datalog::Warning],
+    ) -> Option<Arc<FileWarnings>> {
+        if self.revision != revision || self.tuples != tuples {
+            return None;
+        }
+        let file = tuples.first()?.0;
+        let mut cycles = Vec::with_capacity(self.cycles.len());
+        for (site, rendered) in &self.cycles {
+            let message = renderer.cycle_message(file, *site);
+            let again = match (rendered, message) {
+                (Some(was), Some(message)) => Some(Warning {
+                    message,
+                    ..was.clone()
+                }),
+                (None, None) => None,
+                // A cycle that came or went: render the file again.
+                _ => return None,
+            };
+            cycles.push((*site, again));
+        }
+        if cycles == self.cycles {
+            return Some(Arc::clone(self));
+        }
+        let mut active: Vec<Warning> = self
+            .active
+            .iter()
+            .filter(|w| w.warning_type != Pattern::CircularImport)
+            .cloned()
+            .chain(cycles.iter().filter_map(|(_, w)| w.clone()))
+            .collect();
+        sort_and_dedup(&mut active);
+        Some(Arc::new(FileWarnings {
+            revision,
+            tuples: self.tuples.clone(),
+            active,
+            cycles,
+            suppressed: self.suppressed.clone(),
+        }))
     }
+}
+
+/// In a file's order: line, column, type, message; each once (`from m
+/// import a, b` is one site per name; one warning is enough).
+fn sort_and_dedup(warnings: &mut Vec<Warning>) {
+    warnings.sort_by(|a, b| {
+        (a.line, a.column, a.warning_type, &a.message).cmp(&(
+            b.line,
+            b.column,
+            b.warning_type,
+            &b.message,
+        ))
+    });
+    warnings.dedup();
 }
 
 impl Warnings {
@@ -245,11 +301,10 @@ impl Warnings {
             let revision = engine.revision(&path);
             let kept = previous
                 .and_then(|p| p.files.get(path.as_ref()))
-                .filter(|old| old.holds(revision, tuples));
-            let rendered = match kept {
-                Some(old) => Arc::clone(old),
-                None => Arc::new(render_file(&renderer, suppression, &path, revision, tuples)),
-            };
+                .and_then(|old| old.kept(&renderer, revision, tuples));
+            let rendered = kept.unwrap_or_else(|| {
+                Arc::new(render_file(&renderer, suppression, &path, revision, tuples))
+            });
             if !rendered.active.is_empty() || !rendered.suppressed.is_empty() {
                 files.insert(path.to_string(), rendered);
             }
@@ -336,20 +391,13 @@ fn render_file(
                 None => break,
             },
         };
-        rendered
-            .active
-            .extend(renderer.render(path, file, site, pattern, lookup));
+        let warning = renderer.render(path, file, site, pattern, lookup);
+        if pattern == Pattern::CircularImport {
+            rendered.cycles.push((site, warning.clone()));
+        }
+        rendered.active.extend(warning);
     }
-    rendered.active.sort_by(|a, b| {
-        (a.line, a.column, a.warning_type, &a.message).cmp(&(
-            b.line,
-            b.column,
-            b.warning_type,
-            &b.message,
-        ))
-    });
-    // `from m import a, b` is one site per name; one warning is enough.
-    rendered.active.dedup();
+    sort_and_dedup(&mut rendered.active);
     rendered
 }
 
@@ -434,14 +482,7 @@ impl Renderer<'_> {
                     module.as_deref().unwrap_or_default()
                 )
             }
-            (Pattern::CircularImport, _) => {
-                let cycle = self.cycle_through(file, site)?;
-                format!(
-                    // The style guide is cited once, in the guidance, not on every cycle.
-                    "⚠️ Circular import detected: {}",
-                    cycle.join(" → ")
-                )
-            }
+            (Pattern::CircularImport, _) => self.cycle_message(file, site)?,
             _ => return None,
         };
         let line = lookup
@@ -462,6 +503,15 @@ impl Renderer<'_> {
             explanation: explanation.to_string(),
             guidance,
         })
+    }
+
+    fn cycle_message(&self, file: Node, site: Site) -> Option<String> {
+        let cycle = self.cycle_through(file, site)?;
+        // The style guide is cited once, in the guidance, not on every cycle.
+        Some(format!(
+            "⚠️ Circular import detected: {}",
+            cycle.join(" → ")
+        ))
     }
 
     /// The import at `site` leads to a module on a cycle back to `file`:
