@@ -95,15 +95,9 @@ impl Live {
     /// Runs `f` on a snapshot; if an update cancels it, runs it again on
     /// the next one.
     pub fn read<T>(&self, f: impl Fn(&Service) -> T) -> T {
-        loop {
-            let snapshot = self.snapshot();
-            let outcome = salsa::Cancelled::catch(AssertUnwindSafe(|| f(&snapshot)));
-            drop(snapshot);
-            if let Ok(value) = outcome {
-                return value;
-            }
-            tracing::debug!("query cancelled by an update; retrying");
-        }
+        self.read_retrying(f, || {
+            tracing::debug!("query cancelled by an update; retrying")
+        })
     }
 
     /// Like [`Live::read`], for work in the background: once an update
@@ -112,6 +106,12 @@ impl Live {
     /// work that the next edit cancelled again, and held snapshots the
     /// edits' updates had to wait for.
     pub fn read_when_quiet<T>(&self, quiet: Duration, f: impl Fn(&Service) -> T) -> T {
+        self.read_retrying(f, || self.wait_quiet(quiet))
+    }
+
+    /// Runs `f` on a snapshot until no update cancels it, calling
+    /// `cancelled` before each new try.
+    fn read_retrying<T>(&self, f: impl Fn(&Service) -> T, cancelled: impl Fn()) -> T {
         loop {
             let snapshot = self.snapshot();
             let outcome = salsa::Cancelled::catch(AssertUnwindSafe(|| f(&snapshot)));
@@ -119,7 +119,7 @@ impl Live {
             if let Ok(value) = outcome {
                 return value;
             }
-            self.wait_quiet(quiet);
+            cancelled();
         }
     }
 
