@@ -1042,7 +1042,7 @@ fn refresh_hot_spots(live: &Arc<Live>, refreshing: &Arc<std::sync::atomic::Atomi
         let started = std::time::Instant::now();
         live.read_when_quiet(projects::BACKGROUND_QUIET, Service::refresh_hot_spots);
         tracing::debug!(
-            ms = started.elapsed().as_secs_f64() * 1e3,
+            ms = crate::service::elapsed_ms(started),
             "hot spots refreshed"
         );
         refreshing.store(false, Ordering::Release);

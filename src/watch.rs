@@ -274,14 +274,14 @@ impl State {
             Ok(report) if report.changed() => {
                 let started = Instant::now();
                 on_update(&report);
-                tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "after update");
+                tracing::debug!(ms = crate::service::elapsed_ms(started), "after update");
             }
             Ok(_) => {}
             Err(error) => tracing::warn!("update failed: {error}"),
         }
         let started = Instant::now();
         self.sync_watches();
-        tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "watches synced");
+        tracing::debug!(ms = crate::service::elapsed_ms(started), "watches synced");
     }
 
     fn start_native(&mut self) {

@@ -188,11 +188,7 @@ impl Engine {
         // does the semantic of a file added later: its first write reports
         // the placeholder's durability, and a medium one walked every
         // bucket's memos.
-        let placeholder = if self.tree.settled() {
-            Durability::LOW
-        } else {
-            Durability::MEDIUM
-        };
+        let placeholder = self.tree.durability(Durability::MEDIUM);
         SourceFile::builder(path, text, Arc::default(), preset, Arc::default())
             .path_durability(Durability::HIGH)
             .semantic_durability(placeholder)
@@ -295,11 +291,7 @@ impl Engine {
                     Arc::make_mut(&mut self.files).insert(path, file);
                     touched.push(Touched {
                         file,
-                        durability: if self.tree.settled() {
-                            Durability::LOW
-                        } else {
-                            Durability::HIGH
-                        },
+                        durability: self.tree.durability(Durability::HIGH),
                         new: true,
                     });
                 }
@@ -381,11 +373,7 @@ impl Engine {
         // Medium as the first index writes them, so that an edit walks no
         // bucket's memos; low once a later change rewrites one, so that
         // the change walks that bucket's, not every bucket's (`tree.rs`).
-        let durability = if self.tree.settled() {
-            Durability::LOW
-        } else {
-            Durability::MEDIUM
-        };
+        let durability = self.tree.durability(Durability::MEDIUM);
         for (bucket, list) in buckets.into_iter().zip(lists) {
             if let Some(files) = list {
                 bucket

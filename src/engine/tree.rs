@@ -97,6 +97,17 @@ impl Tree {
         self.settled
     }
 
+    /// The durability of an input the engine writes: `at_index` while the
+    /// first index is written, low from then on, like an edit (see the
+    /// module comment; also the file lists and later files' semantics).
+    pub fn durability(&self, at_index: Durability) -> Durability {
+        if self.settled {
+            Durability::LOW
+        } else {
+            at_index
+        }
+    }
+
     /// Called once the first index is analyzed: from then on, inputs are
     /// written low.
     pub fn settle(&mut self) {
@@ -177,11 +188,7 @@ impl Tree {
     /// before that write, salsa would take the new answer for one older
     /// than the importers' memos and keep them.
     pub fn write(&mut self, db: &mut Database) {
-        let durability = if self.settled {
-            Durability::LOW
-        } else {
-            Durability::HIGH
-        };
+        let durability = self.durability(Durability::HIGH);
         let mut new_entries = Vec::new();
         for path in std::mem::take(&mut self.touched_stems) {
             let Some(stem) = self.stems.get(&path) else {

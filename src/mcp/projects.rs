@@ -128,10 +128,7 @@ impl Member {
                 crate::ops::metrics::global().record_update(&root, report);
                 let started = std::time::Instant::now();
                 log_warnings(&logged);
-                tracing::debug!(
-                    ms = started.elapsed().as_secs_f64() * 1e3,
-                    "warnings logged"
-                );
+                tracing::debug!(ms = crate::service::elapsed_ms(started), "warnings logged");
                 refresh_hot_spots(&logged, &refreshing);
             });
             *lock(&member.watch) = Some(watcher);

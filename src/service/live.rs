@@ -140,10 +140,7 @@ impl Live {
     pub fn read_fresh<T>(&self, involved: &Involved, f: impl Fn(&Service) -> T) -> T {
         let started = std::time::Instant::now();
         let stale = self.read(|s| s.stale(&s.involved(involved)));
-        tracing::debug!(
-            ms = started.elapsed().as_secs_f64() * 1e3,
-            "freshness check"
-        );
+        tracing::debug!(ms = crate::service::elapsed_ms(started), "freshness check");
         if !stale.is_empty() {
             tracing::debug!(files = stale.len(), "stale on read; updating first");
             if let Err(error) = self.apply(&stale, "read") {
@@ -152,7 +149,7 @@ impl Live {
         }
         let started = std::time::Instant::now();
         let answer = self.read(f);
-        tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "fresh read");
+        tracing::debug!(ms = crate::service::elapsed_ms(started), "fresh read");
         answer
     }
 

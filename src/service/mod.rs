@@ -646,7 +646,8 @@ pub(crate) fn of_symbol(dependents: &mut Vec<Relationship>, symbol: &str) {
     });
 }
 
-fn elapsed_ms(since: Instant) -> f64 {
+/// Milliseconds since `since`, for reports and debug timings.
+pub(crate) fn elapsed_ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
 }
 

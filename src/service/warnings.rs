@@ -342,15 +342,13 @@ impl Warnings {
         &'a self,
         earlier: Option<&'a Warnings>,
     ) -> impl Iterator<Item = (&'a [Warning], &'a [Warning])> {
-        let before = move |path: &String| {
-            earlier
-                .and_then(|e| e.files.get(path))
-                .map_or(&[][..], |old| old.active.as_slice())
-        };
         let changed = self.files.iter().filter_map(move |(path, rendered)| {
             let old = earlier.and_then(|e| e.files.get(path));
-            let same = old.is_some_and(|old| Arc::ptr_eq(old, rendered));
-            (!same).then(|| (before(path), rendered.active.as_slice()))
+            if old.is_some_and(|old| Arc::ptr_eq(old, rendered)) {
+                return None;
+            }
+            let before = old.map_or(&[][..], |old| old.active.as_slice());
+            Some((before, rendered.active.as_slice()))
         });
         let gone = earlier
             .into_iter()

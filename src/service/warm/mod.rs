@@ -302,7 +302,7 @@ impl Writer {
             }));
             drop(snapshot);
             tracing::debug!(
-                ms = started.elapsed().as_secs_f64() * 1e3,
+                ms = crate::service::elapsed_ms(started),
                 stale,
                 taken = taken.is_ok(),
                 "warm-start cache taken"
@@ -328,7 +328,7 @@ impl Writer {
                 }
             }
             tracing::debug!(
-                ms = started.elapsed().as_secs_f64() * 1e3,
+                ms = crate::service::elapsed_ms(started),
                 "warm-start cache written"
             );
             busy.store(false, Ordering::Release);
