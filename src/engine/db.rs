@@ -17,9 +17,10 @@
 //! the semantics of edited files have low durability (a semantic is high
 //! when written by the first index, low for a file added later), and the
 //! buckets' file lists medium as the first index writes them, low once a
-//! later change to the file set rewrites one. A body-only edit writes a text only: salsa walks
-//! the few memos that read a low input (the chains of files edited
-//! before, their buckets' queries, the gatherings over buckets) and
+//! later change to the file set rewrites one. A body-only edit writes a
+//! text only: salsa walks the few memos that read a low input (the
+//! chains of files edited before, their buckets' queries, the gatherings
+//! over buckets) and
 //! verifies everything else in O(1) (backdating alone would re-verify
 //! every file's chain). An edit that changes a semantic is a low change
 //! too: the per-file queries of the files not edited since the index read

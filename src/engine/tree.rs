@@ -12,8 +12,9 @@
 //! looked at those paths, the memos edits made low, and nothing else.
 //! Written medium, these changes walked every memo that reads the
 //! buckets' medium file lists (about six per file: 68,000 on four copies
-//! of Django, against 1,600 now). Changing what the index wrote (deleting an indexed file, a
-//! directory's first new name) pays that walk once per input.
+//! of Django, against 1,600 now). Changing what the index wrote (deleting
+//! an indexed file, a directory's first new name) pays that walk once per
+//! input.
 
 use std::collections::BTreeSet;
 
