@@ -4,7 +4,11 @@
 `get_dependents` on TARGET until the answer reflects the change; prints
 p50/p95/max from the write to the first fresh answer. Kinds: an existing
 file gains / loses `import T` and `from T import x`; a new file importing T
-is created / deleted; that file is renamed back and forth.
+is created / deleted; that file is renamed back and forth; and the first
+edit of each of N other files (none edited before, so each is its file's
+first change since the index), once straight away and once a second after
+`read_with_context` on the file, the way an agent reads a file before it
+edits it.
 Usage: scripts/bench_mcp_edits.py ROOT [N] [--xfile PATH]
 (ROOT defaults to the Django tree; N changes per kind, default 30)"""
 import argparse, os, shutil, statistics, sys, tempfile, time
@@ -84,5 +88,34 @@ for i in range(2 * args.n):
     a, b, ra, rb = (new_path, moved_path, new_rel, moved_rel) if i % 2 == 0 else (moved_path, new_path, moved_rel, new_rel)
     moved.append(timed(lambda: os.rename(a, b), lambda: depends(rb) and not depends(ra)))
 report("renamed file", moved)
+
+# First edits: files under the target's top package, in a fixed random
+# order, that do not import the target already.
+import random  # noqa: E402
+package = os.path.join(root, args.target.split("/")[0])
+candidates = sorted(
+    os.path.relpath(os.path.join(d, f), root)
+    for d, _, fs in os.walk(package) for f in fs
+    if f.endswith(".py") and f != "__init__.py"
+)
+random.Random(0).shuffle(candidates)
+fresh = [c for c in candidates if c not in (args.target, args.importer, new_rel, moved_rel)]
+for label, read_first in [("first edit of a file", False), ("first edit, read a second before", True)]:
+    samples = []
+    while len(samples) < args.n and fresh:
+        rel = fresh.pop()
+        if depends(rel):
+            continue
+        path = os.path.join(root, rel)
+        text = open(path).read()
+        if read_first:
+            server.call("read_with_context", {"file_path": rel})
+            time.sleep(1.0)
+        samples.append(timed(lambda: write(path, f"import {module}\n{text}"), lambda: depends(rel)))
+        write(path, text)
+        while depends(rel):
+            pass
+        time.sleep(0.3)
+    report(label, samples)
 server.close()
 shutil.rmtree(work, ignore_errors=True)

@@ -792,6 +792,27 @@ impl XfileServer {
         .await
     }
 
+    /// [`XfileServer::fresh`] for a tool whose answer is read before the
+    /// file at `path` is edited: afterwards, in a pause, the file is made
+    /// ready for a cheap first edit (`Live::expect_edit`).
+    async fn fresh_before_edit(
+        &self,
+        path: String,
+        involved: Involved,
+        f: impl Fn(&Service) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
+    ) -> CallToolResult {
+        let cancel = current_request().cancel;
+        self.with_live(move |live, shares| {
+            let answer = live.read_fresh(&involved, |s| {
+                check_cancelled(&cancel)?;
+                f(&projects::share(s, shares))
+            });
+            live.expect_edit(&path, projects::BACKGROUND_QUIET);
+            answer
+        })
+        .await
+    }
+
     /// `get_dependencies` (`dependents` none) or `get_dependents` (with
     /// the symbol asked for, if any) from the warm-start answers, while a
     /// single project's first index is not there yet and the answers hold
@@ -954,7 +975,7 @@ impl XfileServer {
     /// needed.
     async fn with_live(
         &self,
-        f: impl Fn(&Live, usize) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
+        f: impl Fn(&Arc<Live>, usize) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
     ) -> CallToolResult {
         match self.members() {
             Ok(members) => projects::gather(members, self.projects.federated(), Arc::new(f)).await,
@@ -1065,7 +1086,8 @@ impl XfileServer {
     )]
     async fn read_with_context(&self, Parameters(args): Parameters<ReadArgs>) -> CallToolResult {
         let involved = Involved::Dependencies(args.file_path.clone());
-        self.fresh(involved, move |s| {
+        let path = args.file_path.clone();
+        self.fresh_before_edit(path, involved, move |s| {
             let options = ReadOptions {
                 start_line: args.start_line,
                 end_line: args.end_line,
@@ -1127,7 +1149,8 @@ impl XfileServer {
         }
         let involved = Involved::Dependents(args.file_path.clone());
         let across = self.cross_project().await;
-        self.fresh(involved, move |s| {
+        let path = args.file_path.clone();
+        self.fresh_before_edit(path, involved, move |s| {
             let mut list = match &args.symbol {
                 Some(symbol) => s.dependents_of_symbol(&args.file_path, symbol)?,
                 None => s.dependents(&args.file_path)?,

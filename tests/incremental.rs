@@ -712,3 +712,71 @@ fn a_new_or_deleted_file_visits_only_its_buckets_files() {
         assert!(walked < 32, "{what}: {walked} of 257 files' chains walked");
     }
 }
+
+/// The first edit of a file of the index writes over inputs salsa holds
+/// high, so it verifies every file's chain down to its search path; a file
+/// made ready for editing beforehand (`Engine::prepare_for_edits`, done
+/// when a reader expects an edit) pays that walk then, and its first edit
+/// walks only the low chains.
+#[test]
+fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
+    let modules = 256;
+    let text = |i: usize, extra: &str| {
+        let next = i + 1;
+        format!(
+            "{extra}from pkg.m{next} import f{next}\n\n\nclass C{i}:\n    pass\n\n\ndef f{i}():\n    return C{i}()\n"
+        )
+    };
+    let mut engine = Engine::new(Vec::new());
+    engine.set_files(
+        (0..modules)
+            .map(|i| (format!("pkg/m{i}.py"), text(i, "")))
+            .chain([("pkg/__init__.py".to_string(), String::new())]),
+    );
+    engine.analyze();
+    // How many files' search paths an edit verified: one per chain walked.
+    let edit = |engine: &mut Engine, i: usize, extra: &str| {
+        engine.record_executions();
+        engine.set_file(&format!("pkg/m{i}.py"), text(i, extra));
+        engine.analyze();
+        assert_same_as_scratch(engine);
+        let log = engine.take_executions();
+        log.reused.get("file_search_path").copied().unwrap_or(0)
+    };
+    // Unprepared: the first edit walks every file's chain, the next only
+    // its own.
+    let walked = edit(&mut engine, 7, "import os\n");
+    assert!(walked > modules, "{walked} of 257 chains walked");
+    let walked = edit(&mut engine, 7, "");
+    assert_eq!(walked, 1, "a second edit walked {walked} chains");
+
+    assert!(engine.needs_preparing("pkg/m9.py"));
+    assert_eq!(engine.prepare_for_edits(["pkg/m9.py", "pkg/nowhere.py"]), 1);
+    assert!(!engine.needs_preparing("pkg/m9.py"));
+    // Prepared once: a second request writes nothing.
+    assert_eq!(engine.prepare_for_edits(["pkg/m9.py"]), 0);
+    engine.record_executions();
+    engine.analyze();
+    assert_same_as_scratch(&engine);
+    let preparing = engine.take_executions();
+    assert!(
+        preparing
+            .executed
+            .iter()
+            .all(|q| !q.starts_with("file_stage(") || q.contains("pkg/m9.py")),
+        "preparing re-ran another file's rules: {preparing:?}"
+    );
+    // Its first edit, an import and so a new resolution too, walks only the
+    // low chains: those of the two files edited or prepared.
+    for (round, extra) in ["import os\n", "import os\nimport sys\n", ""]
+        .into_iter()
+        .enumerate()
+    {
+        let walked = edit(&mut engine, 9, extra);
+        assert!(walked <= 2, "edit {round}: {walked} of 257 chains walked");
+    }
+    // A file added after the index is low already.
+    engine.set_file("pkg/late.py", "from pkg.m0 import f0\n".into());
+    engine.analyze();
+    assert!(!engine.needs_preparing("pkg/late.py"));
+}

@@ -26,7 +26,7 @@ type Shared = Arc<OnceCell<Result<Arc<Live>, String>>>;
 /// A tool's work on one project: its live index and how many projects
 /// share the answer.
 pub(crate) type ProjectWork =
-    Arc<dyn Fn(&Live, usize) -> Result<CallToolResult, ToolError> + Send + Sync>;
+    Arc<dyn Fn(&Arc<Live>, usize) -> Result<CallToolResult, ToolError> + Send + Sync>;
 
 /// The project states (name, `Engine::changes`) an index was built at.
 type Built = (Vec<(String, u64)>, Arc<CrossIndex>);

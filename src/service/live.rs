@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::Service;
@@ -39,6 +39,9 @@ const KEPT_REPORTS: usize = 16;
 
 pub struct Live {
     root: PathBuf,
+    /// Files a reader expects to be edited soon, waiting to be prepared
+    /// ([`Live::expect_edit`]); `None` while nobody is preparing them.
+    expected: Mutex<Option<Vec<String>>>,
     /// How many updates changed something: read without the master lock
     /// (held while an update runs) by work that waits for a pause.
     changed: AtomicU64,
@@ -57,6 +60,7 @@ impl Live {
     pub fn new(service: Service) -> Live {
         Live {
             root: service.root().to_path_buf(),
+            expected: Mutex::new(None),
             changed: AtomicU64::new(0),
             published: Mutex::new(Some(service.clone())),
             master: Mutex::new(Master {
@@ -192,6 +196,63 @@ impl Live {
             master.reports.push_back(report.clone());
         }
         Ok(report)
+    }
+
+    /// Notes that `path` (a user path) is likely to be edited soon: it was
+    /// read to be worked on. Once no update came for `quiet`, a background
+    /// thread makes it ready for a cheap first edit
+    /// ([`Service::prepare_for_edits`]), taking the walk over the whole
+    /// project that such an edit would cost off the edit's path.
+    pub fn expect_edit(self: &Arc<Self>, path: &str, quiet: Duration) {
+        let mut expected = lock(&self.expected);
+        match expected.as_mut() {
+            Some(paths) => {
+                if !paths.iter().any(|p| p == path) {
+                    paths.push(path.to_string());
+                }
+            }
+            None => {
+                *expected = Some(vec![path.to_string()]);
+                let live = self.clone();
+                std::thread::spawn(move || live.prepare_expected(quiet));
+            }
+        }
+    }
+
+    /// Prepares the expected files, batch by batch, each after a pause.
+    fn prepare_expected(&self, quiet: Duration) {
+        loop {
+            self.wait_quiet(quiet);
+            let paths = {
+                let mut expected = lock(&self.expected);
+                match expected.as_mut() {
+                    Some(paths) if !paths.is_empty() => std::mem::take(paths),
+                    _ => {
+                        *expected = None;
+                        return;
+                    }
+                }
+            };
+            let started = std::time::Instant::now();
+            let mut master = lock(&self.master);
+            if master.service.unprepared(&paths).is_empty() {
+                continue;
+            }
+            let withdrawn = lock(&self.published).take();
+            drop(withdrawn);
+            let written = master.service.prepare_for_edits(&paths);
+            *lock(&self.published) = Some(master.service.clone());
+            self.republished.notify_all();
+            if written {
+                master.service.settle_prepared();
+            }
+            tracing::debug!(
+                files = paths.len(),
+                written,
+                ms = crate::service::elapsed_ms(started),
+                "prepared for edits"
+            );
+        }
     }
 
     /// Reports of the recent updates that changed something, newest last.

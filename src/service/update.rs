@@ -382,6 +382,33 @@ impl Service {
         report
     }
 
+    /// Makes the indexed files among `paths` (user paths) ready for a cheap
+    /// first edit ([`crate::engine::Engine::prepare_for_edits`]): writes
+    /// inputs, so no snapshot may be held. Returns whether it wrote any; if
+    /// so, [`Service::settle_prepared`] does the walk that edits are spared.
+    pub fn prepare_for_edits(&mut self, paths: &[String]) -> bool {
+        let files = self.unprepared(paths);
+        self.engine
+            .prepare_for_edits(files.iter().map(String::as_str))
+            > 0
+    }
+
+    /// The indexed files among `paths` (user paths) that
+    /// [`Service::prepare_for_edits`] would write.
+    pub fn unprepared(&self, paths: &[String]) -> Vec<String> {
+        paths
+            .iter()
+            .filter_map(|path| self.resolve_file(path).ok())
+            .filter(|file| self.engine.needs_preparing(file))
+            .collect()
+    }
+
+    /// Verifies the derived relations after [`Service::prepare_for_edits`]:
+    /// nothing they hold changes, so no cache above the engine is dropped.
+    pub fn settle_prepared(&mut self) {
+        self.engine.analyze();
+    }
+
     /// When `module` (dotted, as an unresolved import names it) was last
     /// seen as a project file that an update removed: `(path, when)`.
     pub fn deleted_module(&self, module: &str) -> Option<(&str, SystemTime)> {
