@@ -360,6 +360,19 @@ fn fields(r: &Relation, binding: &str) -> String {
         .join(", ")
 }
 
+/// `t.0, rename(t.1), ...`: a tuple's fields, each `Site` through `rename`.
+fn renamed_fields(r: &Relation, binding: &str) -> String {
+    r.types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match t.as_str() {
+            "Site" => format!("rename({binding}.{i})"),
+            _ => format!("{binding}.{i}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `Name(t.0, t.1, ...)`: the same tuple as another struct of the same shape.
 fn convert(path: &str, r: &Relation, binding: &str) -> String {
     let args: Vec<String> = (0..r.types.len())
@@ -418,6 +431,21 @@ fn write_inputs(out: &mut String, relations: &[Relation]) {
             "            InputFact::{}(t) => vec![{}],",
             r.name,
             fields(r, "t")
+        )
+        .unwrap();
+    }
+    writeln!(out, "        }}\n    }}\n").unwrap();
+    writeln!(
+        out,
+        "    /// The same fact with each of its sites renamed by `rename`.\n    pub fn map_sites(self, rename: impl Fn(Site) -> Site) -> InputFact {{\n        match self {{"
+    )
+    .unwrap();
+    for r in &inputs {
+        writeln!(
+            out,
+            "            InputFact::{0}(t) => InputFact::{0}({0}({1})),",
+            r.name,
+            renamed_fields(r, "t")
         )
         .unwrap();
     }
@@ -626,6 +654,27 @@ impl Eq for Outputs {{}}
         .unwrap();
     }
     writeln!(out, "            }}\n        }})\n    }}\n").unwrap();
+    writeln!(
+        out,
+        "    /// Renames every site: `rename(first, site)`, where `first` is the\n    /// tuple's first argument (a site is a position in the file the tuple\n    /// starts from).\n    pub fn map_sites(&mut self, rename: impl Fn(Value, Site) -> Site) {{\n        for tuples in &mut self.relations {{\n            match tuples {{"
+    )
+    .unwrap();
+    for r in &outputs {
+        if r.types.iter().any(|t| t == "Site") {
+            writeln!(
+                out,
+                "                Tuples::{0}(t) => t.iter_mut().for_each(|t| {{ let first = Value::from(t.0); let rename = |site| rename(first, site); *t = {0}({1}); }}),",
+                r.name,
+                renamed_fields(r, "t")
+            )
+            .unwrap();
+        }
+    }
+    writeln!(
+        out,
+        "                _ => {{}}\n            }}\n        }}\n    }}\n"
+    )
+    .unwrap();
     writeln!(
         out,
         "    /// Keeps the tuples whose first two arguments `keep` accepts (the\n    /// second is `None` in a relation of one argument); order is kept.\n    pub fn retain_heads(&mut self, mut keep: impl FnMut(Value, Option<Value>) -> bool) {{\n        for tuples in &mut self.relations {{\n            match tuples {{"

@@ -780,3 +780,55 @@ fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
     engine.analyze();
     assert!(!engine.needs_preparing("pkg/late.py"));
 }
+
+/// A line added above a class moves the sites of its bases; the class
+/// stages that read every file's declarations see each file's class
+/// sites by rank (`engine/site_ranks.rs`), so the edit re-runs neither
+/// the `classes` stage nor the class table, and what is shown keeps the
+/// real sites (checked against the reference program, which reads them).
+/// A new base is a new declaration and re-runs both.
+#[test]
+fn a_line_added_above_a_class_re_runs_no_whole_project_class_stage() {
+    let mut engine = engine_for("member_calls");
+    let text = engine.text("shop/models.py").unwrap().to_string();
+    let executed = |engine: &mut Engine, text: String| {
+        engine.record_executions();
+        engine.set_file("shop/models.py", text);
+        engine.analyze();
+        let executed = engine.take_executions().executed;
+        assert_same_as_scratch(engine);
+        executed
+    };
+    let whole_project = |executed: &[String]| -> Vec<String> {
+        executed
+            .iter()
+            .filter(|q| *q == "classes_stage" || *q == "class_table")
+            .cloned()
+            .collect()
+    };
+    // The first edit lowers the file's durability, and salsa does not
+    // keep a value as unchanged when its durability fell: everything above
+    // the file runs once (as it does when the file is prepared for edits).
+    executed(&mut engine, format!("{text}\nimport os\n"));
+    for extra in ["import os\n", "import os\n\n\nimport sys\n", ""] {
+        let ran = executed(&mut engine, format!("{extra}{text}"));
+        assert!(
+            ran.iter().any(|q| q.starts_with("file_base_facts(")),
+            "the edit was not analyzed: {ran:?}"
+        );
+        assert_eq!(
+            whole_project(&ran),
+            Vec::<String>::new(),
+            "{extra:?}: {ran:?}"
+        );
+    }
+    let ran = executed(
+        &mut engine,
+        text.replace("class Product(Entity):", "class Product(Cached, Entity):"),
+    );
+    assert_eq!(
+        whole_project(&ran),
+        ["classes_stage", "class_table"],
+        "{ran:?}"
+    );
+}

@@ -54,6 +54,7 @@ use super::layers::{Layer, LayerMatcher};
 use super::modules::{self, SearchPath};
 use super::resolve::{DbLayout, Resolver, TreeInputs};
 use super::resolve_parts::ResolveMemo;
+use super::site_ranks::SiteRanks;
 use super::test_modules::{TestMatcher, TestPatterns};
 use crate::python::{self, ModuleFacts, Semantic};
 
@@ -457,9 +458,21 @@ pub(crate) struct ClassFacts {
     transparent: Vec<(Node, Site)>,
 }
 
+/// The sites of one file's class declarations (`site_ranks.rs`): what the
+/// `classes` stage and the class table see of them is their rank here.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn class_sites(db: &dyn Db, project: Project, file: SourceFile) -> SiteRanks {
+    SiteRanks::of(
+        file_base_facts(db, project, file)
+            .iter()
+            .filter(|fact| (datalog::CLASSES.reads_fact)(fact)),
+    )
+}
+
 #[salsa::tracked(returns(ref))]
 pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> ClassFacts {
     let interner = db.interner();
+    let ranks = class_sites(db, project, file);
     let mut class_facts = ClassFacts::default();
     for fact in file_base_facts(db, project, file) {
         match fact {
@@ -471,7 +484,9 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
             | InputFact::ReturnsSelf(_)
             | InputFact::ReturnsSelfVia(_)
             | InputFact::ReturnsCls(_)
-            | InputFact::IsProperty(_) => class_facts.facts.push(*fact),
+            | InputFact::IsProperty(_) => class_facts
+                .facts
+                .push(fact.map_sites(|site| ranks.rank(site))),
             InputFact::BaseRef(BaseRef(file, site, module, name)) => {
                 let transparent = matches!(
                     (&*interner.node_text(*module), &*interner.sym_text(*name)),
@@ -484,7 +499,7 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
                         )
                 );
                 if transparent {
-                    class_facts.transparent.push((*file, *site));
+                    class_facts.transparent.push((*file, ranks.rank(*site)));
                 }
             }
             _ => {}
@@ -615,38 +630,51 @@ fn add_share(
     }
 }
 
-/// One bucket's files' shares of a whole-project stage, in file order.
+/// One bucket's files' shares of a whole-project stage after the file
+/// rules, in file order.
 fn bucket_shares(
     db: &dyn Db,
     project: Project,
     bucket: Bucket,
     stage: &StageProgram,
-    after_files: bool,
 ) -> StageInputs {
     let mut inputs = StageInputs::default();
     for &file in bucket.files(db) {
-        add_share(db, project, file, stage, after_files, &mut inputs);
+        add_share(db, project, file, stage, true, &mut inputs);
+    }
+    inputs.facts.shrink_to_fit();
+    inputs
+}
+
+/// One bucket's files' class declarations, each site as its rank
+/// (`class_sites`).
+#[salsa::tracked(returns(ref))]
+pub(crate) fn bucket_classes_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
+    db.log().executed("bucket_classes_shares", None);
+    let mut inputs = StageInputs::default();
+    for &file in bucket.files(db) {
+        let ranks = class_sites(db, project, file);
+        inputs.facts.extend(
+            file_base_facts(db, project, file)
+                .iter()
+                .filter(|fact| (datalog::CLASSES.reads_fact)(fact))
+                .map(|fact| fact.map_sites(|site| ranks.rank(site))),
+        );
     }
     inputs.facts.shrink_to_fit();
     inputs
 }
 
 #[salsa::tracked(returns(ref))]
-pub(crate) fn bucket_classes_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
-    db.log().executed("bucket_classes_shares", None);
-    bucket_shares(db, project, bucket, &datalog::CLASSES, false)
-}
-
-#[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_project_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
     db.log().executed("bucket_project_shares", None);
-    bucket_shares(db, project, bucket, &datalog::PROJECT, true)
+    bucket_shares(db, project, bucket, &datalog::PROJECT)
 }
 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_report_shares(db: &dyn Db, project: Project, bucket: Bucket) -> StageInputs {
     db.log().executed("bucket_report_shares", None);
-    bucket_shares(db, project, bucket, &datalog::REPORT, true)
+    bucket_shares(db, project, bucket, &datalog::REPORT)
 }
 
 /// The facts and file-stage tuples a whole-project stage reads, from every
@@ -811,7 +839,9 @@ pub(crate) fn classes_resolved(db: &dyn Db, project: Project) -> Outputs {
 }
 
 /// The `classes` stage (bases, declared types, patched members) over all
-/// files' declarations.
+/// files' declarations, with sites as ranks (`site_ranks.rs`): what the
+/// class table and the later stages read, none of which reads a site of
+/// it. [`classes_outputs`] has the real sites.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn classes_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("classes_stage", None);
@@ -823,6 +853,26 @@ pub(crate) fn classes_stage(db: &dyn Db, project: Project) -> Outputs {
         facts,
         classes_resolved(db, project),
     )
+}
+
+/// The `classes` stage's tuples with every site renamed back from its rank
+/// to the site: what queries, explanations and the union of the stages
+/// show.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn classes_outputs(db: &dyn Db, project: Project) -> Outputs {
+    let mut outputs = classes_stage(db, project).clone();
+    let interner = db.interner();
+    let files: rustc_hash::FxHashMap<Node, SourceFile> = files_by_node(db, project)
+        .iter()
+        .map(|&file| (interner.node(file.path(db)), file))
+        .collect();
+    outputs.map_sites(|first, rank| match first {
+        Value::Node(node) => files
+            .get(&node)
+            .map_or(rank, |&file| class_sites(db, project, file).site(rank)),
+        _ => rank,
+    });
+    outputs
 }
 
 /// The tuples of a stage before the file rules (`resolve`, `classes`) that
@@ -1197,7 +1247,7 @@ pub struct Program<'a> {
 pub(crate) fn program(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("program", None);
     let mut outputs = resolve_stage(db, project).clone();
-    outputs.extend(classes_stage(db, project));
+    outputs.extend(classes_outputs(db, project));
     for &file in files_by_node(db, project) {
         outputs.extend(file_stage(db, project, file));
     }

@@ -16,6 +16,7 @@ mod resolve;
 mod resolve_parts;
 mod resolved_inputs;
 mod semantic;
+mod site_ranks;
 mod string_links;
 mod test_modules;
 mod tree;

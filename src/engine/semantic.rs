@@ -169,7 +169,7 @@ fn stage_outputs(db: &dyn Db, project: Project) -> impl Iterator<Item = &Outputs
 fn whole_project_outputs(db: &dyn Db, project: Project) -> [&Outputs; 4] {
     [
         db::resolve_stage(db, project),
-        db::classes_stage(db, project),
+        db::classes_outputs(db, project),
         db::project_stage(db, project),
         db::report_stage(db, project),
     ]
