@@ -1208,7 +1208,8 @@ impl XfileServer {
     )]
     async fn get_file_outline(&self, Parameters(args): Parameters<OutlineArgs>) -> CallToolResult {
         let involved = Involved::Dependencies(args.file_path.clone());
-        self.fresh(involved, move |s| {
+        let path = args.file_path.clone();
+        self.fresh_before_edit(path, involved, move |s| {
             let mut outline = s.outline(&args.file_path)?;
             let render = |o: &crate::service::outline::Outline| match args.format {
                 Format::Text => o.to_text(),

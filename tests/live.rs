@@ -947,3 +947,26 @@ fn a_deleted_directory_takes_only_its_own_files() {
     assert_eq!(report.removed, ["helpers/extra.py"]);
     assert_same_as_scratch(&live, "after a directory was deleted");
 }
+
+/// A file a reader expects to edit is prepared in the background once
+/// updates pause (`Live::expect_edit`), the answers stay those of a fresh
+/// index, and an edit of it afterwards is seen as usual.
+#[test]
+fn a_file_expected_to_be_edited_is_prepared_after_a_pause() {
+    let (_dir, live) = live_copy("member_calls");
+    let path = "shop/models.py".to_string();
+    let unprepared = |live: &Live| live.read(|s| s.unprepared(std::slice::from_ref(&path)));
+    assert_eq!(unprepared(&live), [path.clone()]);
+    live.expect_edit(&path, Duration::from_millis(20));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !unprepared(&live).is_empty() {
+        assert!(Instant::now() < deadline, "never prepared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_same_as_scratch(&live, "after preparing");
+    let file = root_of(&live).join(&path);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("import os\n{text}")).unwrap();
+    live.apply(&[file.clone()], "test").expect("applies");
+    assert_same_as_scratch(&live, "after the prepared file's edit");
+}

@@ -36,6 +36,10 @@ pub enum Involved {
 
 /// How many update reports are kept for `explain_recomputation`.
 const KEPT_REPORTS: usize = 16;
+/// Files waiting to be prepared for edits, at most: each prepared file's
+/// chain is one that every later edit checks, so a reader that reads many
+/// files between pauses gets the first ones prepared, not all.
+const MAX_EXPECTED: usize = 64;
 
 pub struct Live {
     root: PathBuf,
@@ -207,14 +211,19 @@ impl Live {
         let mut expected = lock(&self.expected);
         match expected.as_mut() {
             Some(paths) => {
-                if !paths.iter().any(|p| p == path) {
+                if paths.len() < MAX_EXPECTED && !paths.iter().any(|p| p == path) {
                     paths.push(path.to_string());
                 }
             }
             None => {
-                *expected = Some(vec![path.to_string()]);
                 let live = self.clone();
-                std::thread::spawn(move || live.prepare_expected(quiet));
+                let spawned = std::thread::Builder::new()
+                    .name("xfile-prepare-edits".into())
+                    .spawn(move || live.prepare_expected(quiet));
+                match spawned {
+                    Ok(_) => *expected = Some(vec![path.to_string()]),
+                    Err(error) => tracing::debug!("no thread to prepare edits: {error}"),
+                }
             }
         }
     }
