@@ -956,7 +956,7 @@ fn a_file_expected_to_be_edited_is_prepared_after_a_pause() {
     let (_dir, live) = live_copy("member_calls");
     let path = "shop/models.py".to_string();
     let unprepared = |live: &Live| live.read(|s| s.unprepared(std::slice::from_ref(&path)));
-    assert_eq!(unprepared(&live), [path.clone()]);
+    assert_eq!(unprepared(&live), std::slice::from_ref(&path));
     live.expect_edit(&path, Duration::from_millis(20));
     let deadline = Instant::now() + Duration::from_secs(20);
     while !unprepared(&live).is_empty() {
@@ -967,6 +967,7 @@ fn a_file_expected_to_be_edited_is_prepared_after_a_pause() {
     let file = root_of(&live).join(&path);
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, format!("import os\n{text}")).unwrap();
-    live.apply(&[file.clone()], "test").expect("applies");
+    live.apply(std::slice::from_ref(&file), "test")
+        .expect("applies");
     assert_same_as_scratch(&live, "after the prepared file's edit");
 }
