@@ -462,11 +462,18 @@ pub(crate) struct ClassFacts {
 /// `classes` stage and the class table see of them is their rank here.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn class_sites(db: &dyn Db, project: Project, file: SourceFile) -> SiteRanks {
-    SiteRanks::of(
-        file_base_facts(db, project, file)
-            .iter()
-            .filter(|fact| (datalog::CLASSES.reads_fact)(fact)),
-    )
+    SiteRanks::of(class_declarations(db, project, file))
+}
+
+/// One file's base facts that the `classes` stage reads.
+fn class_declarations(
+    db: &dyn Db,
+    project: Project,
+    file: SourceFile,
+) -> impl Iterator<Item = &InputFact> {
+    file_base_facts(db, project, file)
+        .iter()
+        .filter(|fact| (datalog::CLASSES.reads_fact)(fact))
 }
 
 #[salsa::tracked(returns(ref))]
@@ -655,9 +662,7 @@ pub(crate) fn bucket_classes_shares(db: &dyn Db, project: Project, bucket: Bucke
     for &file in bucket.files(db) {
         let ranks = class_sites(db, project, file);
         inputs.facts.extend(
-            file_base_facts(db, project, file)
-                .iter()
-                .filter(|fact| (datalog::CLASSES.reads_fact)(fact))
+            class_declarations(db, project, file)
                 .map(|fact| fact.map_sites(|site| ranks.rank(site))),
         );
     }
@@ -702,16 +707,17 @@ fn gathered(
     inputs
 }
 
-/// The project's files ordered by their node ids: concatenated in this
-/// order, most relations (keyed by their file) come out already sorted.
+/// The project's files with their node ids, ordered by node: concatenated
+/// in this order, most relations (keyed by their file) come out already
+/// sorted, and a node's file is found by binary search.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn files_by_node(db: &dyn Db, project: Project) -> Vec<SourceFile> {
+pub(crate) fn files_by_node(db: &dyn Db, project: Project) -> Vec<(Node, SourceFile)> {
     db.log().executed("files_by_node", None);
-    let mut files: Vec<(super::datalog::Node, SourceFile)> = all_files(db, project)
+    let mut files: Vec<(Node, SourceFile)> = all_files(db, project)
         .map(|file| (db.interner().node(file.path(db)), file))
         .collect();
     files.sort_unstable_by_key(|(node, _)| *node);
-    files.into_iter().map(|(_, file)| file).collect()
+    files
 }
 
 /// What one stage program runs on.
@@ -861,15 +867,12 @@ pub(crate) fn classes_stage(db: &dyn Db, project: Project) -> Outputs {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn classes_outputs(db: &dyn Db, project: Project) -> Outputs {
     let mut outputs = classes_stage(db, project).clone();
-    let interner = db.interner();
-    let files: rustc_hash::FxHashMap<Node, SourceFile> = files_by_node(db, project)
-        .iter()
-        .map(|&file| (interner.node(file.path(db)), file))
-        .collect();
+    let files = files_by_node(db, project);
     outputs.map_sites(|first, rank| match first {
-        Value::Node(node) => files
-            .get(&node)
-            .map_or(rank, |&file| class_sites(db, project, file).site(rank)),
+        Value::Node(node) => match files.binary_search_by_key(&node, |&(node, _)| node) {
+            Ok(at) => class_sites(db, project, files[at].1).site(rank),
+            Err(_) => rank,
+        },
         _ => rank,
     });
     outputs
@@ -1248,7 +1251,7 @@ pub(crate) fn program(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("program", None);
     let mut outputs = resolve_stage(db, project).clone();
     outputs.extend(classes_outputs(db, project));
-    for &file in files_by_node(db, project) {
+    for &(_, file) in files_by_node(db, project) {
         outputs.extend(file_stage(db, project, file));
     }
     outputs.extend(project_stage(db, project));

@@ -37,7 +37,7 @@ impl Engine {
         let node = |n| interner.node_text(n).to_string();
         let sym = |s| interner.sym_text(s).to_string();
         let mut links = Vec::new();
-        for &file in db::files_by_node(&self.db, self.project) {
+        for &(_, file) in db::files_by_node(&self.db, self.project) {
             let path = file.path(&self.db);
             let mut at = |Site(site), what| {
                 links.push(LinkSite {

@@ -169,11 +169,7 @@ impl Live {
         let mut report = if pending.is_empty() {
             pending.into_report()
         } else {
-            let withdrawn = lock(&self.published).take();
-            drop(withdrawn);
-            let written = master.service.write_changes(pending);
-            *lock(&self.published) = Some(master.service.clone());
-            self.republished.notify_all();
+            let written = self.writing(&mut master, |service| service.write_changes(pending));
             let report = master.service.finish(written);
             master.service.updated_warm();
             report
@@ -200,6 +196,18 @@ impl Live {
             master.reports.push_back(report.clone());
         }
         Ok(report)
+    }
+
+    /// Runs `write` on the master service with no snapshot published (a
+    /// write to salsa's inputs waits for every snapshot to be dropped),
+    /// then publishes the master's new state.
+    fn writing<T>(&self, master: &mut Master, write: impl FnOnce(&mut Service) -> T) -> T {
+        let withdrawn = lock(&self.published).take();
+        drop(withdrawn);
+        let written = write(&mut master.service);
+        *lock(&self.published) = Some(master.service.clone());
+        self.republished.notify_all();
+        written
     }
 
     /// Notes that `path` (a user path) is likely to be edited soon: it was
@@ -244,20 +252,14 @@ impl Live {
             };
             let started = std::time::Instant::now();
             let mut master = lock(&self.master);
-            if master.service.unprepared(&paths).is_empty() {
+            let files = master.service.unprepared(&paths);
+            if files.is_empty() {
                 continue;
             }
-            let withdrawn = lock(&self.published).take();
-            drop(withdrawn);
-            let written = master.service.prepare_for_edits(&paths);
-            *lock(&self.published) = Some(master.service.clone());
-            self.republished.notify_all();
-            if written {
-                master.service.settle_prepared();
-            }
+            self.writing(&mut master, |service| service.prepare_for_edits(&files));
+            master.service.settle_prepared();
             tracing::debug!(
-                files = paths.len(),
-                written,
+                files = files.len(),
                 ms = crate::service::elapsed_ms(started),
                 "prepared for edits"
             );

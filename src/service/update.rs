@@ -382,19 +382,17 @@ impl Service {
         report
     }
 
-    /// Makes the indexed files among `paths` (user paths) ready for a cheap
-    /// first edit ([`crate::engine::Engine::prepare_for_edits`]): writes
-    /// inputs, so no snapshot may be held. Returns whether it wrote any; if
-    /// so, [`Service::settle_prepared`] does the walk that edits are spared.
-    pub fn prepare_for_edits(&mut self, paths: &[String]) -> bool {
-        let files = self.unprepared(paths);
+    /// Makes `files` (as [`Service::unprepared`] names them) ready for a
+    /// cheap first edit ([`crate::engine::Engine::prepare_for_edits`]):
+    /// writes inputs, so no snapshot may be held; then
+    /// [`Service::settle_prepared`] does the walk that edits are spared.
+    pub fn prepare_for_edits(&mut self, files: &[String]) {
         self.engine
-            .prepare_for_edits(files.iter().map(String::as_str))
-            > 0
+            .prepare_for_edits(files.iter().map(String::as_str));
     }
 
-    /// The indexed files among `paths` (user paths) that
-    /// [`Service::prepare_for_edits`] would write.
+    /// The indexed files among `paths` (user paths) not prepared for
+    /// edits yet, as [`Service::prepare_for_edits`] takes them.
     pub fn unprepared(&self, paths: &[String]) -> Vec<String> {
         paths
             .iter()
