@@ -2,7 +2,7 @@
 
 mod common;
 
-use xfile::engine::{Engine, TestPatterns};
+use xfile::engine::{Engine, Recomputation, TestPatterns};
 use xfile::service::relationships;
 use xfile::workspace::NoticeKind;
 use xfile::workspace::discover;
@@ -61,6 +61,19 @@ fn from_scratch(engine: &Engine) -> Engine {
     fresh.set_files(files);
     fresh.analyze();
     fresh
+}
+
+/// What `change` and the analysis after it ran and reused.
+fn recorded(engine: &mut Engine, change: impl FnOnce(&mut Engine)) -> Recomputation {
+    engine.record_executions();
+    change(engine);
+    engine.analyze();
+    engine.take_executions()
+}
+
+/// How many memos of `query` a recorded update verified without re-running.
+fn walked(log: &Recomputation, query: &str) -> usize {
+    log.reused.get(query).copied().unwrap_or(0)
 }
 
 fn assert_same_as_scratch(engine: &Engine) {
@@ -130,13 +143,9 @@ fn after_its_first_edit_a_file_edit_does_not_walk_the_other_files_resolutions() 
     let mut engine = engine_for("reexport_chain");
     let text = engine.text("client.py").unwrap().to_string();
     let edit = |engine: &mut Engine, text: String| {
-        engine.record_executions();
-        engine.set_file("client.py", text);
-        engine.analyze();
-        engine.take_executions().reused
-    };
-    let walked = |reused: &std::collections::BTreeMap<String, usize>, query: &str| {
-        reused.get(query).copied().unwrap_or(0)
+        recorded(engine, |e| {
+            e.set_file("client.py", text);
+        })
     };
     // The first edit writes over the semantic the index wrote (high
     // durability): salsa walks every file's chain down to the resolutions
@@ -279,14 +288,9 @@ fn a_new_or_deleted_file_re_resolves_only_the_files_it_affects() {
 fn a_file_nobody_looked_for_walks_no_other_files_chain() {
     let mut engine = engine_for("granular_resolution");
     let step = |engine: &mut Engine, change: &dyn Fn(&mut Engine)| {
-        engine.record_executions();
-        change(engine);
-        engine.analyze();
+        let log = recorded(engine, change);
         assert_same_as_scratch(engine);
-        engine.take_executions().reused
-    };
-    let walked = |reused: &std::collections::BTreeMap<String, usize>, query: &str| {
-        reused.get(query).copied().unwrap_or(0)
+        log
     };
     let first = step(&mut engine, &|e| {
         e.set_file("other/extra.py", "import pkg\n".into());
@@ -658,12 +662,7 @@ fn a_new_or_deleted_file_visits_only_its_buckets_files() {
             .chain([("pkg/__init__.py".to_string(), String::new())]),
     );
     engine.analyze();
-    let step = |engine: &mut Engine, change: &dyn Fn(&mut Engine)| {
-        engine.record_executions();
-        change(engine);
-        engine.analyze();
-        engine.take_executions()
-    };
+    let step = |engine: &mut Engine, change: &dyn Fn(&mut Engine)| recorded(engine, change);
     let new_file = |e: &mut Engine| {
         e.set_file("pkg/extra.py", "from pkg.m0 import f0\n\nf0()\n".into());
     };
@@ -736,12 +735,11 @@ fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
     engine.analyze();
     // How many files' search paths an edit verified: one per chain walked.
     let edit = |engine: &mut Engine, i: usize, extra: &str| {
-        engine.record_executions();
-        engine.set_file(&format!("pkg/m{i}.py"), text(i, extra));
-        engine.analyze();
+        let log = recorded(engine, |e| {
+            e.set_file(&format!("pkg/m{i}.py"), text(i, extra));
+        });
         assert_same_as_scratch(engine);
-        let log = engine.take_executions();
-        log.reused.get("file_search_path").copied().unwrap_or(0)
+        walked(&log, "file_search_path")
     };
     // Unprepared: the first edit walks every file's chain, the next only
     // its own.
@@ -792,12 +790,11 @@ fn a_line_added_above_a_class_re_runs_no_whole_project_class_stage() {
     let mut engine = engine_for("member_calls");
     let text = engine.text("shop/models.py").unwrap().to_string();
     let executed = |engine: &mut Engine, text: String| {
-        engine.record_executions();
-        engine.set_file("shop/models.py", text);
-        engine.analyze();
-        let executed = engine.take_executions().executed;
+        let log = recorded(engine, |e| {
+            e.set_file("shop/models.py", text);
+        });
         assert_same_as_scratch(engine);
-        executed
+        log.executed
     };
     let whole_project = |executed: &[String]| -> Vec<String> {
         executed
