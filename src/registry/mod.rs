@@ -19,9 +19,12 @@ use error::classify;
 pub use model::{Collection, Project};
 
 /// How long a write waits for another process's write to finish before
-/// giving up with [`RegistryError::Locked`]; writes are tiny, so this is
-/// only exceeded when something holds the lock for real.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// giving up with [`RegistryError::Locked`]. Writes are tiny, but a
+/// commit waits for the disk: six processes creating the database at once
+/// on a machine busy writing a build once waited past 5 s, so the limit
+/// leaves room for a slow disk and is still exceeded only when something
+/// holds the lock for real.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A connection to the registry. Reads take `&self`, changes `&mut self`;
 /// each change is one transaction, checked and applied under the write
