@@ -106,9 +106,15 @@ fn a_variable_or_class_attribute_bound_to_a_class_makes_instances_of_it() {
             "shop/aliases.py:14:35 function_call shop/base.py Manager.filter 14",
             // ManagerAlias = Manager at module level.
             "shop/aliases.py:33:26 function_call shop/base.py Manager.filter 14",
+            // backend = Manager read on an instance, called into a local
+            // and in a subclass: no class in their orders sets it on self.
+            "shop/aliases.py:51:20 function_call shop/base.py Manager.filter 14",
+            "shop/aliases.py:56:30 function_call shop/base.py Manager.filter 14",
+            "shop/aliases.py:72:29 function_call shop/base.py Manager.filter 14",
             // Not relating: Unset.manager_class is None, Twice's is bound
-            // to two different things, and on an instance (Widget) an
-            // attribute set on self may hide the class attribute.
+            // to two different things, Widget sets it on self, and
+            // FixedHolder's instances get `backend` from Holder.__init__,
+            // which hides the class attribute (line 68).
         ]
     );
 }

@@ -17,7 +17,7 @@ use super::datalog::{
     ExprCls, ExprInstance, ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember, ImportName,
     ImportStmt, InputFact, IsProperty, MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern,
     ProjectFile, ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia,
-    RuntimeImport, Site, StarExport, StarImport, Sym,
+    RuntimeImport, SetsOnSelf, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -540,6 +540,11 @@ impl Builder<'_> {
                 self.facts.push(InputFact::HasMember(HasMember(
                     self.me, name, attribute, qualified,
                 )));
+            }
+            for attribute in &class.set_on_self {
+                let attribute = self.interner.sym(attribute);
+                self.facts
+                    .push(InputFact::SetsOnSelf(SetsOnSelf(self.me, name, attribute)));
             }
             for base in &class.bases {
                 self.facts.push(match base {

@@ -14,9 +14,9 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::datalog::{
-    BaseOf, ClassAlias, ClassDef, HasMember, InputFact, InstanceType, IsProperty, MadeBy, MroNext,
-    MroStart, Node, OpaqueBase, Outputs, PatchedMember, ReturnType, ReturnsCls, ReturnsSelf,
-    ReturnsSelfVia, Site, Sym,
+    BaseOf, ClassAlias, ClassDef, HasMember, HiddenOnInstances, InputFact, InstanceType,
+    IsProperty, MadeBy, MroNext, MroStart, Node, OpaqueBase, Outputs, PatchedMember, ReturnType,
+    ReturnsCls, ReturnsSelf, ReturnsSelfVia, SetsOnSelf, Site, Sym,
 };
 
 /// A class: its file and qualified name.
@@ -51,6 +51,9 @@ pub struct ClassTable {
     /// (file, qualified name of a method) read as an attribute.
     properties: FxHashSet<(Node, Sym)>,
     patched: FxHashSet<(Class, Sym)>,
+    /// (class, name): a class in the order of class binds name to a class,
+    /// and one assigns name on self (`HiddenOnInstances`).
+    hidden: FxHashSet<(Class, Sym)>,
 }
 
 impl ClassTable {
@@ -65,6 +68,7 @@ impl ClassTable {
         let mut classes: Vec<Class> = Vec::new();
         let mut bases: FxHashMap<Class, Vec<Site>> = FxHashMap::default();
         let mut opaque: FxHashSet<Class> = FxHashSet::default();
+        let mut set_on_self: FxHashSet<(Class, Sym)> = FxHashSet::default();
         let mut table = ClassTable::default();
         for fact in facts {
             match *fact {
@@ -94,6 +98,9 @@ impl ClassTable {
                 }
                 InputFact::IsProperty(IsProperty(file, method)) => {
                     table.properties.insert((file, method));
+                }
+                InputFact::SetsOnSelf(SetsOnSelf(file, class, name)) => {
+                    set_on_self.insert(((file, class), name));
                 }
                 _ => {}
             }
@@ -134,7 +141,33 @@ impl ClassTable {
         table
             .patched
             .extend(resolved.patched_member().iter().map(|p| ((p.0, p.1), p.2)));
+        table.hidden = table.hidden_on_instances(&set_on_self);
         table
+    }
+
+    /// The (class, name) pairs of `HiddenOnInstances`: only names some
+    /// class binds to a class are asked about, and those are few.
+    fn hidden_on_instances(
+        &self,
+        set_on_self: &FxHashSet<(Class, Sym)>,
+    ) -> FxHashSet<(Class, Sym)> {
+        let mut aliases: FxHashMap<Class, Vec<Sym>> = FxHashMap::default();
+        for (&(class, name), &member) in &self.members {
+            if self.class_aliases.contains_key(&(class.0, member)) {
+                aliases.entry(class).or_default().push(name);
+            }
+        }
+        let mut hidden = FxHashSet::default();
+        for (&class, order) in &self.mro {
+            for ancestor in order {
+                for &name in aliases.get(ancestor).into_iter().flatten() {
+                    if order.iter().any(|a| set_on_self.contains(&(*a, name))) {
+                        hidden.insert((class, name));
+                    }
+                }
+            }
+        }
+        hidden
     }
 
     /// The method resolution order of `class`, itself first, cut before
@@ -153,12 +186,16 @@ impl ClassTable {
             .collect()
     }
 
-    /// `MroStart` and `MroNext` facts of every class, sorted.
+    /// `MroStart`, `MroNext` and `HiddenOnInstances` facts of every
+    /// class, sorted.
     pub(crate) fn mro_facts(&self) -> Vec<InputFact> {
         let mut facts = Vec::new();
         for (&class, order) in &self.mro {
             push_order(&mut facts, class, order);
         }
+        facts.extend(self.hidden.iter().map(|&((file, class), name)| {
+            InputFact::HiddenOnInstances(HiddenOnInstances(file, class, name))
+        }));
         facts.sort_unstable();
         facts
     }
@@ -201,6 +238,13 @@ impl ClassTable {
                     continue;
                 };
                 push_order(&mut facts, class, order);
+                for &name in &names {
+                    if self.hidden.contains(&(class, name)) {
+                        facts.push(InputFact::HiddenOnInstances(HiddenOnInstances(
+                            class.0, class.1, name,
+                        )));
+                    }
+                }
                 for &ancestor in order {
                     if !ancestors_seen.insert(ancestor) {
                         continue;

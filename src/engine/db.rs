@@ -485,6 +485,7 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
         match fact {
             InputFact::ClassDef(_)
             | InputFact::HasMember(_)
+            | InputFact::SetsOnSelf(_)
             | InputFact::BaseOf(_)
             | InputFact::OpaqueBase(_)
             | InputFact::MadeBy(_)

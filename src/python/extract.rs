@@ -152,6 +152,9 @@ impl<'src> Extractor<'src> {
             let mut seen = FxHashSet::default();
             class.members.retain(|m| seen.insert(m.clone()));
             exact_in_place(&mut class.members);
+            class.set_on_self.sort_unstable();
+            class.set_on_self.dedup();
+            exact_in_place(&mut class.set_on_self);
         }
         let mut semantic = self.semantic;
         if let DunderAll::Names(names) = &mut semantic.all {
@@ -435,7 +438,8 @@ impl<'src> Extractor<'src> {
         };
         let declared = self.declared(value, annotation);
         if let Some(class) = self.semantic.classes.get_mut(class as usize) {
-            class.members.push(Name::from(name));
+            class.members.push(Name::from(name.as_str()));
+            class.set_on_self.push(Name::from(name));
         }
         self.declarations.bind(qualname.clone(), declared);
         self.record_attribute(qualname, stmt);
@@ -881,6 +885,7 @@ impl<'src> Extractor<'src> {
             qualname: Name::from(qualname.as_str()),
             bases: exact(bases),
             members,
+            set_on_self: Vec::new(),
         });
         let index = self.semantic.classes.len() as u32 - 1;
         self.scopes.push(frame);

@@ -192,6 +192,9 @@ pub struct Class {
     /// Names the class body binds, and attributes its methods assign on
     /// `self`, each once.
     pub members: Vec<Name>,
+    /// The attributes its methods assign on `self` or `cls`, each once: on
+    /// an instance they hide a class attribute of the same name.
+    pub set_on_self: Vec<Name>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
