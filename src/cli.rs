@@ -71,8 +71,9 @@ enum Command {
         #[arg(long)]
         symbol: Option<String>,
     },
-    /// Who calls SYMBOL (`path::Qualified.name` or a dotted name such as
-    /// app.models.User.save), breadth first to a depth.
+    /// Who calls SYMBOL (`path::Qualified.name`, a dotted name such as
+    /// app.models.User.save, or a name only one definition has, such as
+    /// User.save), breadth first to a depth.
     Callers {
         symbol: String,
         /// How many calls away to follow (1 to 5).

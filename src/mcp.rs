@@ -97,7 +97,7 @@ pub struct DependentsArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct CallGraphArgs {
-    /// `app/models.py::User.save` or dotted.
+    /// `app/models.py::User.save`, dotted, or `User.save` when only one definition has that name.
     pub symbol: String,
     /// 1 (default) to 5.
     pub depth: Option<usize>,

@@ -476,6 +476,31 @@ fn callers_and_callees_walk_the_call_graph_to_a_depth() {
             "{missing}"
         );
     }
+
+    // A qualified name only one definition has names it without its path;
+    // one that several have is refused with the candidates.
+    let bare = service
+        .call_graph(
+            "Entity.save",
+            xfile::service::calls::Direction::Callers,
+            2,
+            100,
+        )
+        .expect("one definition is Entity.save");
+    assert_eq!(
+        (bare.symbol.as_str(), bare.total),
+        ("shop/base.py::Entity.save", 5)
+    );
+    let Err(ambiguous) =
+        service.call_graph("save", xfile::service::calls::Direction::Callers, 1, 10)
+    else {
+        panic!("several definitions are named save");
+    };
+    assert_eq!(ambiguous.code(), "ambiguous_symbol");
+    assert!(
+        ambiguous.to_string().contains("shop/base.py::Entity.save"),
+        "{ambiguous}"
+    );
 }
 
 #[test]

@@ -43,7 +43,7 @@ pub enum SymbolError {
     #[error(transparent)]
     Path(#[from] PathError),
     #[error(
-        "{0} names no definition; give path::Qualified.name (app/models.py::User.save) or a dotted name (app.models.User.save) of a function, class, method or variable"
+        "{0} names no definition; give path::Qualified.name (app/models.py::User.save), a dotted name (app.models.User.save) or a qualified name only one definition has (User.save) of a function, class, method or variable"
     )]
     NotFound(String),
     #[error("{0} names a module; give one of its definitions, such as {0}::name")]
@@ -111,10 +111,22 @@ pub struct CallGraph {
 }
 
 impl Service {
-    /// The definition `symbol` names: `path::Qualified.name`, or a dotted
-    /// name whose longest prefix that is a project module names the file.
+    /// The definition `symbol` names: `path::Qualified.name`, a dotted
+    /// name whose longest prefix that is a project module names the file,
+    /// or else a name that only one definition in the project has, such as
+    /// `retry` or `User.save` (several give the candidates).
     pub fn find_symbol(&self, symbol: &str) -> Result<Symbol, SymbolError> {
         let symbol = symbol.trim();
+        let error = match self.named_symbol(symbol) {
+            Ok(found) => return Ok(found),
+            Err(error @ (SymbolError::NotFound(_) | SymbolError::Module(_))) => error,
+            Err(error) => return Err(error),
+        };
+        self.unique_definition(symbol).ok_or(error)?
+    }
+
+    /// The definition `symbol` names by its path or module.
+    fn named_symbol(&self, symbol: &str) -> Result<Symbol, SymbolError> {
         let found = match symbol.split_once("::") {
             Some((path, qualname)) => Symbol {
                 file: self.resolve_file(path)?,

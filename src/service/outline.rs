@@ -420,13 +420,7 @@ impl Service {
     /// dotted name, or a name that only one definition in the project has,
     /// such as `retry` or `User.save`), cut to the answer budget.
     pub fn symbol_source(&self, name: &str) -> Result<SymbolSource, SymbolError> {
-        let symbol = match self.find_symbol(name) {
-            Ok(symbol) => symbol,
-            Err(error @ (SymbolError::NotFound(_) | SymbolError::Module(_))) => {
-                self.unique_definition(name.trim()).ok_or(error)??
-            }
-            Err(error) => return Err(error),
-        };
+        let symbol = self.find_symbol(name)?;
         let bindings: Vec<&Definition> = self
             .engine
             .facts(&symbol.file)
@@ -463,7 +457,7 @@ impl Service {
     /// The one definition whose qualified name is `name` or ends in
     /// `.name`: `None` when there is none, an error listing candidates when
     /// there are several.
-    fn unique_definition(&self, name: &str) -> Option<Result<Symbol, SymbolError>> {
+    pub(super) fn unique_definition(&self, name: &str) -> Option<Result<Symbol, SymbolError>> {
         if name.is_empty() || name.contains("::") {
             return None;
         }
