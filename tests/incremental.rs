@@ -717,6 +717,36 @@ fn a_new_or_deleted_file_visits_only_its_buckets_files() {
 /// made ready for editing beforehand (`Engine::prepare_for_edits`, done
 /// when a reader expects an edit) pays that walk then, and its first edit
 /// walks only the low chains.
+/// An edit makes its file's bucket low, and every later edit checks each
+/// file of every low bucket (engine/buckets.rs), so a bucket must hold about
+/// as many files in a large project as in a small one.
+#[test]
+fn buckets_hold_as_many_files_in_a_large_project_as_in_a_small_one() {
+    let checked_by_an_edit_after_another = |modules: usize| {
+        let mut engine = Engine::new(Vec::new());
+        engine.set_files(
+            (0..modules)
+                .map(|i| (format!("pkg/m{i}.py"), format!("def f{i}():\n    pass\n")))
+                .chain([("pkg/__init__.py".to_string(), String::new())]),
+        );
+        engine.analyze();
+        for (file, body) in [("pkg/m1.py", "    return 1"), ("pkg/m2.py", "    return 2")] {
+            engine.set_file(file, format!("def f():\n{body}\n"));
+            engine.analyze();
+        }
+        let log = recorded(&mut engine, |e| {
+            e.set_file("pkg/m1.py", "def f():\n    return 3\n".into());
+        });
+        walked(&log, "file_base_facts")
+    };
+    let small = checked_by_an_edit_after_another(1_000);
+    let large = checked_by_an_edit_after_another(8_000);
+    // The two low buckets: about 2 x 1,000 / 64 files, and 2 x 8,000 / 256
+    // with buckets that grow in number; 2 x 8,000 / 64 = 250 if they did not.
+    assert!(small <= 60, "{small} files checked of 1,000");
+    assert!(large <= 100, "{large} files checked of 8,000");
+}
+
 #[test]
 fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
     let modules = 256;

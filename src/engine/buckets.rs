@@ -11,18 +11,38 @@ use rustc_hash::FxHashMap;
 
 use super::db::SourceFile;
 
-/// How many buckets the files are spread over: enough that a bucket holds
-/// a few dozen files of a large project (Django: ~44), few enough that
-/// going over the buckets is cheap for a small one.
-pub(crate) const BUCKETS: usize = 64;
+/// The fewest buckets the files are spread over: few enough that going
+/// over the buckets is cheap for a small project.
+pub(crate) const MIN_BUCKETS: usize = 64;
 
-/// The bucket of a file, from its path alone: fixed for a file's life (a
-/// rename is a removal and a new file).
-pub(crate) fn bucket_of(path: &str) -> usize {
+/// The most: a bucket of a project larger than this many times
+/// [`FILES_PER_BUCKET`] files holds more.
+const MAX_BUCKETS: usize = 4096;
+
+/// About how many files a bucket holds in a large project (Django: ~44 in
+/// 64 buckets). An edit makes its file's bucket low, and every later edit
+/// checks the memos of a low bucket's files one by one, so a bucket must
+/// not grow with the project: four copies of Django in 64 buckets put
+/// ~176 files in each, and an edit after 17 others checked ~3,000 files'
+/// memos.
+const FILES_PER_BUCKET: usize = 48;
+
+/// How many buckets the first index spreads `files` files over: a power of
+/// two from [`MIN_BUCKETS`] to [`MAX_BUCKETS`]. Fixed from then on, so
+/// that a file keeps its bucket.
+pub(crate) fn bucket_count(files: usize) -> usize {
+    (files / FILES_PER_BUCKET)
+        .next_power_of_two()
+        .clamp(MIN_BUCKETS, MAX_BUCKETS)
+}
+
+/// The bucket of a file among `count`, from its path alone: fixed for a
+/// file's life (a rename is a removal and a new file).
+pub(crate) fn bucket_of(path: &str, count: usize) -> usize {
     // Fixed keys: the same path lands in the same bucket in every run.
     let mut hasher = std::hash::DefaultHasher::new();
     path.hash(&mut hasher);
-    (hasher.finish() % BUCKETS as u64) as usize
+    (hasher.finish() % count.max(1) as u64) as usize
 }
 
 /// One bucket's files, each with a value, in the bucket's file order: the

@@ -88,8 +88,8 @@ pub struct SourceFile {
 /// A fixed share of the project's files, chosen by a hash of the path
 /// (`buckets.rs`). What reads every file reads them bucket by bucket,
 /// through a query per bucket: a new, deleted or edited file re-runs its
-/// bucket's query (on Django ~44 files) and the gathering over the 64
-/// buckets, and the other buckets' values are reused. After a new or
+/// bucket's query (on Django ~44 files) and the gathering over the
+/// buckets (64 on Django, more on a larger project), and the other buckets' values are reused. After a new or
 /// deleted file salsa still checks their edges (every bucket's query has
 /// the durability of the file lists, medium), but a check of a file's memo
 /// costs far less than fetching it into a query that runs again; an edit
@@ -103,8 +103,8 @@ pub struct Bucket {
 
 #[salsa::input(debug)]
 pub struct Project {
-    /// The indexed files, in `buckets::BUCKETS` buckets; fixed once
-    /// created.
+    /// The indexed files, in buckets (`buckets::bucket_count` of the first
+    /// index's files); their number is fixed once files were added.
     #[returns(ref)]
     pub buckets: Vec<Bucket>,
     /// Extra module search roots from configuration, root-relative.
