@@ -501,6 +501,24 @@ fn callers_and_callees_walk_the_call_graph_to_a_depth() {
         ambiguous.to_string().contains("shop/base.py::Entity.save"),
         "{ambiguous}"
     );
+
+    // A member a class inherits names the definition its order reaches
+    // first: Order(Audited, Cached) runs Audited.save.
+    for inherited in ["shop.models.Order.save", "shop/models.py::Order.save"] {
+        let graph = service
+            .call_graph(inherited, xfile::service::calls::Direction::Callers, 1, 100)
+            .expect("Order inherits save");
+        assert_eq!(graph.symbol, "shop/mixins.py::Audited.save", "{inherited}");
+    }
+    // Not through a base that is unknown (a call) or outside the project.
+    for unknown in ["shop.unknown.Dynamic.save", "shop.unknown.FromDict.keys"] {
+        let Err(error) =
+            service.call_graph(unknown, xfile::service::calls::Direction::Callers, 1, 10)
+        else {
+            panic!("{unknown} names no project definition");
+        };
+        assert_eq!(error.code(), "symbol_not_found", "{unknown}");
+    }
 }
 
 #[test]

@@ -112,8 +112,9 @@ pub struct CallGraph {
 
 impl Service {
     /// The definition `symbol` names: `path::Qualified.name`, a dotted
-    /// name whose longest prefix that is a project module names the file,
-    /// or else a name that only one definition in the project has, such as
+    /// name whose longest prefix that is a project module names the file
+    /// (a member a class inherits names the definition it inherits), or
+    /// else a name that only one definition in the project has, such as
     /// `retry` or `User.save` (several give the candidates).
     pub fn find_symbol(&self, symbol: &str) -> Result<Symbol, SymbolError> {
         let symbol = symbol.trim();
@@ -134,18 +135,36 @@ impl Service {
             },
             None => self.dotted_symbol(symbol)?,
         };
-        let defined = found.qualname == "<module>"
-            || self.engine.facts(&found.file).is_some_and(|facts| {
-                facts
-                    .definitions
-                    .iter()
-                    .any(|d| d.qualname == found.qualname)
-            });
-        if defined {
-            Ok(found)
-        } else {
-            Err(SymbolError::NotFound(symbol.to_string()))
+        if found.qualname == "<module>" || self.defines(&found.file, &found.qualname) {
+            return Ok(found);
         }
+        self.inherited(&found)
+            .ok_or_else(|| SymbolError::NotFound(symbol.to_string()))
+    }
+
+    fn defines(&self, file: &str, qualname: &str) -> bool {
+        self.engine
+            .facts(file)
+            .is_some_and(|facts| facts.definitions.iter().any(|d| d.qualname == qualname))
+    }
+
+    /// `Class.name` that `Class` does not define but inherits: the
+    /// definition its method resolution order reaches first. None when the
+    /// order stops (at a base outside the project or unknown) before one.
+    fn inherited(&self, symbol: &Symbol) -> Option<Symbol> {
+        let (class, name) = symbol.qualname.rsplit_once('.')?;
+        if !self.defines(&symbol.file, class) {
+            return None;
+        }
+        self.engine
+            .mro(&symbol.file, class)
+            .into_iter()
+            .skip(1)
+            .map(|(file, base)| Symbol {
+                qualname: format!("{base}.{name}"),
+                file,
+            })
+            .find(|candidate| self.defines(&candidate.file, &candidate.qualname))
     }
 
     fn dotted_symbol(&self, dotted: &str) -> Result<Symbol, SymbolError> {
