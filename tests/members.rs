@@ -632,3 +632,33 @@ fn a_value_with_alternatives_holds_a_class_only_when_every_alternative_gives_it(
         ]
     );
 }
+
+#[test]
+fn dependents_of_a_symbol_the_file_does_not_define_are_refused_not_empty() {
+    let service = open("member_calls");
+    // Defined, and nothing depends on it: an empty answer.
+    let none = service
+        .dependents_of_symbol("shop/unknown.py", "FromDict.own")
+        .expect("FromDict.own is defined");
+    assert!(none.is_empty(), "{none:?}");
+    // A typo would read as "nothing depends on it": refused.
+    let Err(typo) = service.dependents_of_symbol("shop/base.py", "Entity.svae") else {
+        panic!("Entity.svae is not defined");
+    };
+    assert_eq!(typo.code(), "symbol_not_found");
+    assert!(
+        typo.to_string().contains("shop/base.py::Entity.svae"),
+        "{typo}"
+    );
+    // Inherited: the answer names where it is defined.
+    let Err(inherited) = service.dependents_of_symbol("shop/models.py", "Order.save") else {
+        panic!("Order does not define save");
+    };
+    assert_eq!(inherited.code(), "symbol_not_found");
+    assert!(
+        inherited
+            .to_string()
+            .contains("shop/mixins.py::Audited.save"),
+        "{inherited}"
+    );
+}

@@ -49,6 +49,15 @@ pub enum SymbolError {
     #[error("{0} names a module; give one of its definitions, such as {0}::name")]
     Module(String),
     #[error(
+        "{file} does not define {name}; its class inherits it from {definition}: ask about that file"
+    )]
+    Inherited {
+        name: String,
+        file: String,
+        /// `path::Qualified.name` of the definition inherited.
+        definition: String,
+    },
+    #[error(
         "{name} names {total} definitions: {candidates}; give one of them as path::Qualified.name"
     )]
     Ambiguous {
@@ -63,7 +72,7 @@ impl SymbolError {
     pub fn code(&self) -> &'static str {
         match self {
             SymbolError::Path(error) => error.code(),
-            SymbolError::NotFound(_) => "symbol_not_found",
+            SymbolError::NotFound(_) | SymbolError::Inherited { .. } => "symbol_not_found",
             SymbolError::Module(_) => "invalid_parameter",
             SymbolError::Ambiguous { .. } => "ambiguous_symbol",
         }
@@ -140,6 +149,27 @@ impl Service {
         }
         self.inherited(&found)
             .ok_or_else(|| SymbolError::NotFound(symbol.to_string()))
+    }
+
+    /// Refuses `symbol` of `file` when the file defines no such thing: an
+    /// answer about it would be empty, which reads as "nothing depends on
+    /// it". A member the class inherits names where it is defined.
+    pub(crate) fn check_defined(&self, file: &str, symbol: &str) -> Result<(), SymbolError> {
+        if symbol == "<module>" || self.defines(file, symbol) {
+            return Ok(());
+        }
+        let asked = Symbol {
+            file: file.to_string(),
+            qualname: symbol.to_string(),
+        };
+        Err(match self.inherited(&asked) {
+            Some(found) => SymbolError::Inherited {
+                name: symbol.to_string(),
+                file: file.to_string(),
+                definition: found.display(),
+            },
+            None => SymbolError::NotFound(asked.display()),
+        })
     }
 
     fn defines(&self, file: &str, qualname: &str) -> bool {

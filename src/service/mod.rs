@@ -387,14 +387,20 @@ impl Service {
 
     /// [`Service::dependents`] of one definition of `file`: relationships
     /// whose target is `symbol`, or, for a class, one of its members
-    /// (`Model` takes in calls of `Model.save`).
+    /// (`Model` takes in calls of `Model.save`). None found for a symbol
+    /// the file does not define is an error, not an empty answer.
     pub fn dependents_of_symbol(
         &self,
         file: &str,
         symbol: &str,
-    ) -> Result<Vec<Relationship>, PathError> {
-        let mut dependents = self.dependents(file)?;
+    ) -> Result<Vec<Relationship>, calls::SymbolError> {
+        let file = self.resolve_file(file)?;
+        let symbol = symbol.trim();
+        let mut dependents = self.dependents(&file)?;
         of_symbol(&mut dependents, symbol);
+        if dependents.is_empty() {
+            self.check_defined(&file, symbol)?;
+        }
         Ok(dependents)
     }
 
