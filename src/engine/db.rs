@@ -89,8 +89,9 @@ pub struct SourceFile {
 /// (`buckets.rs`). What reads every file reads them bucket by bucket,
 /// through a query per bucket: a new, deleted or edited file re-runs its
 /// bucket's query (on Django ~44 files) and the gathering over the
-/// buckets (64 on Django, more on a larger project), and the other buckets' values are reused. After a new or
-/// deleted file salsa still checks their edges (every bucket's query has
+/// buckets (64 on Django, more on a larger project), and the other
+/// buckets' values are reused. After a new or deleted file salsa still
+/// checks their edges (every bucket's query has
 /// the durability of the file lists, medium), but a check of a file's memo
 /// costs far less than fetching it into a query that runs again; an edit
 /// is a low change and leaves them unchecked.

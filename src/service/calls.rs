@@ -79,6 +79,14 @@ impl SymbolError {
     }
 }
 
+/// Where a symbol asked about is defined ([`Service::find_symbol`]).
+enum Located {
+    Here,
+    /// A member its class inherits: the definition its order reaches.
+    Inherited(Symbol),
+    Nowhere,
+}
+
 /// Which way a walk goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -144,32 +152,40 @@ impl Service {
             },
             None => self.dotted_symbol(symbol)?,
         };
-        if found.qualname == "<module>" || self.defines(&found.file, &found.qualname) {
-            return Ok(found);
+        match self.locate(&found) {
+            Located::Here => Ok(found),
+            Located::Inherited(definition) => Ok(definition),
+            Located::Nowhere => Err(SymbolError::NotFound(symbol.to_string())),
         }
-        self.inherited(&found)
-            .ok_or_else(|| SymbolError::NotFound(symbol.to_string()))
     }
 
     /// Refuses `symbol` of `file` when the file defines no such thing: an
     /// answer about it would be empty, which reads as "nothing depends on
     /// it". A member the class inherits names where it is defined.
     pub(crate) fn check_defined(&self, file: &str, symbol: &str) -> Result<(), SymbolError> {
-        if symbol == "<module>" || self.defines(file, symbol) {
-            return Ok(());
-        }
         let asked = Symbol {
             file: file.to_string(),
             qualname: symbol.to_string(),
         };
-        Err(match self.inherited(&asked) {
-            Some(found) => SymbolError::Inherited {
-                name: symbol.to_string(),
-                file: file.to_string(),
-                definition: found.display(),
-            },
-            None => SymbolError::NotFound(asked.display()),
-        })
+        match self.locate(&asked) {
+            Located::Here => Ok(()),
+            Located::Inherited(definition) => Err(SymbolError::Inherited {
+                name: asked.qualname,
+                file: asked.file,
+                definition: definition.display(),
+            }),
+            Located::Nowhere => Err(SymbolError::NotFound(asked.display())),
+        }
+    }
+
+    /// Where `symbol` is defined: in its own file, or, for `Class.name`
+    /// that `Class` inherits, in a base.
+    fn locate(&self, symbol: &Symbol) -> Located {
+        if symbol.qualname == "<module>" || self.defines(&symbol.file, &symbol.qualname) {
+            return Located::Here;
+        }
+        self.inherited(symbol)
+            .map_or(Located::Nowhere, Located::Inherited)
     }
 
     fn defines(&self, file: &str, qualname: &str) -> bool {
