@@ -971,3 +971,41 @@ fn a_file_expected_to_be_edited_is_prepared_after_a_pause() {
         .expect("applies");
     assert_same_as_scratch(&live, "after the prepared file's edit");
 }
+
+/// As a server starts, the files modified last (within a day) are
+/// expected to be edited (`Live::expect_recent_edits`), and so prepared
+/// once updates pause; files older than that are not.
+#[test]
+fn the_files_modified_last_are_prepared_as_a_server_starts() {
+    let dir = common::copy_fixture("member_calls");
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(10 * 24 * 60 * 60);
+    let recent = "shop/models.py".to_string();
+    for entry in common::python_files(dir.path()) {
+        if !entry.ends_with(&recent) {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(&entry)
+                .expect("opens");
+            file.set_modified(long_ago).expect("sets the time");
+        }
+    }
+    let live = Arc::new(Live::open(dir.path()).expect("opens"));
+    let old = "shop/base.py".to_string();
+    let unprepared = |live: &Live, path: &String| {
+        !live
+            .read(|s| s.unprepared(std::slice::from_ref(path)))
+            .is_empty()
+    };
+    assert!(unprepared(&live, &recent) && unprepared(&live, &old));
+    live.expect_recent_edits(Duration::from_millis(20));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while unprepared(&live, &recent) {
+        assert!(Instant::now() < deadline, "never prepared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        unprepared(&live, &old),
+        "a file last modified ten days ago was prepared"
+    );
+    assert_same_as_scratch(&live, "after preparing the files modified last");
+}

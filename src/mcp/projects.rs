@@ -117,6 +117,9 @@ impl Member {
             tokio::task::spawn_blocking(move || {
                 hot.read_when_quiet(BACKGROUND_QUIET, Service::precompute_hot_spots)
             });
+            // The files modified last are prepared for cheap first edits,
+            // once updates pause.
+            live.expect_recent_edits(BACKGROUND_QUIET);
             // So are the blames of the files changed last (no index needed:
             // they come from the repository).
             let blames = live.clone();

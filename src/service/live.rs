@@ -41,6 +41,11 @@ const KEPT_REPORTS: usize = 16;
 /// files between pauses gets the first ones prepared, not all.
 const MAX_EXPECTED: usize = 64;
 
+/// How many of the files modified last a server prepares for edits as it
+/// starts, and how recent they must be (`Live::expect_recent_edits`).
+const RECENT_FILES: usize = 16;
+const RECENT_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+
 pub struct Live {
     root: PathBuf,
     /// Files a reader expects to be edited soon, waiting to be prepared
@@ -233,6 +238,18 @@ impl Live {
                     Err(error) => tracing::debug!("no thread to prepare edits: {error}"),
                 }
             }
+        }
+    }
+
+    /// Expects edits of the files modified last before the index
+    /// ([`Service::recently_modified`]: at most [`RECENT_FILES`], within
+    /// [`RECENT_WINDOW`]), as a server starts: an agent resuming work
+    /// tends to edit what was edited last, and those first edits then skip
+    /// the walk of every file's chain. Each prepared file adds its chain to
+    /// what later edits check, so they are few.
+    pub fn expect_recent_edits(self: &Arc<Self>, quiet: Duration) {
+        for path in self.read(|s| s.recently_modified(RECENT_FILES, RECENT_WINDOW)) {
+            self.expect_edit(&path, quiet);
         }
     }
 

@@ -401,6 +401,27 @@ impl Service {
             .collect()
     }
 
+    /// The indexed files modified last before the index read them, newest
+    /// first, at most `count`, none older than `within`: the files an
+    /// agent resuming work is likeliest to edit next.
+    pub fn recently_modified(&self, count: usize, within: std::time::Duration) -> Vec<String> {
+        let Some(oldest) = SystemTime::now().checked_sub(within) else {
+            return Vec::new();
+        };
+        let mut recent: Vec<(SystemTime, &String)> = self
+            .stamps
+            .iter()
+            .filter_map(|(path, stamp)| Some((stamp.modified?, path)))
+            .filter(|(modified, _)| *modified >= oldest)
+            .collect();
+        recent.sort_unstable_by(|a, b| b.cmp(a));
+        recent
+            .into_iter()
+            .take(count)
+            .map(|(_, path)| path.clone())
+            .collect()
+    }
+
     /// Verifies the derived relations after [`Service::prepare_for_edits`]:
     /// nothing they hold changes, so no cache above the engine is dropped.
     pub fn settle_prepared(&mut self) {

@@ -5,7 +5,7 @@
 //! leave the tree).
 
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use fastrand::Rng;
 
@@ -15,27 +15,10 @@ pub fn corpus() -> Vec<Vec<u8>> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     for dir in ["tests/fixtures", "examples"] {
-        collect(&manifest.join(dir), &mut files);
+        files.extend(crate::common::python_files(&manifest.join(dir)));
     }
     files.sort();
     files.iter().filter_map(|p| std::fs::read(p).ok()).collect()
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            collect(&path, out);
-        } else if kind.is_file() && path.extension().is_some_and(|e| e == "py") {
-            out.push(path);
-        }
-    }
 }
 
 /// Writes one hostile tree under `root` (which exists and is empty).

@@ -173,3 +173,23 @@ impl Lcg {
         ((self.0 >> 33) as usize) % n.max(1)
     }
 }
+
+/// Every `.py` file below `dir`, links not followed.
+pub fn python_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            files.extend(python_files(&path));
+        } else if kind.is_file() && path.extension().is_some_and(|e| e == "py") {
+            files.push(path);
+        }
+    }
+    files
+}
