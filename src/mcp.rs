@@ -503,6 +503,11 @@ impl From<crate::service::calls::SymbolError> for ToolError {
         use crate::service::calls::SymbolError;
         match error {
             SymbolError::Path(error) => error.into(),
+            inherited @ SymbolError::Inherited { .. } => ToolError {
+                code: inherited.code(),
+                message: inherited.to_string(),
+                suggestion: "Ask about the file and the definition the message names.",
+            },
             other => ToolError {
                 code: other.code(),
                 message: other.to_string(),
