@@ -11,9 +11,11 @@ first change since the index), once straight away and once a second after
 edits it.
 Usage: scripts/bench_mcp_edits.py ROOT [N] [--xfile PATH]
 (ROOT defaults to the Django tree; N changes per kind, default 30)"""
-import argparse, os, shutil, statistics, sys, tempfile, time
+import argparse, os, random, shutil, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from edit_bench import (copied_tree, dependents_probe, first_edit, package_modules,  # noqa: E402
+                        report, timed, write)
 from mcp_stdio import Server  # noqa: E402
 
 parser = argparse.ArgumentParser()
@@ -24,19 +26,12 @@ parser.add_argument("--target", default="django/utils/termcolors.py")
 parser.add_argument("--importer", default="django/utils/dates.py")
 args = parser.parse_args()
 
-work = tempfile.mkdtemp(prefix="xfile-mcp-edits-")
-root = os.path.join(work, "tree")
-shutil.copytree(args.root, root)
+work, root = copied_tree(args.root, "xfile-mcp-edits-")
 # The copy's dirty pages flushed while changes are timed made the figures
 # on a large tree swing by 3-4x between runs of one build.
 os.sync()
 server = Server(os.path.abspath(args.xfile), root)
-
-def depends(source):
-    text = server.call("get_dependents", {"file_path": args.target})
-    # The answer is text by default (a JSON key test never matched): the
-    # source's path shows in either form only when it is a dependent.
-    return source in text
+depends = dependents_probe(server, args.target)
 
 depends(args.importer)  # waits for the first index
 module = args.target[:-3].replace("/", ".")
@@ -44,25 +39,6 @@ importer = os.path.join(root, args.importer)
 original = open(importer).read()
 assert not depends(args.importer), f"{args.importer} already depends on {args.target}"
 time.sleep(1.0)
-
-def timed(change, done):
-    start = time.perf_counter()
-    change()
-    while not done():
-        if time.perf_counter() - start > 10:
-            raise SystemExit("the change never showed")
-    elapsed = time.perf_counter() - start
-    time.sleep(0.05)  # let the update settle: the next change is a new batch
-    return elapsed
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-def report(label, samples):
-    samples.sort()
-    print(f"{label:32s} p50 {statistics.median(samples)*1e3:6.1f} ms  p95 {samples[int(len(samples)*0.95)]*1e3:6.1f} ms"
-          f"  max {samples[-1]*1e3:6.1f} ms  ({len(samples)} changes)")
 
 for line in [f"import {module}", f"from {module} import colorize"]:
     samples = []
@@ -91,31 +67,18 @@ report("renamed file", moved)
 
 # First edits: files under the target's top package, in a fixed random
 # order, that do not import the target already.
-import random  # noqa: E402
-package = os.path.join(root, args.target.split("/")[0])
-candidates = sorted(
-    os.path.relpath(os.path.join(d, f), root)
-    for d, _, fs in os.walk(package) for f in fs
-    if f.endswith(".py") and f != "__init__.py"
-)
-random.Random(0).shuffle(candidates)
-fresh = [c for c in candidates if c not in (args.target, args.importer, new_rel, moved_rel)]
+fresh = [c for c in package_modules(root, args.target, random.Random(0))
+         if c not in (args.target, args.importer, new_rel, moved_rel)]
 for label, read_first in [("first edit of a file", False), ("first edit, read a second before", True)]:
     samples = []
     while len(samples) < args.n and fresh:
         rel = fresh.pop()
         if depends(rel):
             continue
-        path = os.path.join(root, rel)
-        text = open(path).read()
         if read_first:
             server.call("read_with_context", {"file_path": rel})
             time.sleep(1.0)
-        samples.append(timed(lambda: write(path, f"import {module}\n{text}"), lambda: depends(rel)))
-        write(path, text)
-        while depends(rel):
-            pass
-        time.sleep(0.3)
+        samples.append(first_edit(depends, root, rel, module))
     report(label, samples)
 server.close()
 shutil.rmtree(work, ignore_errors=True)

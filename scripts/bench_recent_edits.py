@@ -9,9 +9,10 @@ files. A server prepares the files modified last as it starts
 (`Live::expect_recent_edits`), so the touched ones should skip the walk of
 every file's chain that a first edit otherwise pays.
 Usage: scripts/bench_recent_edits.py ROOT [N] [--xfile PATH]"""
-import argparse, os, random, shutil, statistics, sys, tempfile, time
+import argparse, os, random, shutil, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from edit_bench import copied_tree, dependents_probe, first_edit, package_modules  # noqa: E402
 from mcp_stdio import Server  # noqa: E402
 
 parser = argparse.ArgumentParser()
@@ -21,52 +22,27 @@ parser.add_argument("--xfile", default="target/release/xfile")
 parser.add_argument("--target", default="django/utils/termcolors.py")
 args = parser.parse_args()
 
-work = tempfile.mkdtemp(prefix="xfile-recent-edits-")
-root = os.path.join(work, "tree")
-shutil.copytree(args.root, root)
+work, root = copied_tree(args.root, "xfile-recent-edits-")
 old = time.time() - 30 * 24 * 3600
 for d, _, fs in os.walk(root):
     for f in fs:
         os.utime(os.path.join(d, f), (old, old))
-package = os.path.join(root, args.target.split("/")[0])
-candidates = sorted(
-    os.path.relpath(os.path.join(d, f), root)
-    for d, _, fs in os.walk(package) for f in fs
-    if f.endswith(".py") and f != "__init__.py" and os.path.join(d, f) != os.path.join(root, args.target)
-)
-random.Random(1).shuffle(candidates)
+candidates = [c for c in package_modules(root, args.target, random.Random(1)) if c != args.target]
 touched, untouched = candidates[:args.n], candidates[args.n:2 * args.n]
 for rel in touched:
     os.utime(os.path.join(root, rel), None)
 os.sync()
 
 server = Server(os.path.abspath(args.xfile), root)
-
-def depends(source):
-    return source in server.call("get_dependents", {"file_path": args.target})
-
+depends = dependents_probe(server, args.target)
 depends(args.target)  # waits for the first index
 time.sleep(3.0)  # a pause: the touched files are prepared in it
 module = args.target[:-3].replace("/", ".")
 samples = {"modified last (prepared at start)": [], "not modified lately": []}
 for recent, other in zip(touched, untouched):
     for label, rel in [("modified last (prepared at start)", recent), ("not modified lately", other)]:
-        if depends(rel):
-            continue
-        path = os.path.join(root, rel)
-        text = open(path).read()
-        start = time.perf_counter()
-        with open(path, "w") as f:
-            f.write(f"import {module}\n{text}")
-        while not depends(rel):
-            if time.perf_counter() - start > 10:
-                raise SystemExit("the change never showed")
-        samples[label].append(time.perf_counter() - start)
-        with open(path, "w") as f:
-            f.write(text)
-        while depends(rel):
-            pass
-        time.sleep(0.3)
+        if not depends(rel):
+            samples[label].append(first_edit(depends, root, rel, module))
 for label, s in samples.items():
     s.sort()
     print(f"first edit, {label:34s} p50 {statistics.median(s)*1e3:6.1f} ms  "
