@@ -1,6 +1,6 @@
 //! Bad input never stops the index (DESIGN invariant 7; EC-17, EC-18, §3.11.2).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! as a cold index of the same tree, whatever happened to the tree or to the
 //! cache file in between.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,6 +1,6 @@
 //! The CLI contract (DESIGN §4) on the sample project the README indexes.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

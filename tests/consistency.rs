@@ -4,7 +4,7 @@
 //! targets only) equals the union of all dependents, relationship for
 //! relationship, and both equal the export's relationships.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

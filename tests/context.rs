@@ -2,7 +2,7 @@
 //! ranges and the hard token budget (TDD §3.8, FR-10, FR-12, FR-19, the
 //! import-context-expansion design's phases 1-3).
 
-mod common;
+use crate::common;
 
 use xfile::service::context::count_tokens;
 use xfile::service::{ReadOptions, Service};

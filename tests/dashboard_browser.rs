@@ -4,7 +4,7 @@
 //! package, the console stays silent, and a screenshot is kept under
 //! target/.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! file; `xfile doctor` finds seeded problems and `--fix` repairs the safe
 //! ones.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! (rule file:line and text, premises down to base facts and their source
 //! lines), near misses for tuples that do not hold, errors, JSON and dumps.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

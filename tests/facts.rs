@@ -1,7 +1,7 @@
 //! Front-end facts (TDD §3.5.2, issue 2 item 3): definitions with signature,
 //! first docstring line, decorators and line range; `__all__` in its forms.
 
-mod common;
+use crate::common;
 
 use xfile::python::{DefinitionKind, DunderAll, extract};
 

@@ -4,7 +4,7 @@
 //! second provider of the top-level package `corelib` for the fail-safe.
 //! Every test works on a copy of the fixtures with its own registry.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! XFILE_FUZZ_SEED=7 XFILE_FUZZ_TREES=5000 XFILE_FUZZ_MESSAGES=20000 \
-//!     cargo test --release --test fuzz -- --nocapture
+//!     cargo test --release --test integration fuzz:: -- --nocapture
 //! ```
 //!
 //! A failure names its seed and case, and keeps the tree that failed
@@ -12,7 +12,7 @@
 
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 #[path = "common/hostile_mcp.rs"]
 mod hostile_mcp;
 #[path = "common/hostile_python.rs"]

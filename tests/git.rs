@@ -4,7 +4,7 @@
 //! repositories (empty, detached, shallow, not a repository) and refused
 //! arguments.
 
-mod common;
+use crate::common;
 
 use common::git_repo::{GitRepo, git_in};
 use xfile::git::{FileStatus, GitError, LogQuery, Repo, WalkBounds};

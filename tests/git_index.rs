@@ -7,7 +7,7 @@
 //! (`.xfile_cache/blame/history.idx`), a damaged or linked index file is
 //! ignored and never followed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! (`.xfile_cache/blame/`), a damaged or linked file is ignored, never
 //! followed. Every answer is checked against a fresh blame and `git blame`.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! where, the tool-list budget inside a git work tree, answers in
 //! markdown, and errors a client can act on (FR-004, FR-005, FR-006).
 
-mod common;
+use crate::common;
 
 use common::git_repo::GitRepo;
 use common::mcp_client::Client;

@@ -6,7 +6,7 @@
 //! HEAD nor the contents), and after `git fetch --deepen` or
 //! `--unshallow` the answers follow the deeper history at once.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! status code per state, and the dashboard's page and JSON, served by
 //! `xfile serve --http` beside MCP and by `xfile dashboard`.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! (callers, subclasses, importers) to a depth, ranked, and the tests,
 //! on a real repository built with `git` and indexed by xfile.
 
-mod common;
+use crate::common;
 
 use common::git_repo::GitRepo;
 use xfile::service::Service;

@@ -1,6 +1,6 @@
 //! Salsa early cut-off and incremental-equals-from-scratch (DESIGN invariant 6).
 
-mod common;
+use crate::common;
 
 use xfile::engine::{Engine, Recomputation, TestPatterns};
 use xfile::service::relationships;

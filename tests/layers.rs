@@ -1,7 +1,7 @@
 //! `LayerViolation` (rules/layers.dl) on a fixture with three configured
 //! layers, ui above domain above infra, and one invalid `layers` entry.
 
-mod common;
+use crate::common;
 
 use common::open;
 use xfile::engine::datalog::{RELATIONS, RelationKind};

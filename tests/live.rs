@@ -3,7 +3,7 @@
 //! watcher's polling fallback with backoff, and incremental equals
 //! from-scratch over 500 edits on disk (DESIGN invariant 6).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

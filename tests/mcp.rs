@@ -1,6 +1,6 @@
 //! The MCP server over real stdio, spoken as raw JSON-RPC (DESIGN §4).
 
-mod common;
+use crate::common;
 
 use common::mcp_client::Client;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! tool calls are checked against another implementation than ours
 //! (DESIGN §4, MCP tools).
 
-mod common;
+use crate::common;
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};

@@ -3,7 +3,7 @@
 //! on the `member_calls` fixture (locals bound more than once on
 //! `local_rebinding`), each expected relationship asserted.
 
-mod common;
+use crate::common;
 
 use common::mcp_client::Client;
 use common::{line, open};

@@ -2,7 +2,7 @@
 //! the service, the MCP tools `get_file_outline` and `get_symbol`, and the
 //! CLI commands `outline` and `show`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! carrying it, with the right JSON-RPC code (F5), and a flood of heavy
 //! requests is served a few at a time (F8).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

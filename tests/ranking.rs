@@ -12,7 +12,7 @@
 //! is in its package). Each boost alone decides their order, and
 //! switching it off gives the base order back.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

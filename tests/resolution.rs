@@ -1,7 +1,7 @@
 //! Relationship detection and module resolution on fixture projects, with
 //! every expected relationship asserted exactly (TDD §3.5.2, FR-1..7, EC-3..5).
 
-mod common;
+use crate::common;
 
 use common::{lines, open};
 

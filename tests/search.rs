@@ -1,7 +1,7 @@
 //! search_with_context (clustered-search ADR): matching modes, expansion
 //! states, expansion by cluster id, token budgets, over MCP too.
 
-mod common;
+use crate::common;
 
 use common::mcp_client::Client;
 use serde_json::{Value, json};

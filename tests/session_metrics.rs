@@ -2,7 +2,7 @@
 //! the client disconnects or the server is stopped, and `analyze-metrics`
 //! over records.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! and sends its signals, and a `plugins/shipping` sub-project that
 //! implements its hooks and declares an entry point.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 use xfile::service::links::{LinkKind, StringLink};

@@ -2,7 +2,7 @@
 //! relation added by a rules file alone (rules/test_covers.dl), over the
 //! `TestModule` facts of DD-3 and the import and call relations.
 
-mod common;
+use crate::common;
 
 fn explain(pattern: &str) -> String {
     let service = common::open("test_covers");

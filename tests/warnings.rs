@@ -2,7 +2,7 @@
 //! FR-30..42, EC-2, EC-6..10, DD-3), on fixture projects, every expected
 //! warning asserted exactly.
 
-mod common;
+use crate::common;
 
 use common::{lines, open};
 use xfile::service::Service;
