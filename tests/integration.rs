@@ -21,6 +21,7 @@ mod git_kept;
 mod git_mcp;
 mod git_shallow;
 mod hostile;
+mod hostile_round_two;
 mod http;
 mod impact;
 mod incremental;

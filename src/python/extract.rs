@@ -26,9 +26,14 @@ use super::facts::{
 use super::members::{self, Declarations, Declared, MethodKind};
 
 /// Stack head-room the recursive walkers keep; below it they continue on a
-/// freshly allocated segment, so a deeply nested file cannot overflow the stack.
+/// freshly allocated segment. Files reach them only up to
+/// `nesting::MAX_DEPTH` levels deep, so the segments are bounded too.
 const RED_ZONE: usize = 128 * 1024;
 const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
+/// The longest chain of attributes and calls (`a.b().c`: three links) a
+/// member lookup starts from; fluent chains in real code stay far below.
+const MAX_VALUE_CHAIN: usize = 64;
 
 /// Expressions quoted in dynamic-pattern facts are cut to this many characters.
 const SHORT_TEXT: usize = 60;
@@ -48,8 +53,6 @@ pub(super) struct Extractor<'src> {
     /// What module variables and class attributes are bound to, decided
     /// when the module is done.
     declarations: Declarations,
-    depth: usize,
-    pub(super) max_depth: usize,
     /// `from __future__ import annotations`: every annotation is read
     /// late, as if it were a string.
     postponed_annotations: bool,
@@ -138,8 +141,6 @@ impl<'src> Extractor<'src> {
             scope_ids: FxHashMap::default(),
             name_ids: FxHashMap::default(),
             declarations: Declarations::default(),
-            depth: 0,
-            max_depth: 0,
             postponed_annotations: false,
             late_names: false,
         }
@@ -304,8 +305,18 @@ impl<'src> Extractor<'src> {
     /// `expr` as an expression a member lookup can start from: a name
     /// chain, `self`, `cls`, `super()`, a call of one of those, or a local
     /// bound once to one of those. `site` replaces the outermost node's own
-    /// site (a callee shares its call's site).
+    /// site (a callee shares its call's site). A chain longer than
+    /// [`MAX_VALUE_CHAIN`] is not followed: every call in a chain asks for
+    /// the chain below it, so following any length would make the work
+    /// quadratic in the chain.
     fn value_expr(&mut self, expr: &Expr, site: Option<SiteId>) -> Option<ExprId> {
+        if chain_links(expr) > MAX_VALUE_CHAIN {
+            return None;
+        }
+        self.value_chain(expr, site)
+    }
+
+    fn value_chain(&mut self, expr: &Expr, site: Option<SiteId>) -> Option<ExprId> {
         match expr {
             Expr::Name(name) => match self.name_value(name.id.as_str()) {
                 NameValue::Local(value) => value,
@@ -319,7 +330,7 @@ impl<'src> Extractor<'src> {
                 }
             },
             Expr::Attribute(attribute) => {
-                let base = self.value_expr(&attribute.value, None)?;
+                let base = self.value_chain(&attribute.value, None)?;
                 let site = site.unwrap_or_else(|| self.add_site(attribute.attr.range.start()));
                 let kind = ExprKind::Attribute {
                     base,
@@ -331,7 +342,7 @@ impl<'src> Extractor<'src> {
                 let kind = match self.super_call(call) {
                     Some(class) => ExprKind::SuperOf { class },
                     None => ExprKind::Call {
-                        callee: self.value_expr(&call.func, None)?,
+                        callee: self.value_chain(&call.func, None)?,
                     },
                 };
                 let site = site.unwrap_or_else(|| self.add_site(call.range().start()));
@@ -1496,10 +1507,7 @@ impl<'src> Extractor<'src> {
     }
 
     fn guarded<F: FnOnce(&mut Self)>(&mut self, f: F) {
-        self.depth += 1;
-        self.max_depth = self.max_depth.max(self.depth);
         stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || f(self));
-        self.depth -= 1;
     }
 }
 
@@ -1756,6 +1764,21 @@ fn exact_in_place<T>(v: &mut Vec<T>) {
 }
 
 /// Fills `path` with the names of `a.b.c` and returns where the last one starts.
+/// How many attributes and calls `expr` chains, counted up to one past
+/// [`MAX_VALUE_CHAIN`].
+fn chain_links(mut expr: &Expr) -> usize {
+    let mut links = 0;
+    while links <= MAX_VALUE_CHAIN {
+        expr = match expr {
+            Expr::Attribute(attribute) => &attribute.value,
+            Expr::Call(call) => &call.func,
+            _ => break,
+        };
+        links += 1;
+    }
+    links
+}
+
 pub(super) fn name_chain(expr: &Expr, path: &mut Vec<Name>) -> Option<TextSize> {
     match expr {
         Expr::Name(name) => {

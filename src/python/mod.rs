@@ -6,22 +6,23 @@ mod extract;
 pub mod facts;
 mod members;
 pub mod names;
+mod nesting;
 
 pub use facts::*;
 
 use ruff_source_file::LineIndex;
-
-/// ASTs deeper than this are dropped on a dedicated stack: dropping is
-/// recursive and would overflow the caller's stack on pathological input.
-const DEEP_AST: usize = 2_000;
+use ruff_text_size::Ranged;
 
 /// Parses `source` and extracts its facts. Never panics on any input: a
-/// syntax error yields facts that carry only `parse_error` (EC-18).
+/// syntax error yields facts that carry only `parse_error` (EC-18), and so
+/// does a file nested deeper than [`nesting::MAX_DEPTH`], which no walk
+/// over its syntax then sees.
 pub fn extract(source: &str) -> ModuleFacts {
-    let parsed = match stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, || {
-        ruff_python_parser::parse_module(source)
-    }) {
-        Ok(parsed) => parsed,
+    if nesting::too_deep_to_parse(source) {
+        return too_deep(1, 0);
+    }
+    let module = match ruff_python_parser::parse_module(source) {
+        Ok(parsed) => parsed.into_syntax(),
         Err(error) => {
             let lines = LineIndex::from_source_text(source);
             let site = extract::position(&lines, source, error.location.start());
@@ -35,12 +36,49 @@ pub fn extract(source: &str) -> ModuleFacts {
             };
         }
     };
-    let mut extractor = extract::Extractor::new(source);
-    extractor.module(&parsed.syntax().body);
-    let depth = extractor.max_depth;
-    let facts = extractor.finish();
-    if depth > DEEP_AST {
-        stacker::grow(depth.saturating_mul(1024) + (1 << 20), move || drop(parsed));
+    if let Some(deep) = nesting::deeper_than_limit(&module) {
+        let lines = LineIndex::from_source_text(source);
+        let site = extract::position(&lines, source, deep.start());
+        nesting::drop_flat(module);
+        return too_deep(site.line, site.column);
     }
+    let mut extractor = extract::Extractor::new(source);
+    extractor.module(&module.body);
+    let facts = extractor.finish();
+    nesting::drop_flat(module);
     facts
+}
+
+fn too_deep(line: u32, column: u32) -> ModuleFacts {
+    ModuleFacts {
+        parse_error: Some(ParseErrorFact {
+            line,
+            column,
+            message: format!(
+                "nested more than {} levels deep: not analysed (CPython cannot compile such \
+                 nesting either)",
+                nesting::MAX_DEPTH
+            ),
+        }),
+        ..ModuleFacts::default()
+    }
+}
+
+/// Where `source` names something (its `Name` tokens, keywords excluded),
+/// in order; syntax errors do not stop it. Empty for a file nested too
+/// deeply to parse safely.
+pub fn name_ranges(source: &str) -> Vec<std::ops::Range<usize>> {
+    if nesting::too_deep_to_parse(source) {
+        return Vec::new();
+    }
+    let parsed =
+        ruff_python_parser::parse_unchecked_source(source, ruff_python_ast::PySourceType::Python);
+    let names = parsed
+        .tokens()
+        .iter()
+        .filter(|token| token.kind() == ruff_python_ast::token::TokenKind::Name)
+        .map(|token| token.start().to_usize()..token.end().to_usize())
+        .collect();
+    nesting::drop_flat(parsed.into_syntax());
+    names
 }

@@ -65,7 +65,7 @@ fn source(rng: &mut Rng, corpus: &[Vec<u8>], modules: &[&str]) -> Vec<u8> {
         })
         .collect();
     let mut text = imports.into_bytes();
-    match rng.u8(0..12) {
+    match rng.u8(0..13) {
         0..=4 => {
             let mut seed = corpus[rng.usize(0..corpus.len())].clone();
             for _ in 0..rng.usize(0..6) {
@@ -81,6 +81,7 @@ fn source(rng: &mut Rng, corpus: &[Vec<u8>], modules: &[&str]) -> Vec<u8> {
         }
         8 => text.extend(format!("x = '{}'\n", "y".repeat(rng.usize(1_000..1_000_000))).into_bytes()),
         9 => text.extend(odd_encoding(rng)),
+        11 => text.extend(deep_chain(rng)),
         10 => text.extend(b"class C(metaclass=M):\n    def f(self): return self.g().h().i()\nf = lambda: C().f()\n"),
         _ => text.extend(b"\r".repeat(rng.usize(1..30_000))),
     }
@@ -144,6 +145,30 @@ fn nested_brackets(depth: usize) -> Vec<u8> {
     text.extend(std::iter::repeat_n(b'(', depth));
     text.push(b'1');
     text.extend(std::iter::repeat_n(b')', depth));
+    text.push(b'\n');
+    text
+}
+
+/// One expression of up to a million links of one shape: the chains that
+/// once overflowed the stack or made the work quadratic (issue 39).
+fn deep_chain(rng: &mut Rng) -> Vec<u8> {
+    // Log-uniform: as many short chains as long ones.
+    let links = 10usize.pow(rng.u32(1..7)) * rng.usize(1..10) / 9 + 1;
+    let (open, link, close): (&str, &str, &str) = match rng.u8(0..8) {
+        0 => ("", ".b", ""),
+        1 => ("", ".b()", ""),
+        2 => ("", "[0]", ""),
+        3 => ("", " + a", ""),
+        4 => ("(", "", ")"),
+        5 => ("-", "", ""),
+        6 => ("lambda: ", "", ""),
+        _ => ("a if b else ", "", ""),
+    };
+    let mut text = b"x = ".to_vec();
+    text.extend(open.repeat(links).into_bytes());
+    text.push(b'a');
+    text.extend(link.repeat(links).into_bytes());
+    text.extend(close.repeat(links).into_bytes());
     text.push(b'\n');
     text
 }

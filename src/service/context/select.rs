@@ -12,9 +12,6 @@
 
 use std::collections::HashMap;
 
-use ruff_python_ast::token::TokenKind;
-use ruff_text_size::Ranged;
-
 use super::super::Service;
 use super::super::model::{Relationship, RelationshipType};
 use super::super::ranking::{Accesses, Boosts};
@@ -255,19 +252,11 @@ fn names_used(service: &Service, path: &str, lines: Lines) -> Vec<Use> {
         return Vec::new();
     }
     let newlines: Vec<usize> = text.match_indices('\n').map(|(offset, _)| offset).collect();
-    let parsed =
-        ruff_python_parser::parse_unchecked_source(text, ruff_python_ast::PySourceType::Python);
     let mut first_use: HashMap<&str, u32> = HashMap::new();
-    for token in parsed.tokens().iter() {
-        if token.kind() != TokenKind::Name {
-            continue;
-        }
-        let start = token.start().to_usize();
-        let line = u32::try_from(newlines.partition_point(|&n| n < start) + 1).unwrap_or(u32::MAX);
-        if let (true, Some(name)) = (
-            lines.contains(line),
-            text.get(start..token.end().to_usize()),
-        ) {
+    for name in crate::python::name_ranges(text) {
+        let line =
+            u32::try_from(newlines.partition_point(|&n| n < name.start) + 1).unwrap_or(u32::MAX);
+        if let (true, Some(name)) = (lines.contains(line), text.get(name)) {
             first_use.entry(name).or_insert(line);
         }
     }
