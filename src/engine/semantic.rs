@@ -7,7 +7,9 @@
 //! a filter by source and a filter by target see the same references
 //! (DESIGN invariant 9). Nothing here renders text: the service formats.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 use super::datalog::{InputFact, Node, Outputs, Site, Sym, Warning};
 use super::db::{self, Bucket, Db, Project};
@@ -258,18 +260,24 @@ pub(crate) fn cycles(db: &dyn Db, project: Project) -> Vec<Vec<Node>> {
     let adjacency = cycle_adjacency(db, project);
     groups
         .into_iter()
-        .filter_map(|group| shortest_path(adjacency, group, group))
+        .filter_map(|group| shortest_path(adjacency, group, group, usize::MAX))
         .collect()
 }
 
 /// The shortest import cycle through `file`, from it back to it, if it is
 /// on one.
 pub(crate) fn cycle_through(db: &dyn Db, project: Project, file: Node) -> Option<Vec<Node>> {
-    shortest_path(cycle_adjacency(db, project), file, file)
+    shortest_path(cycle_adjacency(db, project), file, file, usize::MAX)
 }
 
+/// Modules the search for one warning's cycle visits at most: a warning
+/// stands at every import on a cycle, so an unbounded search made a ring
+/// of n modules cost n² (5,000 modules: 25 million steps).
+const CYCLE_SEARCH: usize = 1_024;
+
 /// The shortest import cycle that starts with the edge `file` → `next`,
-/// from `file` back to it.
+/// from `file` back to it; `None` also when it is not found among the
+/// first [`CYCLE_SEARCH`] modules searched.
 pub(crate) fn cycle_via(
     db: &dyn Db,
     project: Project,
@@ -277,19 +285,29 @@ pub(crate) fn cycle_via(
     next: Node,
 ) -> Option<Vec<Node>> {
     let mut cycle = vec![file];
-    cycle.extend(shortest_path(cycle_adjacency(db, project), next, file)?);
+    cycle.extend(shortest_path(
+        cycle_adjacency(db, project),
+        next,
+        file,
+        CYCLE_SEARCH,
+    )?);
     Some(cycle)
 }
 
 /// The shortest path of one or more cycle edges from `from` to `to`
 /// (breadth first, successors in path order), both ends included.
-fn shortest_path(adjacency: &[(Node, Vec<Node>)], from: Node, to: Node) -> Option<Vec<Node>> {
+fn shortest_path(
+    adjacency: &[(Node, Vec<Node>)],
+    from: Node,
+    to: Node,
+    max_visited: usize,
+) -> Option<Vec<Node>> {
     let successors = |node: Node| -> &[Node] {
         adjacency
             .binary_search_by_key(&node, |(n, _)| *n)
             .map_or(&[], |at| adjacency[at].1.as_slice())
     };
-    let mut previous: BTreeMap<Node, Node> = BTreeMap::new();
+    let mut previous: FxHashMap<Node, Node> = FxHashMap::default();
     let mut queue = VecDeque::from([from]);
     while let Some(node) = queue.pop_front() {
         for &next in successors(node) {
@@ -304,6 +322,9 @@ fn shortest_path(adjacency: &[(Node, Vec<Node>)], from: Node, to: Node) -> Optio
                 return Some(path);
             }
             if next != from && !previous.contains_key(&next) {
+                if previous.len() >= max_visited {
+                    return None;
+                }
                 previous.insert(next, node);
                 queue.push_back(next);
             }

@@ -228,7 +228,10 @@ impl<'e> Renderer<'e> {
             })?;
             let cycle = self.engine.cycle_through(&file)?;
             return Some(SourceRef {
-                text: Some(format!("import cycle {}", cycle.join(" -> "))),
+                text: Some(format!(
+                    "import cycle {}",
+                    super::warnings::cycle_text(&cycle, " -> ")
+                )),
                 file,
                 line: None,
                 column: None,

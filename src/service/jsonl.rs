@@ -71,7 +71,11 @@ pub fn append<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
     if !metadata.is_file() {
         return Err(refused(path, read::file_kind(&metadata)));
     }
-    file.write_all(lines.as_bytes())
+    // Records are whole or absent: a write cut short (a full disk) is
+    // taken back, so the next record does not join a half line.
+    file.write_all(lines.as_bytes()).inspect_err(|_| {
+        let _ = file.set_len(metadata.len());
+    })
 }
 
 /// An error saying that `path` is not one xfile writes to, and what to do.
@@ -143,6 +147,32 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Vec<T> {
         .map_while(Result::ok)
         .filter_map(|line| serde_json::from_str(&line).ok())
         .collect()
+}
+
+/// Every line that parses as `T` in the whole log and in the one it last
+/// rotated to (`<name>.1`), oldest first: what was logged already, for a
+/// writer that appends only what is new. Each part is at most
+/// `ROTATE_BYTES` plus one append, so this is bounded too; it is read a
+/// line at a time.
+pub fn read_every<T: DeserializeOwned>(path: &Path) -> Vec<T> {
+    if path.parent().is_none_or(|dir| own_dir(dir).is_err()) {
+        return Vec::new();
+    }
+    let mut rotated = path.as_os_str().to_owned();
+    rotated.push(".1");
+    let mut every = Vec::new();
+    for part in [Path::new(&rotated), path] {
+        let Ok((file, _)) = read::open_regular(part, false) else {
+            continue;
+        };
+        every.extend(
+            std::io::BufReader::new(file)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|line| serde_json::from_str(&line).ok()),
+        );
+    }
+    every
 }
 
 #[cfg(test)]

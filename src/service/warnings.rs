@@ -504,22 +504,35 @@ impl Renderer<'_> {
     }
 
     fn cycle_message(&self, file: Node, site: Site) -> Option<String> {
-        let cycle = self.cycle_through(file, site)?;
-        // The style guide is cited once, in the guidance, not on every cycle.
-        Some(format!(
-            "⚠️ Circular import detected: {}",
-            cycle.join(" → ")
-        ))
-    }
-
-    /// The import at `site` leads to a module on a cycle back to `file`:
-    /// the shortest such cycle, as paths, `file` first and last.
-    fn cycle_through(&self, file: Node, site: Site) -> Option<Vec<String>> {
         let interner = self.engine.interner();
         let path = interner.node_text(file);
-        let target = self.engine.import_target(&path, site)?;
-        self.engine.cycle_via(&path, &interner.node_text(target))
+        let target = interner.node_text(self.engine.import_target(&path, site)?);
+        // The style guide is cited once, in the guidance, not on every cycle.
+        Some(match self.engine.cycle_via(&path, &target) {
+            Some(cycle) => format!("⚠️ Circular import detected: {}", cycle_text(&cycle, " → ")),
+            None => format!(
+                "⚠️ Circular import detected: {path} → {target} → … → {path} (a cycle through \
+                 more modules than are searched; `xfile export` lists every cycle in full)"
+            ),
+        })
     }
+}
+
+/// Modules of a cycle named in full; a longer one names its first ones,
+/// its last and its length, so a message stays small whatever the cycle.
+const CYCLE_SHOWN: usize = 12;
+
+/// `cycle` (a path from a module back to it) as text, joined by `arrow`.
+pub(crate) fn cycle_text(cycle: &[String], arrow: &str) -> String {
+    if cycle.len() <= CYCLE_SHOWN {
+        return cycle.join(arrow);
+    }
+    let modules = cycle.len() - 1;
+    format!(
+        "{}{arrow}…{arrow}{} ({modules} modules)",
+        cycle[..CYCLE_SHOWN - 2].join(arrow),
+        cycle[cycle.len() - 1]
+    )
 }
 
 /// Severity, explanation and guidance of each warning type (TDD §3.9.1,
@@ -632,7 +645,7 @@ pub(crate) fn log_new(
     let size = || std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
     let (mut keys, earlier) = match logged.take().filter(|l| l.size == size()) {
         Some(l) => (l.keys, Some(l.warnings)),
-        None => (jsonl::read(&path).into_iter().collect(), None),
+        None => (jsonl::read_every(&path).into_iter().collect(), None),
     };
     let timestamp = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let entries: Vec<LogEntry> = warnings
