@@ -521,8 +521,15 @@ impl From<SearchError> for ToolError {
     fn from(error: SearchError) -> Self {
         ToolError {
             code: error.code(),
+            suggestion: match error {
+                SearchError::UnknownCluster(_) => {
+                    "Run search_with_context again; its clusters have ids to expand."
+                }
+                SearchError::EmptyQuery | SearchError::QueryTooLong(_) => {
+                    "Search for a name, part of one, or a qualified name (at most 1000 characters)."
+                }
+            },
             message: error.to_string(),
-            suggestion: "Run search_with_context again; its clusters have ids to expand.",
         }
     }
 }
@@ -1324,6 +1331,11 @@ impl XfileServer {
         &self,
         Parameters(args): Parameters<SearchArgs>,
     ) -> CallToolResult {
+        // Before any work (waiting for the index included): a query over
+        // the limit is refused as it is (issue 39 F10).
+        if let Err(error) = crate::service::search::check_query(&args.query) {
+            return failure(error.into());
+        }
         self.fresh(Involved::All, move |s| {
             let expand = args.expand_relationships.unwrap_or_default();
             let options = SearchOptions {
