@@ -214,7 +214,8 @@ pub struct RegistryArgs {
     pub action: RegistryAction,
     /// The project or collection acted on.
     pub name: Option<String>,
-    /// project_add: its directory.
+    /// project_add: its directory, holding pyproject.toml, setup.py,
+    /// setup.cfg, .git, or a top-level .py file or package.
     pub path: Option<String>,
     /// collection_add/remove: the project; collection_create: members.
     #[serde(default)]
