@@ -1903,8 +1903,15 @@ impl ServerHandler for XfileServer {
             }
             other => other,
         };
+        // Only the server's own tool names become labels: a name from the
+        // client that is no tool is counted as `unknown` (issue 39 F9).
+        let label = if known {
+            tool.as_str()
+        } else {
+            crate::ops::metrics::UNKNOWN_TOOL
+        };
         crate::ops::metrics::global().record_tool(
-            &tool,
+            label,
             started.elapsed(),
             error_code(&answer).as_deref(),
         );

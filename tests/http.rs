@@ -362,3 +362,69 @@ fn a_flood_of_graph_requests_runs_two_at_a_time_f8() {
     assert_eq!(sample(&scrape, "xfile_heavy_requests_running", None), 0.0);
     assert_eq!(sample(&scrape, "xfile_heavy_requests_waiting", None), 0.0);
 }
+
+// Issue 39 finding 9: every unknown tool name became a label set on
+// /metrics (3,000 names grew it from 3.9 KB to 4.8 MB, and memory grew
+// without --http too). Tool labels come only from the server's own tools;
+// every other name is counted under `tool="unknown"`.
+#[test]
+fn metrics_count_unknown_tool_names_under_one_label() {
+    let project = common::copy_sample();
+    let root = project.path().to_str().unwrap();
+    let (mut server, mut lines) = serve_initialized(root);
+    let listed = rpc(&mut server, &mut lines, 2, "tools/list", json!({}));
+    let mut known: Vec<String> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    known.push("unknown".to_string());
+    rpc(
+        &mut server,
+        &mut lines,
+        3,
+        "tools/call",
+        json!({"name": "read_with_context", "arguments": {"file_path": "app/bot.py"}}),
+    );
+    let (_, before) = get(&server.addr, "/metrics");
+    const NAMES: u64 = 200;
+    for n in 0..NAMES {
+        let name = format!("no_such_tool_{n}_{}", "x".repeat(200));
+        let reply = rpc(
+            &mut server,
+            &mut lines,
+            100 + n,
+            "tools/call",
+            json!({"name": name, "arguments": {}}),
+        );
+        assert!(
+            reply["result"].is_null() || reply["result"]["isError"] == true,
+            "{reply}"
+        );
+    }
+    let (status, text) = get(&server.addr, "/metrics");
+    assert_eq!(status, 200);
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    for s in &scrape.samples {
+        if let Some(tool) = s.labels.get("tool") {
+            assert!(known.iter().any(|k| k == tool), "a label for {tool}");
+        }
+    }
+    assert_eq!(
+        sample(
+            &scrape,
+            "xfile_tool_request_duration_seconds_count",
+            Some(("tool", "unknown"))
+        ),
+        NAMES as f64
+    );
+    // One series more than before, whatever the number of names.
+    assert!(
+        text.len() < before.len() + 4_000,
+        "/metrics grew from {} to {} bytes",
+        before.len(),
+        text.len()
+    );
+}
+
