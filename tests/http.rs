@@ -286,7 +286,12 @@ fn the_dashboard_serves_its_page_and_read_only_json() {
         "{by_file}"
     );
     // No session has ended on this root yet.
-    assert_eq!(get(&server.addr, "/api/sessions"), (200, "[]".to_string()));
+    let (status, sessions) = get(&server.addr, "/api/sessions");
+    assert_eq!(status, 200);
+    let sessions: Value = serde_json::from_str(&sessions).unwrap();
+    assert_eq!(sessions["sessions"], json!([]));
+    assert_eq!(sessions["total"], 0);
+    assert_eq!(sessions["next_offset"], Value::Null);
     // An unknown project is a 404, never another project's data.
     assert_eq!(get(&server.addr, "/api/overview?project=other").0, 404);
 }
@@ -428,3 +433,146 @@ fn metrics_count_unknown_tool_names_under_one_label() {
     );
 }
 
+// Issue 39 finding 17c: the dashboard asks `/api/warnings?type=&file=`
+// and the empty `type` filtered everything ("0 matching"). An empty value
+// is no filter.
+#[test]
+fn dashboard_warnings_with_empty_filters_list_every_warning() {
+    let project = common::copy_sample();
+    let root = project.path().to_str().unwrap();
+    let server = Server::start(&["dashboard", "--root", root, "--http", "127.0.0.1:0"], &[]);
+    let (status, body) = server.wait_for("/api/warnings", |s, _| s == 200);
+    assert_eq!(status, 200, "{body}");
+    let all: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(all["matching"], 3, "{all}");
+    for query in [
+        "?type=&file=",
+        "?project=&type=&file=&limit=&offset=",
+        "?type=%20&file=",
+    ] {
+        let (status, body) = get(&server.addr, &format!("/api/warnings{query}"));
+        assert_eq!(status, 200, "{query}: {body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["matching"], 3, "{query}: {answer}");
+        assert_eq!(answer["warnings"].as_array().unwrap().len(), 3, "{query}");
+    }
+    // A filter that is given still filters.
+    let (_, body) = get(&server.addr, "/api/warnings?type=decorator&file=");
+    let decorators: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(decorators["matching"], 1, "{decorators}");
+}
+
+/// A project whose warnings are many and long: a cycle through 80 modules
+/// with long names (each of its warnings names every module of the
+/// cycle), 1,500 decorated functions, and 240 packages.
+fn many_warnings_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let name = |i: usize| format!("cycle_module_with_a_rather_long_name_number_{i:03}");
+    const CYCLE: usize = 80;
+    for i in 0..CYCLE {
+        let text = format!(
+            "import {}\n\n\ndef f():\n    return 1\n",
+            name((i + 1) % CYCLE)
+        );
+        std::fs::write(dir.path().join(format!("{}.py", name(i))), text).unwrap();
+    }
+    let mut decorated = String::from("def register(f):\n    return f\n\n");
+    for i in 0..1_500 {
+        decorated.push_str(&format!("\n@register\ndef g{i}():\n    return {i}\n"));
+    }
+    std::fs::write(dir.path().join("decorated.py"), decorated).unwrap();
+    for i in 0..240 {
+        let package = dir.path().join(format!("pkg{i:03}"));
+        std::fs::create_dir(&package).unwrap();
+        std::fs::write(package.join("__init__.py"), "from decorated import g1\n").unwrap();
+    }
+    dir
+}
+
+// Issue 39 finding 7: with 5,000 warnings each `/api/warnings` answer was
+// 32 MB, and 16 parallel GETs took the server to 5.9 GB. Every list of the
+// JSON API pages: a default and a maximum `limit`, `offset`, and the answer
+// says the `total` and where the next page starts (`next_offset`); long
+// messages are cut, and no answer passes the size bound.
+#[test]
+fn http_api_answers_are_paged_and_bounded_memory_from_the_web() {
+    const BOUND: usize = 2 << 20;
+    let project = many_warnings_project();
+    let root = project.path().to_str().unwrap();
+    let server = Server::start(&["dashboard", "--root", root, "--http", "127.0.0.1:0"], &[]);
+    let (status, body) = server.wait_for("/api/warnings", |s, _| s == 200);
+    assert_eq!(status, 200, "{body}");
+    let first: Value = serde_json::from_str(&body).unwrap();
+    let total = first["total"].as_u64().unwrap() as usize;
+    assert!(total > 1_500, "{total} warnings");
+    assert_eq!(first["matching"], total);
+    assert_eq!(first["warnings"].as_array().unwrap().len(), 100);
+    assert_eq!(
+        (first["offset"].as_u64(), first["limit"].as_u64()),
+        (Some(0), Some(100))
+    );
+    assert_eq!(first["next_offset"], 100);
+
+    // Every page, at the largest limit: each warning once, each bounded.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut offset = Some(0);
+    let mut pages = 0;
+    while let Some(at) = offset {
+        let (status, body) = get(
+            &server.addr,
+            &format!("/api/warnings?limit=100000&offset={at}"),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert!(body.len() < BOUND, "a page of {} bytes", body.len());
+        let page: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(page["limit"], 500, "the limit is capped");
+        for w in page["warnings"].as_array().unwrap() {
+            let message = w["message"].as_str().unwrap();
+            assert!(message.chars().count() < 600, "{message}");
+            let key = (
+                w["file"].to_string(),
+                w["line"].to_string(),
+                w["column"].to_string(),
+                w["type"].to_string(),
+            );
+            assert!(seen.insert(key), "listed twice: {w}");
+        }
+        offset = page["next_offset"].as_u64();
+        pages += 1;
+    }
+    assert_eq!(seen.len(), total);
+    assert_eq!(pages, total.div_ceil(500));
+    // A cycle through 80 long names is named in a message cut short.
+    let (_, body) = get(&server.addr, "/api/warnings?type=circular_import&limit=1");
+    let cycles: Value = serde_json::from_str(&body).unwrap();
+    assert!(cycles["matching"].as_u64() > Some(0), "{cycles}");
+    let message = cycles["warnings"][0]["message"].as_str().unwrap();
+    assert!(message.contains("more characters)"), "{message}");
+    let (status, body) = get(&server.addr, "/api/warnings?limit=many");
+    assert_eq!(status, 400);
+    assert!(body.contains("limit must be a whole number"), "{body}");
+
+    // The graph: the most connected packages first, a page at a time.
+    let (_, body) = get(&server.addr, "/api/graph");
+    assert!(body.len() < BOUND);
+    let graph: Value = serde_json::from_str(&body).unwrap();
+    let nodes = graph["total"].as_u64().unwrap();
+    assert!(nodes > 240, "{nodes} nodes");
+    assert_eq!(graph["nodes"].as_array().unwrap().len(), 200);
+    assert_eq!(graph["next_offset"], 200);
+    let (_, body) = get(&server.addr, "/api/graph?offset=200");
+    let rest: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(rest["nodes"].as_array().unwrap().len() as u64, nodes - 200);
+    assert_eq!(rest["next_offset"], Value::Null);
+
+    // The other lists page too.
+    for path in ["/api/projects", "/api/sessions"] {
+        let (status, body) = get(&server.addr, path);
+        assert_eq!(status, 200, "{path}: {body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        assert!(
+            answer["total"].is_u64() && answer.get("next_offset").is_some(),
+            "{path}: {answer}"
+        );
+    }
+}

@@ -50,7 +50,13 @@ pub trait Source: Send + Sync + 'static {
 struct AppState {
     source: Arc<dyn Source>,
     started: Instant,
+    /// Permits for work off the async workers ([`blocking`]): a few
+    /// requests compute at once, the others wait their turn.
+    work: Arc<tokio::sync::Semaphore>,
 }
+
+/// Requests computing at once (index reads, answers being built).
+const WORKING: usize = 2;
 
 /// Where to listen: `ADDR` as given (`127.0.0.1:8080`, or a port alone,
 /// on loopback). An address that is not loopback is allowed, with a
@@ -84,6 +90,7 @@ pub async fn spawn(
     let app = router(AppState {
         source,
         started: Instant::now(),
+        work: Arc::new(tokio::sync::Semaphore::new(WORKING)),
     });
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
@@ -119,18 +126,28 @@ async fn page() -> Html<&'static str> {
     Html(include_str!("dashboard.html"))
 }
 
-/// Runs `f` off the async workers (index reads may compute).
+/// Runs `f` off the async workers (index reads may compute), when one of
+/// the [`WORKING`] permits is free.
 async fn blocking<T: Send + 'static>(
+    state: &AppState,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Response> {
-    tokio::task::spawn_blocking(f).await.map_err(|error| {
+    let failed = |error: String| {
         metrics::global().record_error("http");
-        (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
-    })
+        (StatusCode::INTERNAL_SERVER_ERROR, error).into_response()
+    };
+    let _permit = state
+        .work
+        .acquire()
+        .await
+        .map_err(|error| failed(error.to_string()))?;
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|error| failed(error.to_string()))
 }
 
 async fn prometheus(State(state): State<AppState>) -> Response {
-    let text = blocking(move || {
+    let text = blocking(&state.clone(), move || {
         let figures: Vec<ProjectFigures> = state
             .source
             .projects()
