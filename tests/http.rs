@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Command;
 use std::time::Duration;
 
-use common::http::{Server, get};
+use common::http::{Server, get, get_with};
 use serde_json::{Value, json};
 
 /// One JSON-RPC exchange over the server's stdio.
@@ -366,6 +366,74 @@ fn a_flood_of_graph_requests_runs_two_at_a_time_f8() {
     let scrape = scrape(&server.addr);
     assert_eq!(sample(&scrape, "xfile_heavy_requests_running", None), 0.0);
     assert_eq!(sample(&scrape, "xfile_heavy_requests_waiting", None), 0.0);
+}
+
+/// Every path the HTTP side answers, and one it does not.
+const ENDPOINTS: [&str; 9] = [
+    "/",
+    "/metrics",
+    "/health",
+    "/api/projects",
+    "/api/overview",
+    "/api/graph",
+    "/api/warnings",
+    "/api/sessions",
+    "/nowhere",
+];
+
+// Issue 39 finding 4: `curl -H 'Host: rebind.attacker.example:3456'
+// http://127.0.0.1:3456/api/warnings` answered 200 with project data, so a
+// web page whose name rebinds to 127.0.0.1 could read it. A foreign Host
+// or Origin gets 403 and a one-line reason, on every endpoint.
+#[test]
+fn http_rejects_foreign_host_dns_rebinding() {
+    let project = common::copy_sample();
+    let root = project.path().to_str().unwrap();
+    let (server, _stdout) = serve_initialized(root);
+    let (status, body) = server.wait_for("/api/overview", |s, _| s == 200);
+    assert_eq!(status, 200, "{body}");
+    let port = server.addr.rsplit(':').next().unwrap();
+    let foreign_host = format!("rebind.attacker.example:{port}");
+    let foreign_origin = format!("http://rebind.attacker.example:{port}");
+    let own_origin = format!("http://{}", server.addr);
+    let refused: [&[(&str, &str)]; 4] = [
+        &[("Host", &foreign_host)],
+        &[("Host", "rebind.attacker.example")],
+        &[("Host", &server.addr), ("Origin", &foreign_origin)],
+        &[],
+    ];
+    let project_name = project.path().file_name().unwrap().to_str().unwrap();
+    for path in ENDPOINTS {
+        for headers in refused {
+            let (status, body) = get_with(&server.addr, path, headers);
+            assert_eq!(status, 403, "{path} {headers:?}: {body}");
+            assert!(
+                body.starts_with("forbidden: ") && body.len() < 200,
+                "{path}: {body}"
+            );
+            for data in ["app/", project_name, "xfile_", "\"files\"", "<html"] {
+                assert!(
+                    !body.contains(data),
+                    "{path} {headers:?} answered {data}: {body}"
+                );
+            }
+        }
+        // This machine's names, and a same-origin request, are answered.
+        for host in [
+            "localhost",
+            &format!("127.0.0.1:{port}"),
+            &format!("[::1]:{port}"),
+        ] {
+            let (status, body) = get_with(&server.addr, path, &[("Host", host)]);
+            assert_ne!(status, 403, "{path} Host {host}: {body}");
+        }
+        let (status, _) = get_with(
+            &server.addr,
+            path,
+            &[("Host", &server.addr), ("Origin", &own_origin)],
+        );
+        assert_ne!(status, 403, "{path} same origin");
+    }
 }
 
 // Issue 39 finding 9: every unknown tool name became a label set on

@@ -2,9 +2,13 @@
 //! `/health`, and the read-only dashboard with its JSON (`api.rs`). It
 //! serves whatever a [`Source`] says is served: the MCP server's projects
 //! (`xfile serve --http`) or one project indexed for the dashboard alone
-//! (`xfile dashboard`). It listens on loopback unless told otherwise.
+//! (`xfile dashboard`). It listens on loopback unless told otherwise,
+//! answers only requests that name it (`guard.rs`), and bounds what a
+//! client can hold: answer sizes (`api.rs`) and the work running at once
+//! ([`AppState::work`]).
 
 mod api;
+mod guard;
 mod standalone;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -87,11 +91,14 @@ pub async fn spawn(
         None => default_listener().await?,
     };
     let bound = listener.local_addr()?;
-    let app = router(AppState {
-        source,
-        started: Instant::now(),
-        work: Arc::new(tokio::sync::Semaphore::new(WORKING)),
-    });
+    let app = router(
+        AppState {
+            source,
+            started: Instant::now(),
+            work: Arc::new(tokio::sync::Semaphore::new(WORKING)),
+        },
+        guard::Allowed { bound },
+    );
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
             metrics::global().record_error("http");
@@ -113,13 +120,19 @@ async fn default_listener() -> std::io::Result<tokio::net::TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::other("no port to try")))
 }
 
-fn router(state: AppState) -> Router {
+fn router(state: AppState, allowed: guard::Allowed) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/metrics", get(prometheus))
         .route("/health", get(health))
         .merge(api::routes())
+        .fallback(not_found)
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(allowed, guard::guard))
+}
+
+async fn not_found() -> (StatusCode, &'static str) {
+    (StatusCode::NOT_FOUND, "not found\n")
 }
 
 async fn page() -> Html<&'static str> {
