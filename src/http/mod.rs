@@ -4,10 +4,11 @@
 //! (`xfile serve --http`) or one project indexed for the dashboard alone
 //! (`xfile dashboard`). It listens on loopback unless told otherwise,
 //! answers only requests that name it (`guard.rs`), and bounds what a
-//! client can hold: answer sizes (`api.rs`) and the work running at once
-//! ([`AppState::work`]).
+//! client can hold: connections and their idle time (`conn.rs`), answer
+//! sizes (`api.rs`) and the work running at once ([`AppState::work`]).
 
 mod api;
+mod conn;
 mod guard;
 mod standalone;
 
@@ -99,12 +100,7 @@ pub async fn spawn(
         },
         guard::Allowed { bound },
     );
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            metrics::global().record_error("http");
-            tracing::error!("the HTTP side stopped: {error}");
-        }
-    });
+    tokio::spawn(conn::serve(listener, app, conn::Limits::from_env()));
     eprintln!("xfile: dashboard at http://{bound}/ (metrics at /metrics, health at /health)");
     Ok(bound)
 }
