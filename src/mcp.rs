@@ -214,7 +214,8 @@ pub struct RegistryArgs {
     pub action: RegistryAction,
     /// The project or collection acted on.
     pub name: Option<String>,
-    /// project_add: its directory.
+    /// project_add: its directory, holding pyproject.toml, setup.py,
+    /// setup.cfg, .git, or a top-level .py file or package.
     pub path: Option<String>,
     /// collection_add/remove: the project; collection_create: members.
     #[serde(default)]
@@ -521,8 +522,15 @@ impl From<SearchError> for ToolError {
     fn from(error: SearchError) -> Self {
         ToolError {
             code: error.code(),
+            suggestion: match error {
+                SearchError::UnknownCluster(_) => {
+                    "Run search_with_context again; its clusters have ids to expand."
+                }
+                SearchError::EmptyQuery | SearchError::QueryTooLong(_) => {
+                    "Search for a name, part of one, or a qualified name (at most 1000 characters)."
+                }
+            },
             message: error.to_string(),
-            suggestion: "Run search_with_context again; its clusters have ids to expand.",
         }
     }
 }
@@ -1324,6 +1332,11 @@ impl XfileServer {
         &self,
         Parameters(args): Parameters<SearchArgs>,
     ) -> CallToolResult {
+        // Before any work (waiting for the index included): a query over
+        // the limit is refused as it is (issue 39 F10).
+        if let Err(error) = crate::service::search::check_query(&args.query) {
+            return failure(error.into());
+        }
         self.fresh(Involved::All, move |s| {
             let expand = args.expand_relationships.unwrap_or_default();
             let options = SearchOptions {
@@ -1890,8 +1903,15 @@ impl ServerHandler for XfileServer {
             }
             other => other,
         };
+        // Only the server's own tool names become labels: a name from the
+        // client that is no tool is counted as `unknown` (issue 39 F9).
+        let label = if known {
+            tool.as_str()
+        } else {
+            crate::ops::metrics::UNKNOWN_TOOL
+        };
         crate::ops::metrics::global().record_tool(
-            &tool,
+            label,
             started.elapsed(),
             error_code(&answer).as_deref(),
         );

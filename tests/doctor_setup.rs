@@ -246,3 +246,116 @@ fn doctor_finds_seeded_problems_and_fix_repairs_the_safe_ones() {
     let out = xfile(&root, home.path(), &["doctor"]);
     assert!(out.status.success(), "{}", text(&out.stdout));
 }
+
+fn mkfifo(path: &Path) {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(
+        unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) },
+        0,
+        "mkfifo {path:?}"
+    );
+}
+
+/// `xfile ARGS --root ROOT`, killed if it is still running after a minute
+/// (a hang guard: a command that waits on a FIFO never ends by itself).
+fn xfile_unless_hung(root: &Path, home: &Path, args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .env("XFILE_HOME", home)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let hung = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err();
+        if hung {
+            // SAFETY: signals our own child, still running (not reaped).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        hung
+    });
+    let output = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    assert!(!watchdog.join().unwrap(), "xfile {args:?} hung");
+    output
+}
+
+// Issue 39 finding 11: a FIFO `.mcp.json` hung `setup --yes`, `doctor` and
+// `doctor --fix`; a device in its place was read without limit. Only a
+// regular file is opened, never through a link (here to /dev/zero), never
+// waited on, and read up to a size limit; each command says what to do.
+#[test]
+fn setup_and_doctor_refuse_fifo_and_device_config_files() {
+    let home = tempfile::tempdir().unwrap();
+    let project = common::copy_sample();
+    let root = project.path().canonicalize().unwrap();
+    mkfifo(&root.join(".mcp.json"));
+    std::fs::create_dir(root.join(".cursor")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join(".cursor/mcp.json")).unwrap();
+    mkfifo(&root.join(".cross_file_context_links.yml"));
+    // A big file is not read either.
+    std::fs::create_dir(root.join(".vscode")).unwrap();
+    let big = format!(
+        "{{\"servers\": {{}}, \"pad\": \"{}\"}}",
+        "x".repeat(2 << 20)
+    );
+    std::fs::write(root.join(".vscode/mcp.json"), big).unwrap();
+
+    let out = xfile_unless_hung(
+        &root,
+        home.path(),
+        &["setup", "--editor", "claude-code", "--yes"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(".mcp.json: not read: it is not a regular file (a FIFO)")
+            && stderr.contains("remove or replace it"),
+        "{stderr}"
+    );
+    let out = xfile_unless_hung(
+        &root,
+        home.path(),
+        &["setup", "--editor", "vscode", "--yes"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("over the 1048576-byte limit"),
+        "{out:?}"
+    );
+
+    for args in [&["doctor"][..], &["doctor", "--fix"]] {
+        let out = xfile_unless_hung(&root, home.path(), args);
+        let report = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {report}");
+        for expected in [
+            "✗ Claude Code (.mcp.json): not read: it is not a regular file (a FIFO)",
+            "✗ Cursor (.cursor/mcp.json): not read: it is not a regular file (a symlink)",
+            "✗ VS Code (.vscode/mcp.json): not read: it is",
+            "fix: replace it with a regular JSON file",
+            "⚠ configuration: .cross_file_context_links.yml: not read: it is not a regular file (a FIFO)",
+        ] {
+            assert!(
+                report.contains(expected),
+                "{args:?}: `{expected}` not in:\n{report}"
+            );
+        }
+    }
+    // Nothing of the user's was replaced.
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::symlink_metadata(root.join(".mcp.json"))
+        .unwrap()
+        .file_type();
+    assert!(kind.is_fifo());
+    let link = std::fs::read_link(root.join(".cursor/mcp.json")).unwrap();
+    assert_eq!(link, Path::new("/dev/zero"));
+}

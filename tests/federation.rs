@@ -571,3 +571,52 @@ fn an_edit_in_one_project_shows_in_cross_refs() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+// Issue 39 finding 16: `manage_registry {action: project_add, path: "/"}`
+// on a --global server registered `/`, which was then indexed and got a
+// `/.xfile_cache/`. From a session a root must be a Python project, never
+// `/` nor the home directory; nothing is registered or served.
+#[test]
+fn manage_registry_refuses_root_home_and_non_projects_global_widening() {
+    let setup = Setup::new();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("setup.py"), "").unwrap();
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::write(bare.path().join("notes.txt"), "no python here\n").unwrap();
+    let cache_before = Path::new("/.xfile_cache").exists();
+    let registry_home = setup.home.path().to_str().unwrap().to_string();
+    let user_home = home.path().to_str().unwrap().to_string();
+    let mut client = Client::serve(
+        &["--global"],
+        &[("XFILE_HOME", &registry_home), ("HOME", &user_home)],
+    );
+    let refused = |client: &mut Client, path: &Path| {
+        let (error, text) = client.call(
+            "manage_registry",
+            json!({"action": "project_add", "path": path, "name": "wide"}),
+        );
+        assert!(error, "{path:?} was added: {text}");
+        let body: Value = serde_json::from_str(&text).unwrap();
+        (
+            body["code"].as_str().unwrap().to_string(),
+            body["message"].as_str().unwrap().to_string(),
+        )
+    };
+    let (code, message) = refused(&mut client, Path::new("/"));
+    assert_eq!(code, "root_too_wide", "{message}");
+    let (code, message) = refused(&mut client, home.path());
+    assert_eq!(code, "root_too_wide");
+    assert!(message.contains("home directory"), "{message}");
+    let (code, message) = refused(&mut client, bare.path());
+    assert_eq!(code, "not_a_project");
+    assert!(message.contains("pyproject.toml"), "{message}");
+    let listed = call_json(
+        &mut client,
+        "manage_registry",
+        json!({"action": "project_list"}),
+    );
+    assert_eq!(listed.as_array().unwrap().len(), 4, "{listed}");
+    if !cache_before {
+        assert!(!Path::new("/.xfile_cache").exists());
+    }
+}

@@ -545,6 +545,7 @@ fn processes_started_at_once_share_a_new_registry() {
         .map(|i| {
             let dir = world.project(&format!("p{i}"));
             std::fs::create_dir_all(&dir).expect("mkdir");
+            std::fs::write(dir.join("setup.py"), "").expect("a project marker");
             dir
         })
         .collect();
@@ -570,4 +571,76 @@ fn processes_started_at_once_share_a_new_registry() {
     }
     let registry = world.registry();
     assert_eq!(names(&registry), ["p0", "p1", "p2", "p3", "p4", "p5"]);
+}
+
+// Issue 39 finding 16: `project_add` of `/` registered the whole file
+// system (served, it was indexed and got a `/.xfile_cache/`). A project
+// root must hold a Python project marker, and is never `/` nor the home
+// directory; the CLI's `--force` lets in a directory without a marker.
+#[test]
+fn project_add_refuses_the_root_the_home_and_non_projects_global_widening() {
+    use xfile::registry::Marker;
+
+    let world = World::new();
+    let mut registry = world.registry();
+    let code = |e: RegistryError| (e.code(), e.to_string());
+    let (c, message) = code(registry.add_project(Path::new("/"), None).expect_err("/"));
+    assert_eq!(c, "root_too_wide");
+    assert!(message.contains("file system's root"), "{message}");
+    let (c, _) = code(
+        registry
+            .add_project_with(Path::new("/"), Some("all"), Marker::Optional)
+            .expect_err("/ even forced"),
+    );
+    assert_eq!(c, "root_too_wide");
+
+    let bare = world.project("notes");
+    std::fs::create_dir_all(bare.join("drafts")).expect("mkdir");
+    std::fs::write(bare.join("todo.txt"), "nothing python\n").expect("write");
+    let (c, message) = code(registry.add_project(&bare, None).expect_err("no marker"));
+    assert_eq!(c, "not_a_project");
+    assert!(
+        message.contains("--force") && message.contains("pyproject.toml"),
+        "{message}"
+    );
+    // A package alone at the top is a project.
+    let package = world.project("lib");
+    std::fs::create_dir_all(package.join("lib")).expect("mkdir");
+    std::fs::write(package.join("lib/__init__.py"), "").expect("write");
+    registry
+        .add_project(&package, None)
+        .expect("a package is a marker");
+    assert_eq!(names(&registry), ["lib"]);
+
+    // The same through the binary; the home directory is refused too.
+    let home = world.project("user");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    std::fs::write(home.join("pyproject.toml"), "[project]\nname = \"x\"\n").expect("write");
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+            .args(args)
+            .env("XFILE_HOME", world.home())
+            .env("HOME", &home)
+            .current_dir(world.dir.path())
+            .output()
+            .expect("xfile runs");
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (status, stderr) = run(&["project", "add", "/"]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stderr.contains("never registers"), "{stderr}");
+    let home_text = home.to_str().expect("UTF-8");
+    let (status, stderr) = run(&["project", "add", "--force", home_text]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stderr.contains("your home directory"), "{stderr}");
+    let bare_text = bare.to_str().expect("UTF-8");
+    let (status, stderr) = run(&["project", "add", bare_text]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stderr.contains("--force"), "{stderr}");
+    let (status, stderr) = run(&["project", "add", "--force", bare_text]);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(names(&world.registry()), ["lib", "notes"]);
 }

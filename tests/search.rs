@@ -270,7 +270,11 @@ fn sections_keep_to_their_token_budgets() {
     }
     assert_eq!(
         answer.token_usage.estimated,
-        answer.token_usage.per_cluster.iter().sum::<usize>()
+        answer.token_usage.query + answer.token_usage.per_cluster.iter().sum::<usize>()
+    );
+    assert_eq!(
+        answer.token_usage.query,
+        xfile::service::context::count_tokens("save")
     );
     // Without previews there are none.
     let bare = SearchOptions {
@@ -495,4 +499,66 @@ fn hot_spots_serve_searches_and_are_invalidated_by_edits() {
     .unwrap();
     live.apply(&[other], "api").unwrap();
     assert!(callers(&live).contains(&"shop/returns.py::give_back".to_string()));
+}
+
+// Issue 39 finding 10: a 10 MB query was searched for 9 s and echoed whole
+// (a 10.5 MB answer, tokenUsage.estimated 0). Over the limit it is refused
+// as an invalid parameter that names the limit; at the limit, the echo is
+// cut short and counted in the answer's tokens.
+#[test]
+fn search_refuses_a_query_over_the_limit_and_its_echo_stays_in_budget() {
+    use xfile::service::context::count_tokens;
+    use xfile::service::search::{MAX_QUERY_CHARS, SearchError};
+
+    let service = open();
+    let long = "Order".repeat(2 * 1024 * 1024 / 5);
+    match service.search(&long, &SearchOptions::default()) {
+        Err(error @ SearchError::QueryTooLong(_)) => {
+            assert_eq!(error.code(), "invalid_parameter");
+            assert!(error.to_string().contains("1000"), "{error}");
+        }
+        other => panic!("a 2 MB query: {other:?}"),
+    }
+
+    let dir = common::copy_fixture("symbol_search");
+    let mut client = Client::start(dir.path());
+    let (is_error, text) = client.call("search_with_context", json!({"query": long}));
+    assert!(is_error, "{}", &text[..text.len().min(300)]);
+    assert!(
+        text.len() < 1_000,
+        "the refusal echoes the query: {} bytes",
+        text.len()
+    );
+    let refusal: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(refusal["code"], "invalid_parameter");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 1000"),
+        "{refusal}"
+    );
+
+    // At the limit: answered, the echo cut short and paid for.
+    let at_limit: String = "Order "
+        .repeat(MAX_QUERY_CHARS)
+        .chars()
+        .take(MAX_QUERY_CHARS)
+        .collect();
+    let (is_error, text) = client.call("search_with_context", json!({"query": at_limit}));
+    assert!(!is_error, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let echoed = answer["query"].as_str().unwrap();
+    assert!(
+        echoed.len() < at_limit.len() && echoed.ends_with("..."),
+        "{echoed}"
+    );
+    let usage = &answer["tokenUsage"];
+    let estimated = usage["estimated"].as_u64().unwrap() as usize;
+    assert_eq!(usage["query"], count_tokens(echoed), "{usage}");
+    assert!(estimated >= count_tokens(echoed), "{usage}");
+    assert!(
+        estimated <= usage["budget"].as_u64().unwrap() as usize,
+        "{usage}"
+    );
 }

@@ -8,16 +8,21 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use super::Failure;
-use crate::registry::{Collection, Project, Registry, RegistryError};
+use crate::registry::{Collection, Marker, Project, Registry, RegistryError};
 
 #[derive(Subcommand)]
 pub(super) enum ProjectCommand {
-    /// Register the directory PATH as a project.
+    /// Register the directory PATH as a project. It must hold a Python
+    /// project marker (pyproject.toml, setup.py, setup.cfg, .git, or a .py
+    /// file or package at its top); `/` and the home directory never.
     Add {
         path: PathBuf,
         /// The project's name (default: the directory's name).
         #[arg(long)]
         name: Option<String>,
+        /// Register the directory even without a project marker.
+        #[arg(long)]
+        force: bool,
     },
     /// List the registered projects.
     List,
@@ -83,8 +88,13 @@ pub(super) fn project(command: ProjectCommand, json: bool) -> Result<(), Failure
     let mut registry = Registry::open()?;
     let mut out = std::io::stdout().lock();
     match command {
-        ProjectCommand::Add { path, name } => {
-            let project = registry.add_project(&path, name.as_deref())?;
+        ProjectCommand::Add { path, name, force } => {
+            let marker = if force {
+                Marker::Optional
+            } else {
+                Marker::Required
+            };
+            let project = registry.add_project_with(&path, name.as_deref(), marker)?;
             if json {
                 return print_json(&mut out, &project);
             }

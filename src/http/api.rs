@@ -1,6 +1,13 @@
 //! The dashboard's JSON, read-only (spec FR-043..048): per project an
 //! overview, the module dependency graph (packages as nodes, imports as
 //! edges, cycles marked), warnings with filters, and the session timeline.
+//!
+//! Every list pages (issue 39 F7): `limit` (a default and a maximum per
+//! list) and `offset`; an answer says `total`, the `offset` and `limit` it
+//! used and `next_offset` (null on the last page), and stops early, at
+//! [`ANSWER_BYTES`] of JSON, whatever the limit. Long texts of a project
+//! (a warning's message) are cut short, so no item is big either. Empty
+//! query values (`type=&file=`) mean no filter.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -15,16 +22,46 @@ use serde::{Deserialize, Serialize};
 
 use super::{AppState, ProjectState, blocking};
 use crate::ops::metrics;
-use crate::ops::session::{self, SessionRecord};
+use crate::ops::session;
 use crate::ops::stats::Distribution;
 use crate::service::Service;
 use crate::service::live::Live;
 use crate::service::model::Warning;
 
-/// Warnings listed per answer (the counts cover all).
-const WARNINGS_LISTED: usize = 500;
-/// Past sessions listed on the timeline, newest first.
-const SESSIONS_LISTED: usize = 100;
+/// Items per page by default, and at most, of one list.
+#[derive(Clone, Copy)]
+struct Paging {
+    default: usize,
+    max: usize,
+}
+
+const WARNINGS: Paging = Paging {
+    default: 100,
+    max: 500,
+};
+/// Past sessions, newest first.
+const SESSIONS: Paging = Paging {
+    default: 20,
+    max: 100,
+};
+const PROJECTS: Paging = Paging {
+    default: 200,
+    max: 1000,
+};
+/// Graph nodes, most connected first.
+const NODES: Paging = Paging {
+    default: 200,
+    max: 1000,
+};
+/// Edges among a page's nodes, most imports first.
+const EDGES_LISTED: usize = 2000;
+/// A list stops growing past this much JSON (one item is always listed).
+const ANSWER_BYTES: usize = 1 << 20;
+/// A warning's message is cut to this many characters (a cycle through
+/// thousands of modules names them all).
+const MESSAGE_CHARS: usize = 500;
+/// A session record bigger than this is listed by its start only.
+const RECORD_BYTES: usize = 64 * 1024;
 /// Updates whose files count as recently changed in the graph.
 const RECENT_UPDATES: usize = 16;
 
@@ -37,7 +74,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/sessions", get(sessions))
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct Which {
     /// The project's name; the first served one by default.
     project: Option<String>,
@@ -46,6 +83,110 @@ struct Which {
     /// Warnings: only this type, only files starting with this.
     r#type: Option<String>,
     file: Option<String>,
+    /// Paging, as text so that an empty value is no value.
+    limit: Option<String>,
+    offset: Option<String>,
+}
+
+/// Which items of a list a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Window {
+    offset: usize,
+    limit: usize,
+}
+
+impl Which {
+    /// Empty values are no values: `?type=&file=` filters nothing.
+    fn normalized(mut self) -> Which {
+        for value in [
+            &mut self.project,
+            &mut self.package,
+            &mut self.r#type,
+            &mut self.file,
+            &mut self.limit,
+            &mut self.offset,
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                *value = None;
+            }
+        }
+        self
+    }
+
+    /// The page asked for: `limit` (the list's default when absent, at
+    /// most its maximum, at least 1) items from `offset` (0).
+    fn window(&self, paging: Paging) -> Result<Window, Refusal> {
+        let number = |name: &str, value: &Option<String>| -> Result<Option<usize>, Refusal> {
+            value
+                .as_deref()
+                .map(|v| {
+                    v.trim().parse::<usize>().map_err(|_| {
+                        (
+                            StatusCode::BAD_REQUEST,
+                            format!("{name} must be a whole number, not {v:?}"),
+                        )
+                    })
+                })
+                .transpose()
+        };
+        Ok(Window {
+            offset: number("offset", &self.offset)?.unwrap_or(0),
+            limit: number("limit", &self.limit)?
+                .unwrap_or(paging.default)
+                .clamp(1, paging.max),
+        })
+    }
+}
+
+/// Where a page sits in its list, and where the next one starts.
+#[derive(Debug, Serialize)]
+struct Page {
+    total: usize,
+    offset: usize,
+    limit: usize,
+    /// The `offset` to ask for the rest; null on the last page.
+    next_offset: Option<usize>,
+}
+
+/// The items of `window` among `items` (`total` of them), each rendered,
+/// as many as fit in [`ANSWER_BYTES`] of JSON; only those are rendered.
+fn paged<I, T: Serialize>(
+    items: impl Iterator<Item = I>,
+    total: usize,
+    window: Window,
+    render: impl Fn(I) -> T,
+) -> (Vec<T>, Page) {
+    let mut kept = Vec::new();
+    let mut bytes = 0;
+    for item in items.skip(window.offset).take(window.limit) {
+        let item = render(item);
+        let size = serde_json::to_vec(&item).map_or(0, |json| json.len()) + 1;
+        if !kept.is_empty() && bytes + size > ANSWER_BYTES {
+            break;
+        }
+        bytes += size;
+        kept.push(item);
+    }
+    let end = window.offset.saturating_add(kept.len());
+    let info = Page {
+        total,
+        offset: window.offset,
+        limit: window.limit,
+        next_offset: (end < total).then_some(end),
+    };
+    (kept, info)
+}
+
+/// `text` cut to `chars` characters, saying how many were left out.
+fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+        None => text.to_string(),
+    }
 }
 
 fn json(value: &impl Serialize) -> Response {
@@ -84,17 +225,25 @@ struct ProjectItem {
     ready: bool,
 }
 
-async fn projects(State(state): State<AppState>) -> Response {
-    let list: Vec<ProjectItem> = state
-        .source
-        .projects()
-        .into_iter()
-        .map(|p| ProjectItem {
-            ready: p.live.is_some(),
-            name: p.name,
-        })
-        .collect();
-    json(&list)
+#[derive(Serialize)]
+struct Projects {
+    #[serde(flatten)]
+    page: Page,
+    projects: Vec<ProjectItem>,
+}
+
+async fn projects(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
+    let window = match which.normalized().window(PROJECTS) {
+        Ok(window) => window,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let all = state.source.projects();
+    let total = all.len();
+    let (projects, page) = paged(all.into_iter(), total, window, |p| ProjectItem {
+        ready: p.live.is_some(),
+        name: p.name,
+    });
+    json(&Projects { page, projects })
 }
 
 #[derive(Serialize)]
@@ -125,11 +274,12 @@ struct CurrentSession {
 }
 
 async fn overview(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
+    let which = which.normalized();
     let (project, live) = match chosen(&state, &which) {
         Ok(found) => found,
         Err(refusal) => return refusal.into_response(),
     };
-    let answer = blocking(move || {
+    let answer = blocking(&state, move || {
         let summary = live.read(Service::summary);
         let log = metrics::global().session(&project.root);
         Overview {
@@ -294,13 +444,70 @@ fn module_graph(service: &Service, package: Option<&str>, recent: &BTreeSet<Stri
     }
 }
 
+/// One page of a graph: its nodes, most connected first, and the edges
+/// between them, most imports first.
+#[derive(Serialize)]
+struct GraphPage {
+    package: Option<String>,
+    /// Nodes: `total` of them, this page's from `offset`.
+    #[serde(flatten)]
+    page: Page,
+    /// Edges of the whole graph, and how many of them join two nodes of
+    /// this page (the `edges` listed, up to a cap).
+    total_edges: usize,
+    edges_among_nodes: usize,
+    nodes: Vec<Node>,
+    edges: Vec<Edge>,
+}
+
+fn paged_graph(graph: Graph, window: Window) -> GraphPage {
+    let mut degree: BTreeMap<String, usize> = BTreeMap::new();
+    for edge in &graph.edges {
+        *degree.entry(edge.source.clone()).or_default() += edge.imports;
+        *degree.entry(edge.target.clone()).or_default() += edge.imports;
+    }
+    let connected = |node: &Node| degree.get(&node.id).copied().unwrap_or(0);
+    let mut nodes = graph.nodes;
+    // Stable: ties keep the nodes' order (by id).
+    nodes.sort_by_key(|n| std::cmp::Reverse(connected(n)));
+    let total = nodes.len();
+    let (nodes, page) = paged(nodes.into_iter(), total, window, |n| n);
+    let ids: BTreeSet<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
+    let total_edges = graph.edges.len();
+    let mut edges: Vec<Edge> = graph
+        .edges
+        .into_iter()
+        .filter(|e| ids.contains(e.source.as_str()) && ids.contains(e.target.as_str()))
+        .collect();
+    let edges_among_nodes = edges.len();
+    edges.sort_by_key(|e| std::cmp::Reverse(e.imports));
+    let all_edges = Window {
+        offset: 0,
+        limit: EDGES_LISTED,
+    };
+    let (edges, _) = paged(edges.into_iter(), edges_among_nodes, all_edges, |e| e);
+    GraphPage {
+        package: graph.package,
+        page,
+        total_edges,
+        edges_among_nodes,
+        nodes,
+        edges,
+    }
+}
+
 async fn graph(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
+    let which = which.normalized();
+    let window = match which.window(NODES) {
+        Ok(window) => window,
+        Err(refusal) => return refusal.into_response(),
+    };
     let (_, live) = match chosen(&state, &which) {
         Ok(found) => found,
         Err(refusal) => return refusal.into_response(),
     };
     let package = which.package;
-    let answer = blocking(move || {
+    let answer = blocking(&state, move || {
         let updates = live.recent_updates();
         let recent: BTreeSet<String> = updates
             .iter()
@@ -308,7 +515,8 @@ async fn graph(State(state): State<AppState>, Query(which): Query<Which>) -> Res
             .take(RECENT_UPDATES)
             .flat_map(|u| u.added.iter().chain(&u.modified).cloned())
             .collect();
-        live.read(|s| module_graph(s, package.as_deref(), &recent))
+        let graph = live.read(|s| module_graph(s, package.as_deref(), &recent));
+        paged_graph(graph, window)
     })
     .await;
     answer.map_or_else(IntoResponse::into_response, |g| json(&g))
@@ -318,57 +526,103 @@ async fn graph(State(state): State<AppState>, Query(which): Query<Which>) -> Res
 struct Warnings {
     /// Counts by type of all warnings (before the filters).
     by_type: BTreeMap<&'static str, usize>,
-    /// How many pass the filters; the first of them are listed.
+    /// How many pass the filters (the page's `total`).
     matching: usize,
-    warnings: Vec<crate::service::model::Warning>,
+    #[serde(flatten)]
+    page: Page,
+    warnings: Vec<Warning>,
+}
+
+/// A warning as listed: its message cut short.
+fn listed(warning: &Warning) -> Warning {
+    Warning {
+        message: cut(&warning.message, MESSAGE_CHARS),
+        pattern: cut(&warning.pattern, MESSAGE_CHARS),
+        ..warning.clone()
+    }
 }
 
 async fn warnings(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
+    let which = which.normalized();
+    let window = match which.window(WARNINGS) {
+        Ok(window) => window,
+        Err(refusal) => return refusal.into_response(),
+    };
     let (_, live) = match chosen(&state, &which) {
         Ok(found) => found,
         Err(refusal) => return refusal.into_response(),
     };
-    let answer = blocking(move || {
-        let all: Vec<Warning> = live.read(|s| s.all_warnings().active().cloned().collect());
+    let answer = blocking(&state, move || {
+        // Counted and filtered where they are; only the page is copied.
+        let all = live.read(Service::all_warnings);
         let mut by_type = BTreeMap::new();
-        for w in &all {
+        for w in all.active() {
             *by_type.entry(w.warning_type.as_str()).or_default() += 1;
         }
-        let kept: Vec<_> = all
-            .into_iter()
-            .filter(|w| {
-                which
-                    .r#type
-                    .as_ref()
-                    .is_none_or(|t| w.warning_type.as_str() == t)
-            })
-            .filter(|w| {
-                which
+        let kept = |w: &&Warning| {
+            which
+                .r#type
+                .as_ref()
+                .is_none_or(|t| w.warning_type.as_str() == t)
+                && which
                     .file
                     .as_ref()
                     .is_none_or(|f| w.file.starts_with(f.as_str()))
-            })
-            .collect();
+        };
+        let matching = all.active().filter(kept).count();
+        let (warnings, page) = paged(all.active().filter(kept), matching, window, listed);
         Warnings {
             by_type,
-            matching: kept.len(),
-            warnings: kept.into_iter().take(WARNINGS_LISTED).collect(),
+            matching,
+            page,
+            warnings,
         }
     })
     .await;
     answer.map_or_else(IntoResponse::into_response, |w| json(&w))
 }
 
+#[derive(Serialize)]
+struct Sessions {
+    #[serde(flatten)]
+    page: Page,
+    /// Session records, newest first.
+    sessions: Vec<serde_json::Value>,
+}
+
+/// A session record as listed: whole, or past [`RECORD_BYTES`] its start
+/// and duration only, with where to read the rest.
+fn session_listed(record: &session::SessionRecord) -> serde_json::Value {
+    let value = serde_json::to_value(record).unwrap_or_default();
+    let size = serde_json::to_vec(&value).map_or(0, |json| json.len());
+    if size <= RECORD_BYTES {
+        return value;
+    }
+    serde_json::json!({
+        "session_id": record.session_id,
+        "session_start": record.session_start,
+        "session_duration_seconds": record.session_duration_seconds,
+        "omitted": format!(
+            "a {size}-byte record, over the {RECORD_BYTES}-byte limit: read it in .cross_file_context_logs/session_metrics.jsonl"
+        ),
+    })
+}
+
 async fn sessions(State(state): State<AppState>, Query(which): Query<Which>) -> Response {
+    let which = which.normalized();
+    let window = match which.window(SESSIONS) {
+        Ok(window) => window,
+        Err(refusal) => return refusal.into_response(),
+    };
     let (project, _) = match chosen(&state, &which) {
         Ok(found) => found,
         Err(refusal) => return refusal.into_response(),
     };
-    let answer = blocking(move || {
-        let mut records: Vec<SessionRecord> = session::read(&session::log_path(&project.root));
-        records.reverse();
-        records.truncate(SESSIONS_LISTED);
-        records
+    let answer = blocking(&state, move || {
+        let records = session::read(&session::log_path(&project.root));
+        let total = records.len();
+        let (sessions, page) = paged(records.iter().rev(), total, window, session_listed);
+        Sessions { page, sessions }
     })
     .await;
     answer.map_or_else(IntoResponse::into_response, |s| json(&s))

@@ -2,9 +2,14 @@
 //! `/health`, and the read-only dashboard with its JSON (`api.rs`). It
 //! serves whatever a [`Source`] says is served: the MCP server's projects
 //! (`xfile serve --http`) or one project indexed for the dashboard alone
-//! (`xfile dashboard`). It listens on loopback unless told otherwise.
+//! (`xfile dashboard`). It listens on loopback unless told otherwise,
+//! answers only requests that name it (`guard.rs`), and bounds what a
+//! client can hold: connections and their idle time (`conn.rs`), answer
+//! sizes (`api.rs`) and the work running at once ([`AppState::work`]).
 
 mod api;
+mod conn;
+mod guard;
 mod standalone;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -50,7 +55,13 @@ pub trait Source: Send + Sync + 'static {
 struct AppState {
     source: Arc<dyn Source>,
     started: Instant,
+    /// Permits for work off the async workers ([`blocking`]): a few
+    /// requests compute at once, the others wait their turn.
+    work: Arc<tokio::sync::Semaphore>,
 }
+
+/// Requests computing at once (index reads, answers being built).
+const WORKING: usize = 2;
 
 /// Where to listen: `ADDR` as given (`127.0.0.1:8080`, or a port alone,
 /// on loopback). An address that is not loopback is allowed, with a
@@ -81,16 +92,15 @@ pub async fn spawn(
         None => default_listener().await?,
     };
     let bound = listener.local_addr()?;
-    let app = router(AppState {
-        source,
-        started: Instant::now(),
-    });
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            metrics::global().record_error("http");
-            tracing::error!("the HTTP side stopped: {error}");
-        }
-    });
+    let app = router(
+        AppState {
+            source,
+            started: Instant::now(),
+            work: Arc::new(tokio::sync::Semaphore::new(WORKING)),
+        },
+        guard::Allowed { bound },
+    );
+    tokio::spawn(conn::serve(listener, app, conn::Limits::from_env()));
     eprintln!("xfile: dashboard at http://{bound}/ (metrics at /metrics, health at /health)");
     Ok(bound)
 }
@@ -106,31 +116,47 @@ async fn default_listener() -> std::io::Result<tokio::net::TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::other("no port to try")))
 }
 
-fn router(state: AppState) -> Router {
+fn router(state: AppState, allowed: guard::Allowed) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/metrics", get(prometheus))
         .route("/health", get(health))
         .merge(api::routes())
+        .fallback(not_found)
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(allowed, guard::guard))
+}
+
+async fn not_found() -> (StatusCode, &'static str) {
+    (StatusCode::NOT_FOUND, "not found\n")
 }
 
 async fn page() -> Html<&'static str> {
     Html(include_str!("dashboard.html"))
 }
 
-/// Runs `f` off the async workers (index reads may compute).
+/// Runs `f` off the async workers (index reads may compute), when one of
+/// the [`WORKING`] permits is free.
 async fn blocking<T: Send + 'static>(
+    state: &AppState,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Response> {
-    tokio::task::spawn_blocking(f).await.map_err(|error| {
+    let failed = |error: String| {
         metrics::global().record_error("http");
-        (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
-    })
+        (StatusCode::INTERNAL_SERVER_ERROR, error).into_response()
+    };
+    let _permit = state
+        .work
+        .acquire()
+        .await
+        .map_err(|error| failed(error.to_string()))?;
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|error| failed(error.to_string()))
 }
 
 async fn prometheus(State(state): State<AppState>) -> Response {
-    let text = blocking(move || {
+    let text = blocking(&state.clone(), move || {
         let figures: Vec<ProjectFigures> = state
             .source
             .projects()

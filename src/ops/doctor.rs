@@ -180,8 +180,19 @@ fn registry() -> Check {
         Ok(path) => path,
         Err(error) => return check(name, Level::Warning, error.to_string()),
     };
-    if std::fs::symlink_metadata(&path).is_err() {
-        return check(name, Level::Ok, format!("{}: none yet", path.display()));
+    match std::fs::symlink_metadata(&path) {
+        Err(_) => return check(name, Level::Ok, format!("{}: none yet", path.display())),
+        // SQLite would open a FIFO and wait on it: only a file is opened.
+        Ok(meta) if !meta.is_file() => {
+            return damaged(
+                &path,
+                format!(
+                    "it is {}, not opened",
+                    crate::workspace::read::file_kind(&meta)
+                ),
+            );
+        }
+        Ok(_) => {}
     }
     let verdict = rusqlite::Connection::open_with_flags(
         &path,
@@ -278,11 +289,21 @@ fn editor(root: &Path, editor: Editor) -> Option<Check> {
     let name = format!("{} ({})", editor.name(), editor.file());
     let entry = match setup::current_entry(root, editor)? {
         Ok(entry) => entry,
-        Err(error) => {
+        Err(setup::EntryError::Invalid(error)) => {
             return Some(
                 check(name, Level::Error, format!("does not parse: {error}"))
                     .fix("repair the JSON by hand, then run `xfile setup`", None),
             );
+        }
+        // Not xfile's to remove: a FIFO, device or link may be the user's.
+        Err(setup::EntryError::Unreadable(why)) => {
+            return Some(check(name, Level::Error, format!("not read: {why}")).fix(
+                format!(
+                    "replace it with a regular JSON file, then run `xfile setup --editor {}`",
+                    cli_name(editor)
+                ),
+                None,
+            ));
         }
     };
     let command = entry["command"].as_str().unwrap_or_default();

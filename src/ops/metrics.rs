@@ -26,6 +26,15 @@ use crate::service::model::UpdateReport;
 /// it, counts go on but the distributions keep the first samples.
 const MAX_SAMPLES: usize = 100_000;
 
+/// Distinct values a label of ours takes at most (tools, error types):
+/// past it, a new value is counted under [`OTHER_LABEL`], so no input can
+/// grow `/metrics` or the process's memory a series at a time.
+const MAX_LABEL_VALUES: usize = 64;
+/// The label value of whatever is past [`MAX_LABEL_VALUES`].
+pub const OTHER_LABEL: &str = "other";
+/// The `tool` label of a call of a tool the server does not have.
+pub const UNKNOWN_TOOL: &str = "unknown";
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolLabel {
     tool: String,
@@ -83,6 +92,9 @@ pub struct Metrics {
     cache_bytes: Family<ProjectLabel, Gauge>,
     heavy_running: Gauge,
     heavy_waiting: Gauge,
+    /// The label values in use, per family, capped at [`MAX_LABEL_VALUES`].
+    tool_labels: Mutex<BTreeSet<String>>,
+    error_labels: Mutex<BTreeSet<String>>,
     sessions: Mutex<BTreeMap<PathBuf, SessionLog>>,
     /// When the process's session began: [`global`] is first called as
     /// the server starts.
@@ -184,6 +196,8 @@ impl Metrics {
             cache_bytes: gauge(),
             heavy_running: Gauge::default(),
             heavy_waiting: Gauge::default(),
+            tool_labels: Mutex::new(BTreeSet::new()),
+            error_labels: Mutex::new(BTreeSet::new()),
             sessions: Mutex::new(BTreeMap::new()),
             started: SystemTime::now(),
         };
@@ -249,9 +263,11 @@ impl Metrics {
     }
 
     /// One tool call: its latency, and its error code if it failed.
+    /// `tool` must be a tool the server has (else pass [`UNKNOWN_TOOL`]);
+    /// past [`MAX_LABEL_VALUES`] names it is counted as [`OTHER_LABEL`].
     pub fn record_tool(&self, tool: &str, latency: Duration, error: Option<&str>) {
         let label = ToolLabel {
-            tool: tool.to_string(),
+            tool: admit(&self.tool_labels, tool),
         };
         self.tool_seconds
             .get_or_create(&label)
@@ -274,7 +290,7 @@ impl Metrics {
     pub fn record_error(&self, kind: &str) {
         self.errors
             .get_or_create(&ErrorLabel {
-                r#type: kind.to_string(),
+                r#type: admit(&self.error_labels, kind),
             })
             .inc();
     }
@@ -387,6 +403,20 @@ impl Metrics {
     }
 }
 
+/// `value` as a label value: itself if it is already in use or there is
+/// room for one more, else [`OTHER_LABEL`].
+fn admit(used: &Mutex<BTreeSet<String>>, value: &str) -> String {
+    let mut used = used.lock().unwrap_or_else(|e| e.into_inner());
+    if used.contains(value) {
+        return value.to_string();
+    }
+    if used.len() < MAX_LABEL_VALUES {
+        used.insert(value.to_string());
+        return value.to_string();
+    }
+    OTHER_LABEL.to_string()
+}
+
 /// The context section of a `read_with_context` answer, if it has one.
 fn context_section(answer: &str) -> Option<&str> {
     if !answer.starts_with("[Cross-File Context]") {
@@ -394,4 +424,45 @@ fn context_section(answer: &str) -> Option<&str> {
     }
     let end = answer.find("\n[File Content").unwrap_or(answer.len());
     Some(&answer[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 39 finding 9: thousands of tool names or error types from
+    /// input give at most [`MAX_LABEL_VALUES`] series each, the rest
+    /// counted under `other`.
+    #[test]
+    fn metrics_labels_are_capped_whatever_the_input() {
+        let metrics = Metrics::new();
+        let record = |names: std::ops::Range<usize>| {
+            for n in names {
+                let name = format!("tool_{n}_{}", "x".repeat(100));
+                metrics.record_tool(&name, Duration::from_millis(1), Some(&name));
+            }
+        };
+        record(0..100);
+        let early = metrics.encode(&[]);
+        record(100..3_000);
+        let text = metrics.encode(&[]);
+        let series = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
+        // One count line per tool label, and one error line per type.
+        assert_eq!(
+            series("xfile_tool_request_duration_seconds_count"),
+            MAX_LABEL_VALUES + 1
+        );
+        assert_eq!(series("xfile_errors_total"), MAX_LABEL_VALUES + 1);
+        assert!(text.contains(&format!(
+            "xfile_tool_request_duration_seconds_count{{tool=\"{OTHER_LABEL}\"}} {}",
+            3_000 - MAX_LABEL_VALUES
+        )));
+        // 2,900 names more, a few digits more.
+        assert!(
+            text.len() < early.len() + 1_000,
+            "{} then {} bytes",
+            early.len(),
+            text.len()
+        );
+    }
 }

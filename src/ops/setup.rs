@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::workspace::read::Refusal;
+
 /// The name of the server entry.
 pub const SERVER: &str = "xfile";
 
@@ -88,8 +90,32 @@ pub enum SetupError {
         "{0}: is not a JSON object (comments are not kept either); add under `{1}` by hand: {2}"
     )]
     NotJson(PathBuf, &'static str, String),
+    #[error(
+        "{0}: not read: {1}; xfile reads and writes only a regular file there: remove or replace it, then run `xfile setup` again"
+    )]
+    Unreadable(PathBuf, Refusal),
     #[error("{0}: {1}")]
     Io(PathBuf, std::io::Error),
+}
+
+/// An editor's configuration file bigger than this is not read.
+const EDITOR_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Why an editor's file gives no entry: it was not read, or is no JSON.
+#[derive(Debug)]
+pub enum EntryError {
+    /// A FIFO, socket, device, symlink, or a file too big: not opened or
+    /// not read (the reason).
+    Unreadable(String),
+    /// Not JSON (the parser's message).
+    Invalid(String),
+}
+
+/// The editor's file under `root` as text, `None` if there is none; only
+/// a regular file, without following a link, size-bounded, never waiting
+/// on a FIFO.
+fn read_editor_file(path: &Path) -> Result<Option<String>, Refusal> {
+    crate::workspace::read::read_regular_text(path, EDITOR_FILE_BYTES)
 }
 
 /// What [`apply`] did.
@@ -109,13 +135,17 @@ fn refuse_symlink(path: &Path) -> Result<(), SetupError> {
     }
 }
 
-/// The entry `editor`'s file under `root` has for xfile, if the file parses.
-pub fn current_entry(root: &Path, editor: Editor) -> Option<Result<Value, String>> {
+/// The entry `editor`'s file under `root` has for xfile, if there is a
+/// file and it parses.
+pub fn current_entry(root: &Path, editor: Editor) -> Option<Result<Value, EntryError>> {
     let path = root.join(editor.file());
-    let text = std::fs::read_to_string(&path).ok()?;
+    let text = match read_editor_file(&path) {
+        Ok(text) => text?,
+        Err(refusal) => return Some(Err(EntryError::Unreadable(refusal.to_string()))),
+    };
     let parsed = match serde_json::from_str::<Value>(&text) {
         Ok(value) => value,
-        Err(error) => return Some(Err(error.to_string())),
+        Err(error) => return Some(Err(EntryError::Invalid(error.to_string()))),
     };
     parsed
         .get(editor.servers_key())
@@ -133,11 +163,10 @@ pub fn apply(root: &Path, editor: Editor, command: &str) -> Result<Outcome, Setu
     let dir = path.parent().unwrap_or(root);
     refuse_symlink(dir)?;
     refuse_symlink(&path)?;
-    let old = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => return Err(io(error)),
-    };
+    let old = read_editor_file(&path).map_err(|refusal| match refusal {
+        Refusal::Io(error) => io(error),
+        refusal => SetupError::Unreadable(path.clone(), refusal),
+    })?;
     let entry = editor.entry(command, root);
     let by_hand = || {
         SetupError::NotJson(

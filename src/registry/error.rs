@@ -43,6 +43,14 @@ pub enum RegistryError {
     },
     #[error("{0} is not an existing directory; give the path of a project directory")]
     NotADirectory(PathBuf),
+    #[error(
+        "{0} is {1}: xfile never registers it, since serving it would index (and write a cache into) everything under it; register the project directories inside it"
+    )]
+    TooWide(PathBuf, &'static str),
+    #[error(
+        "{0} holds no Python project marker (pyproject.toml, setup.py, setup.cfg, .git, a .py file or a package with __init__.py at its top); give the project's own directory, or register it anyway from the command line with `xfile project add --force PATH`"
+    )]
+    NotAProject(PathBuf),
     #[error("{0} is not valid UTF-8; xfile registers only projects whose path is UTF-8")]
     NonUtf8Path(PathBuf),
     #[error(
@@ -76,6 +84,8 @@ impl RegistryError {
             RegistryError::TooNew { .. } => "registry_too_new",
             RegistryError::Database { .. } => "registry_error",
             RegistryError::NotADirectory(_) => "not_a_directory",
+            RegistryError::TooWide(..) => "root_too_wide",
+            RegistryError::NotAProject(_) => "not_a_project",
             RegistryError::NonUtf8Path(_) | RegistryError::InvalidName(_) => "invalid_parameter",
             RegistryError::ProjectNameTaken(_)
             | RegistryError::ProjectPathTaken { .. }

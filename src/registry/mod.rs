@@ -50,6 +50,75 @@ fn project_row(row: &Row) -> rusqlite::Result<Project> {
     })
 }
 
+/// Whether a directory must look like a Python project to be registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    /// It must hold a [`PROJECT_MARKERS`] entry, a top-level `.py` file or
+    /// a top-level package: always so for an MCP session.
+    Required,
+    /// Any directory but `/` and the home directory (`project add --force`).
+    Optional,
+}
+
+/// Entries whose presence at a directory's top makes it a Python project.
+pub const PROJECT_MARKERS: [&str; 4] = ["pyproject.toml", "setup.py", "setup.cfg", ".git"];
+
+/// Top-level entries looked at for a `.py` file or a package, at most: a
+/// project shows one long before, and a huge directory is no project root.
+const ENTRIES_LOOKED_AT: usize = 10_000;
+
+/// `dir`, canonical, if it may be registered: an existing directory, not
+/// the file system's root nor the user's home directory (serving either
+/// would index and write a cache into everything below), and with
+/// `Marker::Required` a Python project: a [`PROJECT_MARKERS`] entry, or a
+/// `.py` file or a package (a directory with `__init__.py`) at its top.
+pub fn project_root(dir: &Path, marker: Marker) -> Result<PathBuf, RegistryError> {
+    let canonical = dir
+        .canonicalize()
+        .ok()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| RegistryError::NotADirectory(dir.to_path_buf()))?;
+    if canonical.parent().is_none() {
+        return Err(RegistryError::TooWide(canonical, "the file system's root"));
+    }
+    let home = dirs::home_dir().and_then(|h| h.canonicalize().ok());
+    if home.is_some_and(|home| home == canonical) {
+        return Err(RegistryError::TooWide(canonical, "your home directory"));
+    }
+    if marker == Marker::Required && !is_python_project(&canonical) {
+        return Err(RegistryError::NotAProject(canonical));
+    }
+    Ok(canonical)
+}
+
+fn is_python_project(dir: &Path) -> bool {
+    if PROJECT_MARKERS
+        .iter()
+        .any(|m| std::fs::symlink_metadata(dir.join(m)).is_ok())
+    {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries
+        .take(ENTRIES_LOOKED_AT)
+        .filter_map(Result::ok)
+        .any(|entry| {
+            let Ok(kind) = entry.file_type() else {
+                return false;
+            };
+            let path = entry.path();
+            if kind.is_file() {
+                path.extension().is_some_and(|e| e == "py")
+            } else if kind.is_dir() {
+                std::fs::symlink_metadata(path.join("__init__.py")).is_ok_and(|m| m.is_file())
+            } else {
+                false
+            }
+        })
+}
+
 /// Names end up in command lines (`--projects a,b`) and next to paths, so
 /// they keep clear of separators and option syntax.
 fn check_name(name: &str) -> Result<(), RegistryError> {
@@ -215,18 +284,26 @@ impl Registry {
         Ok(value)
     }
 
-    /// Registers the existing directory `dir` (canonicalized) under `name`,
-    /// by default the directory's name.
+    /// Registers the Python project in directory `dir` (canonicalized)
+    /// under `name`, by default the directory's name (see [`project_root`]).
     pub fn add_project(
         &mut self,
         dir: &Path,
         name: Option<&str>,
     ) -> Result<Project, RegistryError> {
-        let canonical = dir
-            .canonicalize()
-            .ok()
-            .filter(|p| p.is_dir())
-            .ok_or_else(|| RegistryError::NotADirectory(dir.to_path_buf()))?;
+        self.add_project_with(dir, name, Marker::Required)
+    }
+
+    /// [`Registry::add_project`]; `Marker::Optional` (the CLI's `--force`)
+    /// lets in a directory without a project marker, but never `/` or the
+    /// home directory.
+    pub fn add_project_with(
+        &mut self,
+        dir: &Path,
+        name: Option<&str>,
+        marker: Marker,
+    ) -> Result<Project, RegistryError> {
+        let canonical = project_root(dir, marker)?;
         let path_text = canonical
             .to_str()
             .ok_or_else(|| RegistryError::NonUtf8Path(canonical.clone()))?

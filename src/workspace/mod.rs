@@ -18,20 +18,8 @@ pub const CONFIG_FILE_LIMIT: u64 = 1 << 20;
 /// message if it is not a regular file (a symlink, FIFO, socket or device
 /// is never opened), is larger than [`CONFIG_FILE_LIMIT`] or cannot be read.
 pub fn read_config_file(path: &Path) -> Result<Option<String>, String> {
-    let metadata = match std::fs::symlink_metadata(path) {
-        Ok(metadata) => metadata,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(format!("cannot read it ({error})")),
-    };
-    if !metadata.file_type().is_file() {
-        return Err("not a regular file; not read".to_string());
-    }
-    if metadata.len() > CONFIG_FILE_LIMIT {
-        return Err(format!("larger than {CONFIG_FILE_LIMIT} bytes; not read"));
-    }
-    std::fs::read_to_string(path)
-        .map(Some)
-        .map_err(|error| format!("cannot read it ({error})"))
+    read::read_regular_text(path, CONFIG_FILE_LIMIT)
+        .map_err(|refusal| format!("not read: {refusal}"))
 }
 
 /// Errors a user can cause with a root or a path argument.

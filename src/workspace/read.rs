@@ -118,6 +118,26 @@ pub(crate) fn read_bounded(
     Ok(bytes)
 }
 
+/// Reads a small file that xfile's own commands look at (an editor's MCP
+/// configuration, a `pyproject.toml`) as text: only a regular file, never
+/// through a symlink in its last component, never blocking (a FIFO is
+/// refused, not waited on), at most `limit` bytes. `Ok(None)` when there
+/// is no such file.
+pub(crate) fn read_regular_text(path: &Path, limit: u64) -> Result<Option<String>, Refusal> {
+    let (file, metadata) = match open_regular(path, false) {
+        Ok(opened) => opened,
+        Err(Refusal::Missing) => return Ok(None),
+        Err(refusal) => return Err(refusal),
+    };
+    let bytes = read_bounded(file, &metadata, limit)?;
+    String::from_utf8(bytes).map(Some).map_err(|_| {
+        Refusal::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it is not valid UTF-8",
+        ))
+    })
+}
+
 /// What is known of the symlinks on a path below the root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Links {

@@ -21,6 +21,27 @@ pub fn get(addr: &str, path: &str) -> (u16, String) {
     (status, body.to_string())
 }
 
+/// GET `path` from `addr` with exactly these headers (no Host unless
+/// given): (status, body).
+pub fn get_with(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut request = format!("GET {path} HTTP/1.0\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_string())
+}
+
 /// A running `xfile` with its HTTP side; killed when dropped.
 pub struct Server {
     pub child: Child,

@@ -48,6 +48,11 @@ const SEEDS_PER_CLUSTER: usize = 3;
 const RANKED: usize = 500;
 /// Clusters kept for expansion.
 const KEPT_CLUSTERS: usize = 256;
+/// The longest query searched for (characters): longer ones are refused
+/// before any work (a name, even qualified, is far shorter).
+pub const MAX_QUERY_CHARS: usize = 1_000;
+/// The query as echoed in the answer, at most (tokens).
+const ECHO_TOKENS: usize = 100;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Expand {
@@ -243,7 +248,10 @@ pub struct Hints {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenUsage {
+    /// The whole answer's: the echoed query's and the clusters'.
     pub estimated: usize,
+    /// The echoed query's (cut short when long).
+    pub query: usize,
     pub budget: usize,
     pub per_cluster: Vec<usize>,
 }
@@ -347,6 +355,10 @@ pub enum SearchError {
     #[error("the query is empty: give a name, a part of one, or a qualified name like User.save")]
     EmptyQuery,
     #[error(
+        "the query is {0} characters long, over the limit of {MAX_QUERY_CHARS}: give a name, a part of one, or a qualified name like User.save"
+    )]
+    QueryTooLong(usize),
+    #[error(
         "cluster {0:?} is unknown or expired (clusters are kept for a while after a search); run search_with_context again"
     )]
     UnknownCluster(String),
@@ -355,7 +367,7 @@ pub enum SearchError {
 impl SearchError {
     pub fn code(&self) -> &'static str {
         match self {
-            SearchError::EmptyQuery => "invalid_parameter",
+            SearchError::EmptyQuery | SearchError::QueryTooLong(_) => "invalid_parameter",
             SearchError::UnknownCluster(_) => "cluster_not_found",
         }
     }
@@ -369,6 +381,22 @@ pub struct Expansion {
     pub relationship: &'static str,
     pub container: Container,
     pub tokens: usize,
+}
+
+/// Refuses an empty query, and one over [`MAX_QUERY_CHARS`] before
+/// anything else looks at it.
+pub fn check_query(query: &str) -> Result<(), SearchError> {
+    // Four bytes a character at most: a short query is not counted.
+    if query.len() > MAX_QUERY_CHARS {
+        let chars = query.chars().count();
+        if chars > MAX_QUERY_CHARS {
+            return Err(SearchError::QueryTooLong(chars));
+        }
+    }
+    if query.trim().is_empty() {
+        return Err(SearchError::EmptyQuery);
+    }
+    Ok(())
 }
 
 impl Service {
@@ -387,10 +415,8 @@ impl Service {
         options: &SearchOptions,
     ) -> Result<SearchAnswer, SearchError> {
         let started = Instant::now();
+        check_query(query)?;
         let parsed = Query::new(query);
-        if query.trim().is_empty() {
-            return Err(SearchError::EmptyQuery);
-        }
         let index = self.symbol_index();
         let mut found = index.find(&parsed);
         let total_matches = found.len();
@@ -447,10 +473,14 @@ impl Service {
             }
         }
         let budget = self.answer_token_limit();
+        // The query comes back in the answer, cut short if long: its
+        // tokens are spent first.
+        let echo = cap_tokens(query.trim(), ECHO_TOKENS.min(budget / 8));
         let mut clusters = Vec::new();
         let mut hints = Hints::default();
         let mut per_cluster = Vec::new();
-        let mut spent = 0;
+        let echo_tokens = count_tokens(&echo);
+        let mut spent = echo_tokens;
         let mut note = None;
         for (_, seeds) in groups {
             let kept = KeptCluster {
@@ -500,12 +530,13 @@ impl Service {
             clusters.push(cluster);
         }
         Ok(SearchAnswer {
-            query: query.trim().to_string(),
+            query: echo,
             clusters,
             total_matches,
             search_time_ms: started.elapsed().as_secs_f64() * 1000.0,
             token_usage: TokenUsage {
                 estimated: spent,
+                query: echo_tokens,
                 budget,
                 per_cluster,
             },
