@@ -1,7 +1,7 @@
 //! A hostile repository against the git layer (issue 39): programs its
 //! configuration names (F2), a `.git` that leads to another repository
-//! (F5), secrets the sensitive list missed (F12). Real repositories built
-//! with `git` at test time.
+//! (F5), secrets the sensitive list missed (F12), a file too large to
+//! blame (F13). Real repositories built with `git` at test time.
 
 use crate::common;
 
@@ -525,5 +525,75 @@ mod secrets_f12 {
             !out.contains("credentials.py::") && !out.contains("SECRET"),
             "{out}"
         );
+    }
+}
+
+mod size_f13 {
+    use super::*;
+
+    /// Lines enough to pass the 4 MiB limit of the git tools.
+    fn huge(tag: &str) -> String {
+        (0..120_000)
+            .map(|i| format!("{tag}_{i:06} = 'padding padding padding'\n"))
+            .collect()
+    }
+
+    #[test]
+    fn blame_refuses_a_file_over_the_diff_limit_issue_39_f13() {
+        let repo = GitRepo::init();
+        repo.write("big.py", &huge("v"));
+        repo.write("small.py", "x = 1\n");
+        repo.commit("Ann", 1, "Big");
+        let root = repo.path();
+        let git = Repo::open(&root).unwrap();
+        let error = git.blame("big.py", Some(7), Some(8)).unwrap_err();
+        assert_eq!(error.code(), "file_too_large", "{error}");
+        assert!(error.to_string().contains("4194304-byte limit"), "{error}");
+        let (status, _, err) = xfile(
+            &root,
+            &[
+                "git",
+                "blame",
+                "big.py",
+                "--start-line",
+                "7",
+                "--end-line",
+                "8",
+            ],
+        );
+        assert_eq!(status, 2, "{err}");
+        assert!(err.contains("4194304-byte limit"), "{err}");
+        let mut client = Client::start(&root);
+        let (is_error, text) = client.call(
+            "git_blame",
+            json!({"file_path": "big.py", "start_line": 7, "end_line": 8}),
+        );
+        assert!(is_error && text.contains("4194304-byte limit"), "{text}");
+        let (is_error, text) = client.call("git_blame", json!({"file_path": "small.py"}));
+        assert!(!is_error, "{text}");
+    }
+
+    #[test]
+    fn blame_takes_a_huge_old_version_for_binary_as_git_would_answer_issue_39_f13() {
+        let repo = GitRepo::init();
+        repo.write("mod.py", "a = 1\nb = 2\n");
+        repo.commit("Ann", 1, "Small");
+        repo.write("mod.py", &huge("w"));
+        repo.commit("Bob", 2, "Huge");
+        repo.write("mod.py", "c = 3\nd = 4\n");
+        repo.commit("Cid", 3, "Small again");
+        let root = repo.path();
+        let blame = Repo::open(&root)
+            .unwrap()
+            .blame("mod.py", None, None)
+            .unwrap();
+        let ids = common::git_repo::blame_lines(&blame);
+        let git: Vec<String> = common::git_repo::git_blame_ids(&root, "mod.py");
+        let ours: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ours, git);
+        // Through the kept blames and the history index, the same.
+        let (status, out, err) = xfile(&root, &["git", "blame", "mod.py"]);
+        assert_eq!(status, 0, "{err}");
+        assert!(out.contains("Small again"), "{out}");
     }
 }
