@@ -339,6 +339,10 @@ impl From<crate::git::GitError> for ToolError {
             | GitError::NotAFile(_)
             | GitError::Sensitive(_) => "Give the path of a file inside the project root.",
             GitError::InvalidDate(_) => "Write a date as 2024-05-01 or `2 weeks ago`.",
+            GitError::TooLarge(..) => "Blame a smaller file, or a part of it with git itself.",
+            GitError::OutsideGit(..) => {
+                "Serve a root whose git repository is its own (see the message)."
+            }
             GitError::Git(_) => "Check the repository with `git status`, then retry.",
         };
         ToolError {

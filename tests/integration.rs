@@ -16,6 +16,7 @@ mod facts;
 mod federation;
 mod fuzz;
 mod git;
+mod git_hostile;
 mod git_index;
 mod git_kept;
 mod git_mcp;

@@ -86,10 +86,10 @@ pub(crate) fn path(root: &Path, input: &str) -> Result<String, GitError> {
     Ok(relative.join("/"))
 }
 
-/// `relative` when its content may be shown: never a sensitive file's.
+/// `relative` (root-relative) when its content may be shown: never a
+/// sensitive file's (`discover::SENSITIVE`, judged on the whole path).
 pub(crate) fn readable(relative: &str) -> Result<&str, GitError> {
-    let name = relative.rsplit('/').next().unwrap_or(relative);
-    if discover::is_sensitive(name) {
+    if discover::is_sensitive(relative) {
         Err(GitError::Sensitive(relative.to_string()))
     } else {
         Ok(relative)

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};
 
-use super::{Commit, GitError, Repo, args, failed};
+use super::{Commit, GitError, MAX_FILE_BYTES, Repo, args, failed};
+use crate::workspace::read::{self, Refusal};
 
 mod index;
 mod kept;
@@ -136,11 +137,18 @@ impl Repo {
         let relative = args::path(&self.root, file)?;
         args::readable(&relative)?;
         let on_disk = self.root.join(&relative);
-        // Only a regular file is read: never a FIFO or a device.
-        if !on_disk.symlink_metadata().is_ok_and(|m| m.is_file()) {
-            return Err(GitError::NotAFile(relative));
-        }
-        let contents = std::fs::read(&on_disk).map_err(|_| GitError::NotAFile(relative.clone()))?;
+        // Only a regular file is read (never a FIFO or a device, never
+        // through a link), and only up to the size a diff compares: a
+        // larger one is refused before any history is read.
+        let contents = match read::open_regular(&on_disk, false)
+            .and_then(|(file, meta)| read::read_bounded(file, &meta, MAX_FILE_BYTES as u64))
+        {
+            Ok(contents) => contents,
+            Err(Refusal::TooBig(size, _)) => {
+                return Err(GitError::TooLarge(relative, size, MAX_FILE_BYTES));
+            }
+            Err(_) => return Err(GitError::NotAFile(relative)),
+        };
         if super::is_binary(&contents) {
             return Err(GitError::InvalidPath(
                 relative,
@@ -297,10 +305,7 @@ impl Repo {
             objects,
             start,
             graph,
-            &mut self
-                .repo
-                .diff_resource_cache_for_tree_diff()
-                .map_err(failed)?,
+            &mut self.resource_cache()?,
             BStr::new(repo_path.as_bytes()),
             gix::blame::Options {
                 diff_algorithm,

@@ -3,6 +3,7 @@
 //! REV` compares them), with per-file hunks and line counts.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use gix::ObjectId;
 use gix::bstr::{BString, ByteSlice};
@@ -10,10 +11,13 @@ use gix::diff::blob::unified_diff::{ConsumeHunk, ContextSize, DiffLineKind, Hunk
 use gix::diff::blob::{Algorithm, InternedInput, UnifiedDiff, diff_with_slider_heuristics};
 use gix::object::tree::diff::ChangeDetached;
 
-use super::{GitError, Repo, args, failed, is_binary};
+use super::{GitError, MAX_FILE_BYTES, Repo, args, failed, is_binary};
 
-/// Files larger than this (either side) are listed, not diffed.
-const MAX_DIFF_BYTES: usize = 4 << 20;
+/// Why a file's lines are not shown: it may hold secrets
+/// (`discover::SENSITIVE`, by its path or the path it was renamed from).
+/// It is still listed with its status, without counts or hunks, so that a
+/// change to it is not hidden.
+pub const WITHHELD_SENSITIVE: &str = "may hold secrets";
 /// Lines of context around each change, as git shows by default.
 const CONTEXT_LINES: u32 = 3;
 
@@ -74,6 +78,13 @@ pub struct Diff {
     pub files: Vec<FileDiff>,
 }
 
+impl FileDiff {
+    /// Whether its lines are withheld because it may hold secrets.
+    pub fn is_sensitive(&self) -> bool {
+        self.withheld == Some(WITHHELD_SENSITIVE)
+    }
+}
+
 impl Diff {
     pub fn insertions(&self) -> u32 {
         self.files.iter().map(|f| f.insertions).sum()
@@ -113,6 +124,15 @@ impl Repo {
                     .strip_prefix(filter.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
         };
+        // Only the root's files: a rename from (or to) a path outside the
+        // root is an addition (a deletion) here, so nothing of a file
+        // outside the root is read.
+        let in_root = |repo_path: &Option<String>| {
+            repo_path
+                .as_deref()
+                .and_then(|p| self.root_relative(p))
+                .map(str::to_string)
+        };
         let base_label = base.unwrap_or("HEAD").to_string();
         let base_commit = self.commit(&base_label)?;
         let base_tree = base_commit.tree().map_err(failed)?;
@@ -120,18 +140,23 @@ impl Repo {
         let head_label = match head {
             Some(head) => {
                 let head_tree = self.commit(head)?.tree().map_err(failed)?;
-                let changes = self
-                    .repo
-                    .diff_tree_to_tree(&base_tree, &head_tree, None)
+                // Renames found as git finds them (its configuration), blobs
+                // compared through xfile's cache (no drivers, huge blobs
+                // taken for binary).
+                let mut cache = self.resource_cache()?;
+                base_tree
+                    .changes()
+                    .map_err(failed)?
+                    .for_each_to_obtain_tree_with_cache(&head_tree, &mut cache, |change| {
+                        if let Some(pair) = tree_pair(change.detach())
+                            && (pair.0.as_deref().is_some_and(inside)
+                                || pair.1.as_deref().is_some_and(inside))
+                        {
+                            pairs.push(pair);
+                        }
+                        Ok(std::ops::ControlFlow::Continue(()))
+                    })
                     .map_err(failed)?;
-                for change in changes {
-                    if let Some(pair) = tree_pair(change)
-                        && (pair.0.as_deref().is_some_and(inside)
-                            || pair.1.as_deref().is_some_and(inside))
-                    {
-                        pairs.push(pair);
-                    }
-                }
                 head.to_string()
             }
             None => {
@@ -162,6 +187,17 @@ impl Repo {
         };
         let mut files = Vec::new();
         for (old_path, new_path, old, new) in pairs {
+            let (old_path, new_path) = (in_root(&old_path), in_root(&new_path));
+            let old = if old_path.is_some() {
+                old
+            } else {
+                Side::Absent
+            };
+            let new = if new_path.is_some() {
+                new
+            } else {
+                Side::Absent
+            };
             if let Some(file) = self.file_diff(old_path, new_path, old, new)? {
                 files.push(file);
             }
@@ -184,15 +220,19 @@ impl Repo {
             .map_err(failed)?
             .untracked_files(gix::status::UntrackedFiles::None)
             .index_worktree_submodules(None);
+        // Only the root's part of the work tree is looked at (and only its
+        // files are read to compare them): as a pathspec from the top of
+        // the work tree, taken literally.
+        let patterns: Vec<BString> = match self.prefix.trim_end_matches('/') {
+            "" => Vec::new(),
+            dir => vec![format!(":(top,literal){dir}").into()],
+        };
         let mut paths = BTreeSet::new();
         if self.index_is(tree)? {
             // The index holds `tree` as it is: only the working tree can
             // differ, and comparing the whole tree with the index (every
             // tree object read) is skipped.
-            for item in status
-                .into_index_worktree_iter(Vec::<BString>::new())
-                .map_err(failed)?
-            {
+            for item in status.into_index_worktree_iter(patterns).map_err(failed)? {
                 let item = item.map_err(failed)?;
                 paths.insert(item.rela_path().to_str_lossy().into_owned());
             }
@@ -201,7 +241,7 @@ impl Repo {
         let status = status
             .tree_index_track_renames(gix::status::tree_index::TrackRenames::Disabled)
             .head_tree(tree)
-            .into_iter(Vec::<BString>::new())
+            .into_iter(patterns)
             .map_err(failed)?;
         for item in status {
             let item = item.map_err(failed)?;
@@ -220,7 +260,8 @@ impl Repo {
             .is_some_and(|root| root.num_entries.is_some() && root.id == tree))
     }
 
-    /// The diff of one file; `None` when both sides are the same.
+    /// The diff of one file (paths root-relative); `None` when both sides
+    /// are the same.
     fn file_diff(
         &self,
         old_path: Option<String>,
@@ -228,18 +269,13 @@ impl Repo {
         old: Side,
         new: Side,
     ) -> Result<Option<FileDiff>, GitError> {
-        let shown = |repo_path: &str| match self.root_relative(repo_path) {
-            Some(inside) => inside.to_string(),
-            // A rename from outside the root: say where from.
-            None => format!("/{repo_path}"),
-        };
         let (path, status) = match (&old_path, &new_path) {
             (Some(from), Some(to)) if from != to => {
-                (shown(to), FileStatus::Renamed { from: shown(from) })
+                (to.clone(), FileStatus::Renamed { from: from.clone() })
             }
-            (Some(_), Some(to)) => (shown(to), FileStatus::Modified),
-            (None, Some(to)) => (shown(to), FileStatus::Added),
-            (Some(from), None) => (shown(from), FileStatus::Deleted),
+            (Some(_), Some(to)) => (to.clone(), FileStatus::Modified),
+            (None, Some(to)) => (to.clone(), FileStatus::Added),
+            (Some(from), None) => (from.clone(), FileStatus::Deleted),
             (None, None) => return Ok(None),
         };
         let mut file = FileDiff {
@@ -251,20 +287,29 @@ impl Repo {
             changes: Vec::new(),
             hunks: Vec::new(),
         };
-        if args::readable(&file.path).is_err() {
-            file.withheld = Some("may hold secrets");
+        // Either name: a secret renamed to an innocent name is still one.
+        if [&old_path, &new_path]
+            .into_iter()
+            .flatten()
+            .any(|p| args::readable(p).is_err())
+        {
+            file.withheld = Some(WITHHELD_SENSITIVE);
             return Ok(Some(file));
         }
-        let (before, after) = (self.content(&old)?, self.content(&new)?);
+        let (before, after) = match (self.content(&old)?, self.content(&new)?) {
+            (Ok(before), Ok(after)) => (before, after),
+            (Err(why), _) | (_, Err(why)) => {
+                file.withheld = Some(why);
+                return Ok(Some(file));
+            }
+        };
         if before == after {
             return Ok(match file.status {
                 FileStatus::Renamed { .. } => Some(file),
                 _ => None,
             });
         }
-        if before.len().max(after.len()) > MAX_DIFF_BYTES {
-            file.withheld = Some("too large to diff");
-        } else if is_binary(&before) || is_binary(&after) {
+        if is_binary(&before) || is_binary(&after) {
             file.withheld = Some("binary");
         } else {
             diff_lines(&before, &after, &mut file)?;
@@ -272,25 +317,66 @@ impl Repo {
         Ok(Some(file))
     }
 
-    fn content(&self, side: &Side) -> Result<Vec<u8>, GitError> {
-        Ok(match side {
+    /// One side's content, or why it is not read: larger than
+    /// [`MAX_FILE_BYTES`] (a blob's size is looked up before it is
+    /// read), or reached through a link out of the root.
+    fn content(&self, side: &Side) -> Result<Result<Vec<u8>, &'static str>, GitError> {
+        const TOO_LARGE: &str = "too large to diff";
+        Ok(Ok(match side {
             Side::Absent => Vec::new(),
-            Side::Blob(id) => self.repo.find_blob(*id).map_err(failed)?.detach().data,
+            Side::Blob(id) => {
+                let size = self.repo.find_header(*id).map_err(failed)?.size();
+                if size > MAX_FILE_BYTES as u64 {
+                    return Ok(Err(TOO_LARGE));
+                }
+                self.repo.find_blob(*id).map_err(failed)?.detach().data
+            }
             Side::Worktree(relative) => {
+                use crate::workspace::read::{self, Refusal};
                 let path = self.root.join(relative);
+                // The directories on the way stay inside the root, and the
+                // file they lead to is not a secret under another name
+                // (`cfg/config` with `cfg` a link to `.aws`).
+                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                    return Ok(Ok(Vec::new()));
+                };
+                let Ok(parent) = parent.canonicalize() else {
+                    // Gone since the status saw it.
+                    return Ok(Ok(Vec::new()));
+                };
+                let Ok(inside) = parent
+                    .join(name)
+                    .strip_prefix(&self.root)
+                    .map(Path::to_path_buf)
+                else {
+                    return Ok(Err("outside the project root (through a symlink)"));
+                };
+                if crate::workspace::discover::is_sensitive(&inside) {
+                    return Ok(Err(WITHHELD_SENSITIVE));
+                }
                 match path.symlink_metadata() {
                     // A link's content is where it points, as git stores it.
                     Ok(meta) if meta.is_symlink() => std::fs::read_link(&path)
                         .map(|target| target.to_string_lossy().into_owned().into_bytes())
                         .map_err(|e| unreadable(relative, e))?,
-                    // Only regular files are read: never a FIFO or a device.
+                    // Only regular files are read, never through a link
+                    // swapped in meanwhile: never a FIFO or a device.
                     Ok(meta) if meta.is_file() => {
-                        std::fs::read(&path).map_err(|e| unreadable(relative, e))?
+                        let read = read::open_regular(&path, false).and_then(|(file, meta)| {
+                            read::read_bounded(file, &meta, MAX_FILE_BYTES as u64)
+                        });
+                        match read {
+                            Ok(bytes) => bytes,
+                            Err(Refusal::TooBig(..)) => return Ok(Err(TOO_LARGE)),
+                            Err(Refusal::Io(error)) => return Err(unreadable(relative, error)),
+                            // Swapped for something else since: not a file now.
+                            Err(_) => Vec::new(),
+                        }
                     }
                     _ => Vec::new(),
                 }
             }
-        })
+        }))
     }
 }
 

@@ -61,10 +61,7 @@ impl Repo {
             .map_err(failed)?;
         // One blob-diff cache for the whole walk (rename tracking is off,
         // so it is never filled; the tree diff still asks for one).
-        let mut cache = self
-            .repo
-            .diff_resource_cache_for_tree_diff()
-            .map_err(failed)?;
+        let mut cache = self.resource_cache()?;
         for (walked, info) in walk.enumerate() {
             if walked == bounds.max_commits || started.elapsed() > bounds.deadline {
                 found.complete = false;

@@ -116,7 +116,13 @@ impl Service {
         let base = diff.base.clone();
         let depth = depth.clamp(1, MAX_DEPTH);
         let mut changed = Vec::new();
-        for file in diff.files.iter().filter(|f| f.path.ends_with(".py")) {
+        // A file whose lines the diff withholds (it may hold secrets, is
+        // too large or binary) is listed, never read: no symbols.
+        for file in diff
+            .files
+            .iter()
+            .filter(|f| f.path.ends_with(".py") && f.withheld.is_none())
+        {
             changed.extend(self.changed_symbols(&repo, &base, file)?);
         }
         let mut walk = Walk::new(self);
@@ -173,10 +179,9 @@ impl Service {
             FileStatus::Added => None,
             _ => Some(file.path.as_str()),
         };
-        // A path from outside the root (`/dir/x.py`) has no old facts here.
         let old_blob = match old_path {
-            Some(path) if !path.starts_with('/') => repo.blob_at(base, path)?,
-            _ => None,
+            Some(path) => repo.blob_at(base, path)?,
+            None => None,
         };
         let old_text = match old_blob {
             Some(id) => String::from_utf8_lossy(&repo.blob(id)?).into_owned(),

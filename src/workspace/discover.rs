@@ -25,21 +25,53 @@ pub const SKIPPED_DIRS: &[&str] = &[
     ".mypy_cache",
 ];
 
-/// Files that may hold secrets: never read, never served (§3.12.2).
-const SENSITIVE: &[&str] = &[
+/// Files that may hold secrets (§3.12.2): never read, never served, never
+/// shown by a git answer. The one list every reader asks, through
+/// [`is_sensitive`]: globs on a root-relative path, each matching in any
+/// directory (`name` is a file `name` anywhere, `dir/name` a file `name`
+/// in any directory `dir`, `dir/**` everything under one), without regard
+/// to case (`.ENV` is `.env`).
+pub const SENSITIVE: &[&str] = &[
+    // Environment files.
     ".env",
     ".env.*",
+    "*.env",
+    ".envrc",
+    // Tokens of package registries and tools.
+    ".pypirc",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".netrc",
+    "_netrc",
+    ".git-credentials",
+    ".htpasswd",
+    ".pgpass",
+    ".my.cnf",
+    // Cloud and cluster credentials: AWS (`.aws/credentials`), gcloud
+    // (`credentials.db`, `application_default_credentials.json`), any
+    // `*credentials*` file, Azure's tokens, Docker's and Kubernetes' logins.
+    "*credentials*",
+    ".aws/**",
+    ".azure/**",
+    "gcloud/*.db",
+    "gcloud/legacy_credentials/**",
+    ".docker/config.json",
+    ".kube/config",
+    // Private keys and key stores.
     "*.pem",
     "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.ppk",
     "id_rsa*",
     "id_dsa*",
     "id_ecdsa*",
     "id_ed25519*",
-    "*credentials*",
-    ".netrc",
-    ".pgpass",
-    "*.p12",
-    "*.pfx",
+    ".ssh/**",
+    ".gnupg/**",
 ];
 
 /// Files that make their directory a sub-project with its own module
@@ -135,8 +167,11 @@ pub fn sub_project_dirs<'a>(markers: impl IntoIterator<Item = &'a String>) -> Ve
     dirs
 }
 
-pub fn is_sensitive(file_name: &str) -> bool {
-    sensitive_set().is_match(file_name)
+/// Whether the file at `path` may hold secrets ([`SENSITIVE`]): `path` is
+/// root-relative (a bare file name is judged by its name alone), so that
+/// the directories above the root never count.
+pub fn is_sensitive(path: impl AsRef<Path>) -> bool {
+    sensitive_set().is_match(path.as_ref())
 }
 
 fn sensitive_set() -> &'static GlobSet {
@@ -144,12 +179,22 @@ fn sensitive_set() -> &'static GlobSet {
     SET.get_or_init(|| {
         let mut builder = GlobSetBuilder::new();
         for pattern in SENSITIVE {
-            if let Ok(glob) = Glob::new(pattern) {
+            // Every pattern compiles (a unit test says so).
+            if let Ok(glob) = sensitive_glob(pattern) {
                 builder.add(glob);
             }
         }
         builder.build().unwrap_or_else(|_| GlobSet::empty())
     })
+}
+
+/// One [`SENSITIVE`] pattern as a glob on root-relative paths: in any
+/// directory, `*` within one name, any case.
+fn sensitive_glob(pattern: &str) -> Result<Glob, globset::Error> {
+    globset::GlobBuilder::new(&format!("**/{pattern}"))
+        .case_insensitive(true)
+        .literal_separator(true)
+        .build()
 }
 
 /// Walks `root` (which must be canonical) and reads every Python file, in
@@ -588,7 +633,57 @@ pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::count_lines;
+    use super::{SENSITIVE, count_lines, is_sensitive, sensitive_glob};
+
+    #[test]
+    fn every_sensitive_pattern_compiles() {
+        for pattern in SENSITIVE {
+            assert!(sensitive_glob(pattern).is_ok(), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_known_by_name_and_place_in_any_case_issue_39_f12() {
+        for secret in [
+            ".env",
+            ".ENV",
+            "app/.env.production",
+            "deploy/prod.env",
+            ".pypirc",
+            ".npmrc",
+            "web/.NPMRC",
+            ".netrc",
+            ".git-credentials",
+            ".htpasswd",
+            "home/.aws/credentials",
+            ".aws/config",
+            ".config/gcloud/credentials.db",
+            ".config/gcloud/access_tokens.db",
+            ".config/gcloud/application_default_credentials.json",
+            ".config/gcloud/legacy_credentials/ann@example.com/adc.json",
+            ".azure/msal_token_cache.json",
+            ".docker/config.json",
+            ".kube/config",
+            "certs/server.pem",
+            "tls/Server.KEY",
+            "keys/id_rsa",
+            "keys/id_ed25519.pub",
+            ".ssh/known_hosts",
+        ] {
+            assert!(is_sensitive(secret), "{secret}");
+        }
+        for plain in [
+            "app/models.py",
+            "envoy.py",
+            "environment.py",
+            "docker/config.json",
+            "kube/config.py",
+            "gcloud/deploy.py",
+            "docs/keys.md",
+        ] {
+            assert!(!is_sensitive(plain), "{plain}");
+        }
+    }
 
     #[test]
     fn lines_end_at_lf_crlf_and_a_lone_cr_f9() {

@@ -153,11 +153,13 @@ fn validate(root: &Path, joined: &Path, input: &str) -> Result<String, PathError
     if !canonical.starts_with(root) {
         return Err(outside());
     }
-    let name = canonical
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if discover::is_sensitive(&name) {
+    // Judged by where it leads (below the root) and by the name that
+    // leads there.
+    let by_name = joined.file_name().is_some_and(discover::is_sensitive);
+    let by_target = canonical
+        .strip_prefix(root)
+        .is_ok_and(discover::is_sensitive);
+    if by_name || by_target {
         return Err(PathError::Sensitive(input.to_string()));
     }
     discover::relative_path(root, &canonical).ok_or_else(|| PathError::NotFound(input.to_string()))

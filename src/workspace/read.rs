@@ -169,9 +169,11 @@ pub(crate) fn resolve_in_root(root: &Path, path: &Path, links: Links) -> Result<
     if !resolved.starts_with(root) {
         return Err(Refusal::OutsideRoot);
     }
-    let sensitive = |p: &Path| {
-        p.file_name()
-            .is_some_and(|n| is_sensitive(&n.to_string_lossy()))
+    // Judged by the path below the root (`.aws/credentials`), else by the
+    // name alone.
+    let sensitive = |p: &Path| match p.strip_prefix(root) {
+        Ok(relative) => is_sensitive(relative),
+        Err(_) => p.file_name().is_some_and(is_sensitive),
     };
     if sensitive(path) || sensitive(&resolved) {
         return Err(Refusal::Sensitive);

@@ -303,10 +303,7 @@ impl Repo {
         for (i, (id, _)) in new.iter().enumerate() {
             positions.insert(*id, len32(index.nodes.len() + i));
         }
-        let mut cache = self
-            .repo
-            .diff_resource_cache_for_tree_diff()
-            .map_err(failed)?;
+        let mut cache = self.resource_cache()?;
         for (id, parents) in new {
             // Not kept in part: the commits left out would stay out, as
             // the next walk stops at the commits the index holds.

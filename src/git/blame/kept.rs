@@ -29,7 +29,7 @@ use gix::bstr::ByteSlice;
 use gix::diff::blob::Algorithm;
 use serde::{Deserialize, Serialize};
 
-use super::super::{Commit, GitError, Repo, failed};
+use super::super::{Commit, GitError, MAX_FILE_BYTES, Repo, failed};
 use super::index::{HistoryIndex, IndexBounds, MAX_INDEX_COMMITS};
 use super::lines::{Differ, Tracked};
 
@@ -171,6 +171,12 @@ impl Repo {
         store: &dyn BlameStore,
         whole: bool,
     ) -> Result<Option<KeptBlame>, GitError> {
+        // A committed version over the size limit is not blamed line by
+        // line (nor a blame kept for it read): the walk without it takes
+        // it for binary.
+        if self.blob_too_large(blob)? {
+            return Ok(None);
+        }
         let algorithm = self.repo.diff_algorithm().map_err(failed)?;
         let kept = store.load(path).filter(|k| k.path == path);
         if let Some(kept) = &kept
@@ -354,6 +360,13 @@ impl Repo {
         }
         self.keep(path, head, blob, algorithm, &owners, &kept.commit_table())
             .map(Some)
+    }
+
+    /// Whether the blob `id` is over [`MAX_FILE_BYTES`], by its size
+    /// looked up without reading it.
+    pub(super) fn blob_too_large(&self, id: ObjectId) -> Result<bool, GitError> {
+        let size = self.repo.find_header(id).map_err(failed)?.size();
+        Ok(size > MAX_FILE_BYTES as u64)
     }
 
     /// The regular-file blob at `repo_path` in `commit`, if any.

@@ -213,10 +213,7 @@ impl<'r> Differ<'r> {
     ) -> Result<Self, GitError> {
         Ok(Differ {
             repo,
-            resources: repo
-                .repo
-                .diff_resource_cache_for_tree_diff()
-                .map_err(failed)?,
+            resources: repo.resource_cache()?,
             repo_path: repo_path.to_string(),
             algorithm,
             table: LineTable::default(),

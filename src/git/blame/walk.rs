@@ -203,6 +203,9 @@ impl Repo {
         let (Some(head), Some(blob)) = (self.head_id(), self.blob_at("HEAD", file)?) else {
             return Ok(None);
         };
+        if self.blob_too_large(blob)? {
+            return Ok(None);
+        }
         let algorithm = self.repo.diff_algorithm().map_err(failed)?;
         let owners = self.indexed_owners(index, &self.repo_path(file), head, blob, algorithm)?;
         owners
