@@ -59,14 +59,25 @@ impl SnippetCache {
     /// The snippet of `symbol` in `file` if cached for `revision` and not
     /// expired.
     pub fn get(&mut self, file: &str, symbol: &str, revision: u64) -> Lookup {
+        self.lookup(file, symbol, revision, true)
+    }
+
+    /// [`SnippetCache::get`] for work done ahead of any caller: the hit,
+    /// miss and staleness counts stay as they are.
+    pub fn get_uncounted(&mut self, file: &str, symbol: &str, revision: u64) -> Lookup {
+        self.lookup(file, symbol, revision, false)
+    }
+
+    fn lookup(&mut self, file: &str, symbol: &str, revision: u64, counted: bool) -> Lookup {
         let key = (file.to_string(), symbol.to_string());
+        let count = u64::from(counted);
         match self.entries.get(&key) {
             Some(entry) if entry.revision == revision && entry.created.elapsed() < self.expiry => {
-                self.stats.hits += 1;
+                self.stats.hits += count;
                 Lookup::Hit(entry.clone())
             }
             Some(_) => {
-                self.stats.staleness_refreshes += 1;
+                self.stats.staleness_refreshes += count;
                 if let Some(stale) = self.entries.pop(&key) {
                     self.stats.size_bytes -= stale.text.len();
                 }
@@ -74,7 +85,7 @@ impl SnippetCache {
                 Lookup::Miss
             }
             None => {
-                self.stats.misses += 1;
+                self.stats.misses += count;
                 Lookup::Miss
             }
         }

@@ -121,6 +121,10 @@ pub struct Service {
     /// An answer budget smaller than the configured one, for answers that
     /// share it between projects.
     budget: Option<usize>,
+    /// Work done ahead (hot spots), not for a caller: its snippet lookups
+    /// leave the cache statistics, which describe what callers were
+    /// served, as they are.
+    ahead: bool,
     /// String-keyed links (`links::StringLink`), per engine state.
     links: PerState<Vec<links::StringLink>>,
     /// Clusters a search answered with, for expansion by id.
@@ -247,6 +251,7 @@ impl Service {
             external: PerState::new(),
             modules: PerState::new(),
             budget: None,
+            ahead: false,
             links: PerState::new(),
             hot: Arc::default(),
             clusters: Arc::new(search::ClusterCache::new(std::time::Duration::from_secs(
@@ -442,6 +447,14 @@ impl Service {
 
     pub fn cache_statistics(&self) -> cache::CacheStatistics {
         self.snippet_cache().statistics()
+    }
+
+    /// This snapshot for work done ahead of any caller (see `ahead`).
+    pub(crate) fn ahead(&self) -> Service {
+        Service {
+            ahead: true,
+            ..self.clone()
+        }
     }
 
     fn snippet_cache(&self) -> std::sync::MutexGuard<'_, cache::SnippetCache> {

@@ -34,10 +34,52 @@ use defs::Definitions;
 use select::{Lines, Member, Used};
 
 /// Tokens of `text` in the cl100k_base encoding (built once, on first use).
+///
+/// A line longer than [`LONG_LINE`] bytes is counted in pieces of at most
+/// that size: merging one long run without spaces (a minified literal, a
+/// base64 blob) costs the encoder more than linear time, 2 s for one 4 MB
+/// line. Pieces can only add tokens at their seams, so a budget stays
+/// safe; text of shorter lines counts exactly as a whole.
 pub fn count_tokens(text: &str) -> usize {
-    tiktoken_rs::cl100k_base_singleton()
-        .encode_with_special_tokens(text)
-        .len()
+    let encoder = tiktoken_rs::cl100k_base_singleton();
+    let count = |part: &str| encoder.encode_with_special_tokens(part).len();
+    if text.len() <= LONG_LINE {
+        return count(text);
+    }
+    let mut total = 0;
+    // Where the run of short lines not yet counted starts.
+    let mut run = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.len() > LONG_LINE {
+            total += count(&text[run..at]);
+            total += pieces(line, LONG_LINE).map(count).sum::<usize>();
+            run = at + line.len();
+        }
+        at += line.len();
+    }
+    total + count(&text[run..])
+}
+
+/// Lines up to this many bytes are tokenized whole.
+const LONG_LINE: usize = 4_096;
+
+/// `text` cut into pieces of at most `size` bytes (at least one character
+/// each), at character boundaries.
+fn pieces(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = size.min(rest.len());
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        let (piece, after) = rest.split_at(end);
+        rest = after;
+        Some(piece)
+    })
 }
 
 /// How to read: all of a file or a line range, and how far to expand.
@@ -571,7 +613,12 @@ impl<'s> Context<'s> {
             return (Piece::new(render()), false, 0.0);
         };
         let mut cache = self.service.snippet_cache();
-        match cache.get(file, key, revision) {
+        let found = if self.service.ahead {
+            cache.get_uncounted(file, key, revision)
+        } else {
+            cache.get(file, key, revision)
+        };
+        match found {
             Lookup::Hit(entry) => (
                 Piece {
                     text: entry.text,
@@ -1063,4 +1110,28 @@ fn mentioned_classes(
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact(text: &str) -> usize {
+        tiktoken_rs::cl100k_base_singleton()
+            .encode_with_special_tokens(text)
+            .len()
+    }
+
+    #[test]
+    fn text_of_short_lines_counts_exactly_and_a_long_line_never_less() {
+        let code: String = (0..400)
+            .map(|i| format!("    value_{i} = compute(value_{i}, \"é\")\n"))
+            .collect();
+        assert!(code.len() > LONG_LINE);
+        assert_eq!(count_tokens(&code), exact(&code));
+        let long = format!("{code}x = \"{}\"\n{code}", "yé".repeat(5_000));
+        assert!(count_tokens(&long) >= exact(&long));
+        assert!(pieces(&long, LONG_LINE).all(|p| p.len() <= LONG_LINE + 3));
+        assert_eq!(pieces(&long, LONG_LINE).collect::<String>(), long);
+    }
 }

@@ -91,8 +91,9 @@ impl Service {
             .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id().cmp(&b.1.id())));
         let mut computed = 0;
+        let ahead = self.ahead();
         for (_, entry) in scored.into_iter().take(MAX_HOT) {
-            self.compute_hot(entry);
+            ahead.compute_hot(entry);
             computed += 1;
         }
         computed
@@ -208,11 +209,12 @@ impl Service {
         stale.sort();
         let index = self.symbol_index();
         let mut refreshed = 0;
+        let ahead = self.ahead();
         for entry in index
             .entries()
             .filter(|e| stale.binary_search(&e.id()).is_ok())
         {
-            self.refresh_hot(entry);
+            ahead.refresh_hot(entry);
             refreshed += 1;
         }
         refreshed
