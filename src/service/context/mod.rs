@@ -35,8 +35,8 @@ use select::{Lines, Member, Used};
 
 /// Tokens of `text` in the cl100k_base encoding (built once, on first use).
 ///
-/// A line longer than [`LONG_LINE`] bytes is counted in pieces of at most
-/// that size: merging one long run without spaces (a minified literal, a
+/// A line longer than [`LONG_LINE`] bytes is counted in pieces of
+/// [`PIECE`] bytes: merging one long run without spaces (a minified literal, a
 /// base64 blob) costs the encoder more than linear time, 2 s for one 4 MB
 /// line. Pieces can only add tokens at their seams, so a budget stays
 /// safe; text of shorter lines counts exactly as a whole.
@@ -53,7 +53,7 @@ pub fn count_tokens(text: &str) -> usize {
     for line in text.split_inclusive('\n') {
         if line.len() > LONG_LINE {
             total += count(&text[run..at]);
-            total += pieces(line, LONG_LINE).map(count).sum::<usize>();
+            total += pieces(line, PIECE).map(count).sum::<usize>();
             run = at + line.len();
         }
         at += line.len();
@@ -63,6 +63,10 @@ pub fn count_tokens(text: &str) -> usize {
 
 /// Lines up to this many bytes are tokenized whole.
 const LONG_LINE: usize = 4_096;
+
+/// A longer line is tokenized in pieces of this many bytes: the encoder's
+/// work on one piece grows faster than its length.
+const PIECE: usize = 256;
 
 /// `text` cut into pieces of at most `size` bytes (at least one character
 /// each), at character boundaries.
@@ -1131,7 +1135,7 @@ mod tests {
         assert_eq!(count_tokens(&code), exact(&code));
         let long = format!("{code}x = \"{}\"\n{code}", "yé".repeat(5_000));
         assert!(count_tokens(&long) >= exact(&long));
-        assert!(pieces(&long, LONG_LINE).all(|p| p.len() <= LONG_LINE + 3));
-        assert_eq!(pieces(&long, LONG_LINE).collect::<String>(), long);
+        assert!(pieces(&long, PIECE).all(|p| p.len() <= PIECE + 3));
+        assert_eq!(pieces(&long, PIECE).collect::<String>(), long);
     }
 }
