@@ -182,3 +182,72 @@ fn a_million_links_of_every_shape_degrade_to_a_parse_mark_finding_1() {
         );
     }
 }
+
+/// `rN.py: import r(N+1)`, closed into a ring.
+fn ring(files: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..files {
+        write(
+            dir.path(),
+            &format!("r{i}.py"),
+            &format!("import r{}\n", (i + 1) % files),
+        );
+    }
+    dir
+}
+
+#[test]
+fn an_import_ring_of_2000_files_gives_bounded_warnings_and_logs_once_finding_6() {
+    const FILES: usize = 2_000;
+    let dir = ring(FILES);
+    let root = dir.path().to_path_buf();
+    let output = bounded("xfile index", move || xfile(&root, &["index", "--json"]));
+    assert!(output.status.success());
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["warnings"]["circular_import"], FILES, "{summary}");
+    let log = dir
+        .path()
+        .join(".cross_file_context_logs")
+        .join("warnings.jsonl");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.lines().count(), FILES);
+    // Each message names a bounded part of the ring, not all of it.
+    let longest = logged.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 2_000, "a log line of {longest} bytes");
+    // Indexing again logs nothing new: the whole log is known.
+    let root = dir.path().to_path_buf();
+    let again = bounded("xfile index again", move || xfile(&root, &["index"]));
+    assert!(again.status.success());
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), logged);
+
+    let mut client = Client::start(dir.path());
+    let (error, one) = client.call("get_warnings", json!({ "limit": 1 }));
+    assert!(!error, "{one:.300}");
+    assert!(one.len() < 4_000, "one warning took {} bytes", one.len());
+    let (error, graph) = client.call("get_relationship_graph", json!({}));
+    assert!(!error, "{graph:.300}");
+    assert!(
+        graph.len() < 16_000,
+        "the graph summary took {} bytes",
+        graph.len()
+    );
+    let (error, cycles) = client.call("get_relationship_graph", json!({ "detail": "cycles" }));
+    assert!(!error, "{cycles:.300}");
+    assert!(cycles.contains("more modules"), "{cycles:.600}");
+}
+
+#[test]
+fn a_short_cycle_is_named_in_full_finding_6() {
+    let dir = ring(3);
+    let service = Service::open(dir.path()).unwrap();
+    let warnings = service.warnings(Some("r0.py")).unwrap();
+    let messages: Vec<&str> = warnings
+        .warnings
+        .iter()
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["⚠️ Circular import detected: r0.py → r1.py → r2.py → r0.py"]
+    );
+}
