@@ -416,9 +416,14 @@ pub(crate) fn watched(
         notices
             .iter()
             .filter(|n| {
+                // A tool directory that may stop being one is among the
+                // directories (`Discovery::dirs`); the others never do.
                 !matches!(
                     n.kind,
-                    NoticeKind::Hidden | NoticeKind::Config | NoticeKind::NonUtf8Name
+                    NoticeKind::Hidden
+                        | NoticeKind::Config
+                        | NoticeKind::NonUtf8Name
+                        | NoticeKind::ToolDirectory
                 )
             })
             .map(|n| n.path.clone()),

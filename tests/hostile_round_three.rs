@@ -1,0 +1,161 @@
+//! Hostile input, round three (issue 39, findings 15 and 17): what a
+//! `kill -9` leaves in the cache directory, writes that fail while
+//! `/health` says all is well, warm-cache answers that skip the checks a
+//! fresh index makes, directories skipped by name, and FILE arguments
+//! resolved differently by different commands. Each test is named for the
+//! finding it repeats.
+
+#![cfg(unix)]
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use xfile::service::Service;
+use xfile::service::warm;
+
+fn xfile_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("xfile runs")
+}
+
+fn xfile(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .output()
+        .expect("xfile runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A fresh index, the warm-start cache removed first.
+fn cold(root: &Path) -> Service {
+    warm::clean(root).expect("clean");
+    Service::open(root).expect("opens")
+}
+
+/// The skip notices for tool directories, by path.
+fn tool_notices(service: &Service) -> Vec<String> {
+    service
+        .summary()
+        .notices
+        .iter()
+        // By its name on the wire: the kind is new with the finding.
+        .filter(|n| serde_json::to_value(n.kind).ok() == Some("tool_directory".into()))
+        .map(|n| n.path.clone())
+        .collect()
+}
+
+/// Applies the changes at `paths` as the watcher would report them.
+fn apply(service: &mut Service, paths: &[PathBuf]) {
+    let pending = service.read_changes(paths, "test").expect("changes read");
+    let written = service.write_changes(pending);
+    service.finish(written);
+}
+
+#[test]
+fn tool_directories_are_skipped_for_what_they_are_not_for_their_name_finding_17b() {
+    let dir = common::copy_fixture("tool_dirs");
+    let root = dir.path().canonicalize().expect("root");
+    let mut service = cold(&root);
+    let paths: Vec<&str> = service.engine().paths().collect();
+    assert_eq!(
+        paths,
+        [
+            "app.py",
+            "libs/__init__.py",
+            "libs/dist/__init__.py",
+            "libs/setup.py",
+            "pkg/__init__.py",
+            "pkg/build/__init__.py",
+            "pkg/dist/wheel.py",
+            "pkg/env/__init__.py",
+            "pkg/venv/__init__.py",
+            "tools/src/tools/__init__.py",
+        ]
+    );
+    // Packages named build, env, venv and dist are the project's: their
+    // imports resolve.
+    let imports: Vec<String> = service
+        .dependencies("app.py")
+        .expect("app.py is indexed")
+        .into_iter()
+        .filter(|r| r.relationship_type.as_str() == "import")
+        .map(|r| r.target_file)
+        .collect();
+    assert_eq!(
+        imports,
+        [
+            "pkg/env/__init__.py",
+            "pkg/build/__init__.py",
+            "pkg/venv/__init__.py",
+            "pkg/dist/wheel.py",
+            "libs/dist/__init__.py",
+            "<third-party:requests>",
+        ]
+    );
+    // Every tool directory skipped says so, once; the hidden tool
+    // directories (`.venv`) and bytecode caches go silently.
+    assert_eq!(
+        tool_notices(&service),
+        ["build", "dist", "myenv", "tools/build", "web/node_modules"]
+    );
+    let summary = service.summary();
+    assert!(
+        summary.notices.iter().all(|n| !n.path.starts_with(".venv")),
+        "{:?}",
+        summary.notices
+    );
+    // What decides a skip is watched, and a change to it is read as a
+    // fresh index reads it: `build/` becomes a package, `myenv` stops being
+    // an environment, `pkg/env` becomes one.
+    let dirs = service.dirs();
+    for watched in ["build", "dist", "myenv", "tools/build"] {
+        assert!(dirs.contains(&root.join(watched)), "{watched} not watched");
+    }
+    std::fs::write(root.join("build/__init__.py"), "").expect("write");
+    std::fs::remove_file(root.join("myenv/pyvenv.cfg")).expect("remove");
+    std::fs::write(root.join("pkg/env/pyvenv.cfg"), "home = /usr/bin\n").expect("write");
+    apply(
+        &mut service,
+        &[
+            root.join("build/__init__.py"),
+            root.join("myenv/pyvenv.cfg"),
+            root.join("pkg/env/pyvenv.cfg"),
+        ],
+    );
+    // A sub-project marker decides its build directory's skip too.
+    std::fs::remove_file(root.join("tools/pyproject.toml")).expect("remove");
+    apply(&mut service, &[root.join("tools/pyproject.toml")]);
+    let fresh = cold(&root);
+    let files = |s: &Service| s.engine().paths().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(files(&service), files(&fresh));
+    for now in [
+        "build/__init__.py",
+        "build/lib/pkg/__init__.py",
+        "myenv/bin/activate_this.py",
+        "tools/build/lib/tools_out.py",
+    ] {
+        assert!(files(&fresh).iter().any(|f| f == now), "{now} not indexed");
+    }
+    assert!(!files(&fresh).iter().any(|f| f.starts_with("pkg/env/")));
+    assert_eq!(common::lines(&service), common::lines(&fresh));
+    assert_eq!(tool_notices(&service), tool_notices(&fresh));
+    assert_eq!(
+        tool_notices(&fresh),
+        [
+            "dist",
+            "myenv/lib/python3.12/site-packages",
+            "pkg/env",
+            "web/node_modules"
+        ]
+    );
+}
