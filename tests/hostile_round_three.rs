@@ -159,3 +159,67 @@ fn tool_directories_are_skipped_for_what_they_are_not_for_their_name_finding_17b
         ]
     );
 }
+
+/// The sample project, committed to a fresh repository (for `git blame`
+/// and `git log`).
+fn sample_repo() -> common::git_repo::GitRepo {
+    let repo = common::git_repo::GitRepo::init();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project");
+    for file in ["pyproject.toml"]
+        .into_iter()
+        .map(PathBuf::from)
+        .chain(common::python_files(&sample))
+    {
+        let file = file.strip_prefix(&sample).unwrap_or(&file).to_path_buf();
+        let text = std::fs::read_to_string(sample.join(&file)).expect("sample file");
+        repo.write(&file.to_string_lossy(), &text);
+    }
+    repo.commit("Ann", 1, "The sample");
+    repo
+}
+
+#[test]
+fn every_file_argument_is_read_from_the_working_directory_finding_17d() {
+    let repo = sample_repo();
+    let root = repo.path();
+    let utils = root.join("app/utils");
+    let dump = tempfile::tempdir().expect("tempdir");
+    let dump = dump.path().to_string_lossy().into_owned();
+    // Each command with `../models.py` from `app/utils` answers as it does
+    // with `app/models.py` from the root.
+    let commands: [&[&str]; 13] = [
+        &["outline", "{}"],
+        &["read", "{}"],
+        &["deps", "{}"],
+        &["dependents", "{}"],
+        &["dependents", "{}", "--symbol", "User"],
+        &["warnings", "{}"],
+        &["explain", "--dump", &dump, "{}"],
+        &["git", "blame", "{}"],
+        &["git", "log", "{}"],
+        &["show", "{}::User"],
+        &["callers", "{}::User.save"],
+        &["callees", "{}::User.save"],
+        &["search", "save", "--context-file", "{}"],
+    ];
+    for command in commands {
+        let with = |file: &str| -> Vec<String> {
+            command.iter().map(|a| a.replace("{}", file)).collect()
+        };
+        let run = |cwd: &Path, args: &[String]| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let output = xfile_in(cwd, &args);
+            assert!(
+                output.status.success(),
+                "{args:?} in {}: {}",
+                cwd.display(),
+                text(&output.stderr)
+            );
+            text(&output.stdout)
+        };
+        let from_root = run(&root, &with("app/models.py"));
+        let from_utils = run(&utils, &with("../models.py"));
+        assert!(!from_root.is_empty(), "{command:?}");
+        assert_eq!(from_utils, from_root, "{command:?}");
+    }
+}

@@ -128,7 +128,7 @@ pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<boo
         }
         Err(_) => return Ok(false),
     };
-    let Ok(file) = workspace::resolve_cli_path(&root, &std::env::current_dir()?, file) else {
+    let Ok(file) = super::file_arg(&root, file) else {
         return Ok(false);
     };
     let list = match (dependents, symbol) {
