@@ -223,3 +223,98 @@ fn every_file_argument_is_read_from_the_working_directory_finding_17d() {
         assert_eq!(from_utils, from_root, "{command:?}");
     }
 }
+
+/// Starts until the warm-start answers hold for the tree (`cache info`
+/// says so): the first start after a change records stamps too recent to
+/// trust, so a later one writes them again. Waits for a precondition
+/// only; what the test asserts afterwards holds however long this took.
+fn warmed(root: &Path) {
+    for _ in 0..8 {
+        if warm::info(root).answers.current {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        drop(Service::open(root).expect("opens"));
+    }
+    panic!("answers never current: {:?}", warm::info(root).answers);
+}
+
+#[test]
+fn warm_answers_check_their_arguments_as_a_fresh_index_does_finding_17a() {
+    let dir = common::copy_sample();
+    let root = dir.path().canonicalize().expect("root");
+    warmed(&root);
+    let cases: [&[&str]; 12] = [
+        // The typo of the report, a member that is not there, one the
+        // class only inherits: errors, never "0 relationships".
+        &["dependents", "app/models.py", "--symbol", "Usr"],
+        &["dependents", "app/models.py", "--symbol", "User.nope"],
+        &["dependents", "app/admin.py", "--symbol", "AdminBot.send"],
+        &["--json", "dependents", "app/models.py", "--symbol", "Usr"],
+        // Defined, with and without dependents, spaced as typed.
+        &["dependents", "app/models.py", "--symbol", "User"],
+        &["dependents", "app/models.py", "--symbol", " User.save "],
+        &["dependents", "app/models.py", "--symbol", "Message.text"],
+        &["dependents", "app/models.py", "--symbol", "<module>"],
+        &["dependents", "app/models.py"],
+        &["deps", "app/models.py"],
+        // Files the answers do not hold.
+        &["deps", "app/missing.py"],
+        &["dependents", "pyproject.toml"],
+    ];
+    for args in cases {
+        assert!(warm::info(&root).answers.current, "{args:?}: not warm");
+        let warm = xfile(&root, args);
+        let fresh = xfile(&root, &[&["--no-cache"], args].concat());
+        assert_eq!(text(&warm.stderr), text(&fresh.stderr), "{args:?}");
+        assert_eq!(warm.status.code(), fresh.status.code(), "{args:?}");
+        assert_eq!(text(&warm.stdout), text(&fresh.stdout), "{args:?}");
+    }
+    let typo = xfile(&root, &["dependents", "app/models.py", "--symbol", "Usr"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(text(&typo.stderr).contains("names no definition"));
+}
+
+#[test]
+fn a_servers_first_dependents_of_a_symbol_check_it_as_the_index_does_finding_17a() {
+    use common::mcp_client::Client;
+    use serde_json::json;
+    // Big enough that the first index takes a while, so the first answers
+    // may come from the warm-start answers; whichever answers, the answer
+    // must be the index's.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("root");
+    std::fs::create_dir(root.join("pkg")).expect("pkg");
+    std::fs::write(root.join("pkg/__init__.py"), "").expect("init");
+    for i in 0..600 {
+        let text = match i {
+            0 => "def f0():\n    return 0\n\n\ndef unused():\n    return 1\n".to_string(),
+            _ => format!("from pkg.m0 import f0\n\n\ndef f{i}():\n    return f0()\n"),
+        };
+        std::fs::write(root.join(format!("pkg/m{i}.py")), text).expect("module");
+    }
+    warmed(&root);
+    let root_arg = root.to_str().expect("UTF-8");
+    let calls = [
+        json!({"file_path": "pkg/m0.py", "symbol": "f00"}),
+        json!({"file_path": "pkg/m0.py", "symbol": "unused"}),
+        json!({"file_path": "pkg/m0.py", "symbol": " f0 ", "limit": 3}),
+        json!({"file_path": "pkg/m0.py", "symbol": "f0.nope"}),
+    ];
+    let mut warm = Client::serve(&["--root", root_arg], &[]);
+    let answers: Vec<_> = calls
+        .iter()
+        .map(|args| warm.call("get_dependents", args.clone()))
+        .collect();
+    warm.disconnect();
+    let mut indexed = Client::serve(&["--no-cache", "--root", root_arg], &[]);
+    for (args, answer) in calls.iter().zip(answers) {
+        assert_eq!(
+            indexed.call("get_dependents", args.clone()),
+            answer,
+            "{args}"
+        );
+    }
+    let (failed, typo) = indexed.call("get_dependents", calls[0].clone());
+    assert!(failed && typo.contains("names no definition"), "{typo}");
+}

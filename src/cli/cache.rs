@@ -106,7 +106,8 @@ fn blames_text(root: &Path, blames: &blame_store::Usage) -> String {
 /// `deps` and `dependents` answered from the warm-start answers, when they
 /// hold for the tree as it is (`warm::answers`); `false` when the command
 /// must index (another command, no usable answers, or a FILE they do not
-/// know, whose error the index gives).
+/// know or a `--symbol` it does not define, whose error the index gives,
+/// as a fresh index would: the answers never stand in for an error).
 pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<bool, Failure> {
     let (file, symbol, dependents) = match command {
         Command::Deps { file } => (file, None, false),
@@ -134,10 +135,7 @@ pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<boo
     let list = match (dependents, symbol) {
         (false, _) => prebuilt.dependencies(&file),
         (true, None) => prebuilt.dependents(&file),
-        (true, Some(symbol)) => prebuilt.dependents(&file).map(|mut list| {
-            crate::service::of_symbol(&mut list, symbol);
-            list
-        }),
+        (true, Some(symbol)) => prebuilt.dependents_of_symbol(&file, symbol),
     };
     if prebuilt.damaged() {
         eprintln!(
