@@ -318,3 +318,145 @@ fn a_servers_first_dependents_of_a_symbol_check_it_as_the_index_does_finding_17a
     let (failed, typo) = indexed.call("get_dependents", calls[0].clone());
     assert!(failed && typo.contains("names no definition"), "{typo}");
 }
+
+/// The process id of a process that has exited: what a writer killed
+/// with `kill -9` leaves in its temporary file's name.
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().expect("true runs");
+    let pid = child.id();
+    child.wait().expect("true exits");
+    pid
+}
+
+#[test]
+fn temporary_files_of_killed_writers_are_counted_and_removed_at_the_next_start_finding_15a() {
+    let dir = common::copy_sample();
+    let root = dir.path().canonicalize().expect("root");
+    let index = xfile(&root, &["index"]);
+    assert!(index.status.success(), "{}", text(&index.stderr));
+    let cache = root.join(warm::DIR);
+    let blame = cache.join("blame");
+    std::fs::create_dir(&blame).expect("blame directory");
+    let id = "0123456789abcdef0123456789abcdef";
+    let (dead, live) = (dead_pid(), std::process::id());
+    // Named as writers name them: `<file>.<pid>.<id>.tmp`.
+    let killed = [
+        cache.join(format!("index.bin.{dead}.{id}.tmp")),
+        cache.join(format!("answers.bin.{dead}.{id}.tmp")),
+        blame.join(format!("00ff.bin.{dead}.{id}.tmp")),
+    ];
+    // A writer that still runs (this process): its file stays...
+    let writing = cache.join(format!("index.bin.{live}.{id}.tmp"));
+    // ... unless it is older than any write takes.
+    let stale = cache.join(format!("answers.bin.{live}.{id}.tmp"));
+    for path in killed.iter().chain([&writing, &stale]) {
+        std::fs::write(path, vec![7u8; 1000]).expect("temporary file");
+    }
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("mtime");
+    // `cache info` counts them, and says which no writer will finish.
+    let info = xfile(&root, &["--json", "cache", "info"]);
+    let json: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    assert_eq!(
+        json["temporary"],
+        serde_json::json!({"files": 5, "bytes": 5000, "abandoned": 4}),
+        "{json}"
+    );
+    let info = text(&xfile(&root, &["cache", "info"]).stdout);
+    assert!(
+        info.contains("temporary files: 5, 5 KiB; 4 left by writers that are gone")
+            && info.contains("1 being written"),
+        "{info}"
+    );
+    // The next start removes the abandoned ones...
+    let deps = xfile(&root, &["deps", "app/bot.py"]);
+    assert!(deps.status.success(), "{}", text(&deps.stderr));
+    for path in killed.iter().chain([&stale]) {
+        assert!(!path.exists(), "{} left", path.display());
+    }
+    assert!(writing.exists(), "a live writer's file was removed");
+    // ... and so does every start after it, whether it indexes or
+    // answers from the cache.
+    let again = cache.join(format!("index.bin.{}.{id}.tmp", dead_pid()));
+    std::fs::write(&again, b"cut short").expect("temporary file");
+    let deps = xfile(&root, &["deps", "app/bot.py"]);
+    assert!(deps.status.success(), "{}", text(&deps.stderr));
+    assert!(!again.exists(), "left by a later start");
+    let info = xfile(&root, &["--json", "cache", "info"]);
+    let json: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    assert_eq!(json["temporary"]["files"], 1, "{json}");
+    assert_eq!(json["temporary"]["abandoned"], 0, "{json}");
+}
+
+/// One JSON-RPC exchange with a server over its stdio.
+fn rpc(
+    server: &mut common::http::Server,
+    lines: &mut impl std::io::BufRead,
+    id: u64,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    use std::io::Write;
+    let stdin = server.child.stdin.as_mut().expect("stdin");
+    let message = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    writeln!(stdin, "{message}").expect("request");
+    if method == "initialize" {
+        let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        writeln!(stdin, "{note}").expect("notification");
+    }
+    loop {
+        let mut line = String::new();
+        assert!(lines.read_line(&mut line).expect("answer") > 0, "server gone");
+        let message: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
+        if message["id"] == serde_json::json!(id) {
+            return message;
+        }
+    }
+}
+
+#[test]
+fn health_reports_log_writes_that_fail_finding_15b() {
+    use serde_json::{Value, json};
+    let project = common::copy_sample();
+    let root = project.path().canonicalize().expect("root");
+    // The log directory is there and writable, but a directory stands in
+    // the injection log's place: every append fails, as on a full disk.
+    let in_the_way = root.join(".cross_file_context_logs/injections.jsonl");
+    std::fs::create_dir_all(&in_the_way).expect("in the way");
+    let root_arg = root.to_str().expect("UTF-8");
+    let mut server = common::http::Server::start(
+        &["serve", "--root", root_arg, "--http", "127.0.0.1:0"],
+        &[],
+    );
+    let mut lines = std::io::BufReader::new(server.child.stdout.take().expect("stdout"));
+    let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
+    rpc(&mut server, &mut lines, 1, "initialize", hello);
+    let read = |server: &mut common::http::Server, lines: &mut _, id, file: &str| {
+        let args = json!({"name": "read_with_context", "arguments": {"file_path": file}});
+        let answer = rpc(server, lines, id, "tools/call", args);
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+    };
+    // The read answers, and its injections are logged: that fails.
+    read(&mut server, &mut lines, 2, "app/admin.py");
+    let (status, body) = common::http::get(&server.addr, "/health");
+    let health: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(status, 429, "{health}");
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["checks"]["logs"], false, "{health}");
+    let problems = health["problems"].to_string();
+    assert!(
+        problems.contains("writing .cross_file_context_logs/injections.jsonl failed"),
+        "{health}"
+    );
+    // Out of the way: the next append succeeds, and the failure is gone.
+    std::fs::remove_dir(&in_the_way).expect("remove");
+    read(&mut server, &mut lines, 3, "app/bot.py");
+    let (_, body) = common::http::get(&server.addr, "/health");
+    let health: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(health["checks"]["logs"], true, "{health}");
+    assert!(in_the_way.is_file(), "the log was written");
+}

@@ -52,6 +52,9 @@ pub(super) fn run(command: &CacheCommand, root: &Path, json: bool) -> Result<(),
                     (None, None) => writeln!(out, "answers: not used")?,
                 }
             }
+            if !json && info.temporary.files > 0 {
+                writeln!(out, "{}", temporary_text(&info.temporary))?;
+            }
             if !json && let Some(blames) = &blames {
                 writeln!(out, "{}", blames_text(root, blames))?;
             }
@@ -68,6 +71,27 @@ pub(super) fn run(command: &CacheCommand, root: &Path, json: bool) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The temporary files in a line: how many, their size, and how many no
+/// writer will finish.
+fn temporary_text(temporary: &warm::Leftovers) -> String {
+    let mut text = format!(
+        "temporary files: {}, {} KiB",
+        temporary.files,
+        temporary.bytes.div_ceil(1024)
+    );
+    if temporary.abandoned > 0 {
+        text.push_str(&format!(
+            "; {} left by writers that are gone (removed at the next start, or by `xfile cache clean`)",
+            temporary.abandoned
+        ));
+    }
+    let live = temporary.files - temporary.abandoned;
+    if live > 0 {
+        text.push_str(&format!("; {live} being written"));
+    }
+    text
 }
 
 /// The kept blames and the history index in a line: sizes, and whether
@@ -117,6 +141,7 @@ pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<boo
     let Ok(root) = workspace::canonical_root(root) else {
         return Ok(false);
     };
+    warm::sweep_leftovers(&root);
     let prebuilt = match Prebuilt::open(&root) {
         Ok(prebuilt) => prebuilt,
         Err(miss @ Miss::Damaged) => {
