@@ -408,7 +408,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             depth,
             limit,
         } => {
-            let graph = service.call_graph(&symbol_arg(&symbol), Direction::Callers, depth, limit)?;
+            let graph =
+                service.call_graph(&symbol_arg(&symbol), Direction::Callers, depth, limit)?;
             print_call_graph(&mut out, &graph, cli.json)?
         }
         Command::Callees {
@@ -416,7 +417,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             depth,
             limit,
         } => {
-            let graph = service.call_graph(&symbol_arg(&symbol), Direction::Callees, depth, limit)?;
+            let graph =
+                service.call_graph(&symbol_arg(&symbol), Direction::Callees, depth, limit)?;
             print_call_graph(&mut out, &graph, cli.json)?
         }
         Command::Outline { file } => {

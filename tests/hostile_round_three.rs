@@ -203,9 +203,8 @@ fn every_file_argument_is_read_from_the_working_directory_finding_17d() {
         &["search", "save", "--context-file", "{}"],
     ];
     for command in commands {
-        let with = |file: &str| -> Vec<String> {
-            command.iter().map(|a| a.replace("{}", file)).collect()
-        };
+        let with =
+            |file: &str| -> Vec<String> { command.iter().map(|a| a.replace("{}", file)).collect() };
         let run = |cwd: &Path, args: &[String]| {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let output = xfile_in(cwd, &args);
@@ -402,7 +401,8 @@ fn rpc(
 ) -> serde_json::Value {
     use std::io::Write;
     let stdin = server.child.stdin.as_mut().expect("stdin");
-    let message = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let message =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     writeln!(stdin, "{message}").expect("request");
     if method == "initialize" {
         let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
@@ -410,7 +410,10 @@ fn rpc(
     }
     loop {
         let mut line = String::new();
-        assert!(lines.read_line(&mut line).expect("answer") > 0, "server gone");
+        assert!(
+            lines.read_line(&mut line).expect("answer") > 0,
+            "server gone"
+        );
         let message: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
         if message["id"] == serde_json::json!(id) {
             return message;
@@ -428,10 +431,8 @@ fn health_reports_log_writes_that_fail_finding_15b() {
     let in_the_way = root.join(".cross_file_context_logs/injections.jsonl");
     std::fs::create_dir_all(&in_the_way).expect("in the way");
     let root_arg = root.to_str().expect("UTF-8");
-    let mut server = common::http::Server::start(
-        &["serve", "--root", root_arg, "--http", "127.0.0.1:0"],
-        &[],
-    );
+    let mut server =
+        common::http::Server::start(&["serve", "--root", root_arg, "--http", "127.0.0.1:0"], &[]);
     let mut lines = std::io::BufReader::new(server.child.stdout.take().expect("stdout"));
     let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
     rpc(&mut server, &mut lines, 1, "initialize", hello);

@@ -456,17 +456,22 @@ fn tool_directory(root: &Path, dir: &Path, name: &str) -> Option<String> {
             "installed packages ({name}); skipped with everything in it"
         ));
     }
-    let at_project_root = dir.parent().is_some_and(|parent| {
+    let package = std::fs::symlink_metadata(dir.join("__init__.py")).is_ok();
+    (BUILD_DIRS.contains(&name) && at_project_root(root, dir) && !package).then(|| {
+        format!(
+            "build output ({name}/ at a project root, with no __init__.py); skipped with everything in it"
+        )
+    })
+}
+
+/// Whether `dir` lies directly in the root or in a sub-project's directory
+/// (one holding a packaging file), where builds put their output.
+fn at_project_root(root: &Path, dir: &Path) -> bool {
+    dir.parent().is_some_and(|parent| {
         parent == root
             || SUB_PROJECT_MARKERS
                 .iter()
                 .any(|marker| parent.join(marker).is_file())
-    });
-    let package = std::fs::symlink_metadata(dir.join("__init__.py")).is_ok();
-    (BUILD_DIRS.contains(&name) && at_project_root && !package).then(|| {
-        format!(
-            "build output ({name}/ at a project root, with no __init__.py); skipped with everything in it"
-        )
     })
 }
 
@@ -486,8 +491,9 @@ pub fn guarded(root: &Path, path: &Path) -> Vec<PathBuf> {
             .file_name()
             .is_some_and(|n| names.iter().any(|name| n == *name))
     };
-    if ENV_MARKERS.iter().any(|m| name == *m) || (name == "__init__.py" && parent_named(BUILD_DIRS))
-    {
+    let build_package =
+        name == "__init__.py" && parent_named(BUILD_DIRS) && at_project_root(root, parent);
+    if ENV_MARKERS.iter().any(|m| name == *m) || build_package {
         return vec![parent.to_path_buf()];
     }
     if SUB_PROJECT_MARKERS.iter().any(|m| name == *m) {
