@@ -334,15 +334,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
     let opened = std::time::Instant::now();
     let service = open(&root)?;
-    // FILE arguments, from where the user typed them (see
-    // `workspace::resolve_cli_path`).
-    let file_arg = |file: &str| -> Result<String, Failure> {
-        Ok(workspace::resolve_cli_path(
-            service.root(),
-            &std::env::current_dir()?,
-            file,
-        )?)
-    };
+    let file_arg = |file: &str| file_arg(service.root(), file);
+    let symbol_arg = |symbol: &str| symbol_arg(service.root(), symbol);
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Index => {
@@ -424,7 +417,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             depth,
             limit,
         } => {
-            let graph = service.call_graph(&symbol, Direction::Callers, depth, limit)?;
+            let graph =
+                service.call_graph(&symbol_arg(&symbol), Direction::Callers, depth, limit)?;
             print_call_graph(&mut out, &graph, cli.json)?
         }
         Command::Callees {
@@ -432,11 +426,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             depth,
             limit,
         } => {
-            let graph = service.call_graph(&symbol, Direction::Callees, depth, limit)?;
+            let graph =
+                service.call_graph(&symbol_arg(&symbol), Direction::Callees, depth, limit)?;
             print_call_graph(&mut out, &graph, cli.json)?
         }
         Command::Outline { file } => {
-            let outline = service.outline(&file)?;
+            let outline = service.outline(&file_arg(&file)?)?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&outline)?)?;
             } else {
@@ -467,7 +462,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     callees: wants("callees"),
                     type_family: wants("type-family"),
                 },
-                context_file: context_file.map(|f| service.resolve_file(&f)).transpose()?,
+                context_file: match context_file {
+                    Some(file) => Some(service.resolve_file(&file_arg(&file)?)?),
+                    None => None,
+                },
                 ..SearchOptions::default()
             };
             let answer = service.search(&query, &options)?;
@@ -478,7 +476,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Show { symbol } => {
-            let source = service.symbol_source(&symbol)?;
+            let source = service.symbol_source(&symbol_arg(&symbol))?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&source)?)?;
             } else {
@@ -573,6 +571,50 @@ fn run(cli: Cli) -> Result<(), Failure> {
     service.flush_warm();
     std::mem::forget(service);
     Ok(())
+}
+
+/// A FILE argument of any command, root-relative: from the working
+/// directory when it names a file there inside the root (`cd app && xfile
+/// outline ../models.py`), else from the root; absolute paths too (see
+/// `workspace::resolve_cli_path`). Every command that takes a FILE takes
+/// it through this, so that they all agree.
+fn file_arg(root: &std::path::Path, file: &str) -> Result<String, Failure> {
+    Ok(workspace::resolve_cli_path(
+        root,
+        &std::env::current_dir()?,
+        file,
+    )?)
+}
+
+/// A SYMBOL argument: the path of `path::Qualified.name` taken as a FILE
+/// argument ([`file_arg`]); a path that does not resolve, and every other
+/// form, go on unchanged, for the service to answer (or refuse) as ever.
+fn symbol_arg(root: &std::path::Path, symbol: &str) -> String {
+    match symbol.trim().split_once("::") {
+        Some((path, qualname)) => match file_arg(root, path) {
+            Ok(path) => format!("{path}::{qualname}"),
+            Err(_) => symbol.to_string(),
+        },
+        None => symbol.to_string(),
+    }
+}
+
+/// A PATH of `git log` and `git diff`, which may name a directory or a
+/// file that exists only in history: from the working directory when it
+/// names something there inside the root, as [`file_arg`] does, else
+/// unchanged (root-relative or absolute, checked by the git side).
+fn history_arg(root: &std::path::Path, path: &str) -> Result<String, Failure> {
+    let cwd = std::env::current_dir()?;
+    let here = cwd.join(path);
+    let inside = here
+        .canonicalize()
+        .is_ok_and(|canonical| canonical.starts_with(root));
+    Ok(match here.to_str() {
+        Some(absolute) if !std::path::Path::new(path).is_absolute() && inside => {
+            absolute.to_string()
+        }
+        _ => path.to_string(),
+    })
 }
 
 /// Runs the watcher until the process is interrupted.

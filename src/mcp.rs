@@ -857,13 +857,8 @@ impl XfileServer {
             let path = crate::workspace::resolve_user_path(&member.root, &file).ok()?;
             let list = match &dependents {
                 None => prebuilt.dependencies(&path)?,
-                Some(symbol) => {
-                    let mut list = prebuilt.dependents(&path)?;
-                    if let Some(symbol) = symbol {
-                        crate::service::of_symbol(&mut list, symbol);
-                    }
-                    list
-                }
+                Some(None) => prebuilt.dependents(&path)?,
+                Some(Some(symbol)) => prebuilt.dependents_of_symbol(&path, symbol)?,
             };
             if !prebuilt.still(&path, &list) {
                 return None;

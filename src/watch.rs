@@ -29,7 +29,7 @@ use crate::service::Service;
 use crate::service::live::Live;
 use crate::service::model::UpdateReport;
 use crate::workspace::config::CONFIG_FILE;
-use crate::workspace::discover::SUB_PROJECT_MARKERS;
+use crate::workspace::discover::{ENV_MARKERS, SUB_PROJECT_MARKERS};
 use crate::workspace::pytest;
 
 /// Retry delays, in units of [`Options::backoff_unit`] (v2 FR-020).
@@ -252,7 +252,8 @@ impl State {
     }
 
     /// Python files, directories and the files that steer indexing or
-    /// module search paths; the rest (editor swap files, bytecode) is not
+    /// module search paths (environment markers too: one makes its
+    /// directory skipped); the rest (editor swap files, bytecode) is not
     /// worth a walk.
     fn relevant(&self, path: &Path) -> bool {
         let named = |name: &str| path.file_name().is_some_and(|n| n == name);
@@ -262,6 +263,7 @@ impl State {
                 .any(|n| named(n))
             || path.file_name().is_some_and(pytest::is_settings_file)
             || SUB_PROJECT_MARKERS.iter().any(|n| named(n))
+            || ENV_MARKERS.iter().any(|n| named(n))
             || self.watched.contains(path)
             || path.is_dir()
     }

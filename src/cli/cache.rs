@@ -52,6 +52,9 @@ pub(super) fn run(command: &CacheCommand, root: &Path, json: bool) -> Result<(),
                     (None, None) => writeln!(out, "answers: not used")?,
                 }
             }
+            if !json && info.temporary.files > 0 {
+                writeln!(out, "{}", temporary_text(&info.temporary))?;
+            }
             if !json && let Some(blames) = &blames {
                 writeln!(out, "{}", blames_text(root, blames))?;
             }
@@ -68,6 +71,27 @@ pub(super) fn run(command: &CacheCommand, root: &Path, json: bool) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The temporary files in a line: how many, their size, and how many no
+/// writer will finish.
+fn temporary_text(temporary: &warm::Leftovers) -> String {
+    let mut text = format!(
+        "temporary files: {}, {} KiB",
+        temporary.files,
+        temporary.bytes.div_ceil(1024)
+    );
+    if temporary.abandoned > 0 {
+        text.push_str(&format!(
+            "; {} left by writers that are gone (removed at the next start, or by `xfile cache clean`)",
+            temporary.abandoned
+        ));
+    }
+    let live = temporary.files - temporary.abandoned;
+    if live > 0 {
+        text.push_str(&format!("; {live} being written"));
+    }
+    text
 }
 
 /// The kept blames and the history index in a line: sizes, and whether
@@ -106,7 +130,8 @@ fn blames_text(root: &Path, blames: &blame_store::Usage) -> String {
 /// `deps` and `dependents` answered from the warm-start answers, when they
 /// hold for the tree as it is (`warm::answers`); `false` when the command
 /// must index (another command, no usable answers, or a FILE they do not
-/// know, whose error the index gives).
+/// know or a `--symbol` it does not define, whose error the index gives,
+/// as a fresh index would: the answers never stand in for an error).
 pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<bool, Failure> {
     let (file, symbol, dependents) = match command {
         Command::Deps { file } => (file, None, false),
@@ -116,6 +141,7 @@ pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<boo
     let Ok(root) = workspace::canonical_root(root) else {
         return Ok(false);
     };
+    warm::sweep_leftovers(&root);
     let prebuilt = match Prebuilt::open(&root) {
         Ok(prebuilt) => prebuilt,
         Err(miss @ Miss::Damaged) => {
@@ -128,16 +154,13 @@ pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<boo
         }
         Err(_) => return Ok(false),
     };
-    let Ok(file) = workspace::resolve_cli_path(&root, &std::env::current_dir()?, file) else {
+    let Ok(file) = super::file_arg(&root, file) else {
         return Ok(false);
     };
     let list = match (dependents, symbol) {
         (false, _) => prebuilt.dependencies(&file),
         (true, None) => prebuilt.dependents(&file),
-        (true, Some(symbol)) => prebuilt.dependents(&file).map(|mut list| {
-            crate::service::of_symbol(&mut list, symbol);
-            list
-        }),
+        (true, Some(symbol)) => prebuilt.dependents_of_symbol(&file, symbol),
     };
     if prebuilt.damaged() {
         eprintln!(

@@ -83,6 +83,7 @@ pub(super) fn git(command: GitCommand, root: &Path, json: bool) -> Result<(), Fa
             until,
             author,
         } => {
+            let path = path.map(|p| super::history_arg(&root, &p)).transpose()?;
             let log = repo.log(&LogQuery {
                 path: path.as_deref(),
                 limit,
@@ -97,8 +98,7 @@ pub(super) fn git(command: GitCommand, root: &Path, json: bool) -> Result<(), Fa
             start_line,
             end_line,
         } => {
-            // As other FILE arguments: from the working directory first.
-            let file = workspace::resolve_cli_path(&root, &std::env::current_dir()?, &file)?;
+            let file = super::file_arg(&root, &file)?;
             let store = DiskBlames::new(&root);
             let blame =
                 repo.blame_cached(&file, start_line, end_line, None, history::kept(&store))?;
@@ -109,6 +109,7 @@ pub(super) fn git(command: GitCommand, root: &Path, json: bool) -> Result<(), Fa
             )
         }
         GitCommand::Diff { base, head, path } => {
+            let path = path.map(|p| super::history_arg(&root, &p)).transpose()?;
             let diff = repo.diff(base.as_deref(), head.as_deref(), path.as_deref())?;
             (
                 history::diff_text(&diff, budget),

@@ -198,7 +198,8 @@ struct Checks {
     index: bool,
     /// Every project's file watcher runs natively, or polls as asked.
     watcher: bool,
-    /// Every project's log directory is writable.
+    /// Every project's log directory is writable, and the last write of
+    /// each of xfile's files under the root (logs, cache) succeeded.
     logs: bool,
 }
 
@@ -241,6 +242,12 @@ async fn health(State(state): State<AppState>) -> Response {
         if let Err(problem) = crate::ops::logs::writable(&p.root) {
             checks.logs = false;
             problems.push(format!("{}: {problem}", p.name));
+        }
+        // The directory may look writable while writes fail (a full
+        // disk, a file in the way): the last try of each file tells.
+        for failed in crate::service::failed_writes::under(&p.root) {
+            checks.logs = false;
+            problems.push(format!("{}: {}", p.name, failed.describe(&p.root)));
         }
     }
     let (status, code) = status(checks);

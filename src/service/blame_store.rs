@@ -94,6 +94,8 @@ impl BlameStore for DiskBlames {
             bound(&dir);
             Ok(())
         });
+        // One record for all the blames: the last one kept, or not.
+        crate::service::failed_writes::record(&disk::dir(&self.root).join(DIR), &saved);
         if let Err(error) = saved {
             tracing::debug!("blame of {} not kept: {error}", blame.path);
         }
@@ -110,6 +112,8 @@ impl BlameStore for DiskBlames {
         }
         let saved =
             disk::subdir(&self.root, DIR).and_then(|dir| disk::replace(&dir, INDEX, &bytes, false));
+        let path = disk::dir(&self.root).join(DIR).join(INDEX);
+        crate::service::failed_writes::record(&path, &saved);
         if let Err(error) = saved {
             tracing::debug!("history index not kept: {error}");
         }

@@ -25,8 +25,10 @@ pub fn log_path(root: &Path, name: &str) -> PathBuf {
 /// demand. Nothing to append opens nothing. Neither the directory nor the
 /// log may be a symlink (F2): xfile writes only inside its own directory,
 /// so a linked one turns logging off, and the error says so.
+///
+/// How the append went is recorded (`failed_writes`), so that `/health`
+/// can say that logging fails.
 pub fn append<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     if items.is_empty() {
         return Ok(());
     }
@@ -35,6 +37,14 @@ pub fn append<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
         lines.push_str(&serde_json::to_string(item).map_err(std::io::Error::other)?);
         lines.push('\n');
     }
+    let appended = append_lines(path, &lines);
+    super::failed_writes::record(path, &appended);
+    appended
+}
+
+/// [`append`] of lines already serialized.
+fn append_lines(path: &Path, lines: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(path);
     if std::fs::symlink_metadata(dir).is_err() {
         // Only the last component: the root exists, and a missing root is

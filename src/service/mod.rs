@@ -9,6 +9,7 @@ pub mod changes;
 pub mod context;
 pub mod explain;
 pub mod external;
+pub mod failed_writes;
 mod git_cache;
 pub mod graph;
 pub mod history;

@@ -214,11 +214,21 @@ impl Service {
         let scope: Vec<PathBuf> = if report.rescanned {
             vec![self.root.clone()]
         } else {
-            paths
+            // A change that decides whether a directory is skipped (an
+            // environment marker, an `__init__.py` in `build/`) re-reads
+            // that directory whole, as a fresh index would read it.
+            let mut scope: Vec<PathBuf> = paths
                 .iter()
                 .filter(|p| p.starts_with(&self.root))
-                .cloned()
-                .collect()
+                .flat_map(|p| {
+                    let mut widened = discover::guarded(&self.root, p);
+                    widened.push(p.clone());
+                    widened
+                })
+                .collect();
+            scope.sort();
+            scope.dedup();
+            scope
         };
         let found = discover::discover_within(&self.root, &self.config.ignore_patterns, &scope);
         let seen: BTreeSet<&str> = found.files.iter().map(|f| f.path.as_str()).collect();

@@ -10,20 +10,38 @@ use serde::Serialize;
 
 use super::read::{self, Links, Refusal};
 
-/// Directories never descended into, whatever the ignore files say.
-pub const SKIPPED_DIRS: &[&str] = &[
+/// Tool directories never descended into, whatever the ignore files say,
+/// and without a notice: they hold version control data, caches and test
+/// environments, never a project's sources, and a notice for each would
+/// only bury the ones that matter. (`.venv` is the usual name of a
+/// project's virtual environment.)
+pub const QUIET_DIRS: &[&str] = &[
     ".git",
+    ".hg",
+    ".svn",
     ".venv",
-    "venv",
-    "env",
-    "node_modules",
-    "__pycache__",
-    "site-packages",
-    "build",
-    "dist",
     ".tox",
+    ".nox",
     ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    "__pycache__",
 ];
+
+/// What makes a directory a Python environment (skipped with a notice,
+/// whatever its name): `pyvenv.cfg` (venv, virtualenv, uv) or `conda-meta`
+/// (a conda environment created inside the project).
+pub const ENV_MARKERS: &[&str] = &["pyvenv.cfg", "conda-meta"];
+
+/// Build output, skipped with a notice where a build puts it: directly in
+/// the root or in a sub-project's directory, and only when it is not a
+/// package (no `__init__.py`). Anywhere else a directory of that name is
+/// the project's own (`pkg/build/`).
+pub const BUILD_DIRS: &[&str] = &["build", "dist"];
+
+/// Installed packages (JavaScript's, or Python's outside an environment),
+/// skipped with a notice wherever they are.
+pub const PACKAGE_DIRS: &[&str] = &["node_modules", "site-packages"];
 
 /// Files that may hold secrets (§3.12.2): never read, never served, never
 /// shown by a git answer. The one list every reader asks, through
@@ -115,6 +133,9 @@ pub enum NoticeKind {
     Sensitive,
     /// A name that is not valid UTF-8.
     NonUtf8Name,
+    /// A directory of tools, not of the project: a virtual environment,
+    /// build output, installed packages.
+    ToolDirectory,
 }
 
 pub struct SourceText {
@@ -149,7 +170,10 @@ impl Stamp {
 pub struct Discovery {
     pub files: Vec<SourceText>,
     pub notices: Vec<Notice>,
-    /// Every directory the walk entered, absolute: what a watcher watches.
+    /// Every directory the walk entered, and every one it skipped for what
+    /// it holds (an environment, build output: see [`guarded`]), absolute:
+    /// what a watcher watches, and whose stamps the warm-start answers
+    /// compare.
     pub dirs: Vec<std::path::PathBuf>,
     /// Sub-project marker files below the root (not the root's own),
     /// root-relative, sorted.
@@ -231,8 +255,9 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
     let extra = extra.build().unwrap_or_else(|_| GlobSet::empty());
 
     let found = std::sync::Mutex::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()));
-    // Entries the walk filter turns away, with their notices.
-    let skipped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    // Entries the walk filter turns away: their notices, and the
+    // directories skipped for what they hold.
+    let skipped = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), Vec::new())));
     // Linked directories the walk entered: files below one are resolved
     // before they are read, the others are their own targets.
     let linked = std::sync::Arc::new(std::sync::RwLock::new(Vec::new()));
@@ -278,7 +303,7 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
             {
                 return false;
             }
-            let Some(notice) = refuse_entry(&walk_root, entry) else {
+            let Some(skip) = refuse_entry(&walk_root, entry) else {
                 if entry.path_is_symlink() && entry.file_type().is_some_and(|t| t.is_dir()) {
                     let mut links = links.write().unwrap_or_else(|e| e.into_inner());
                     links.push(path.to_path_buf());
@@ -289,10 +314,11 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
                 .as_ref()
                 .is_none_or(|scope| scope.iter().any(|s| path.starts_with(s)));
             if inside {
-                skips
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .extend(notice);
+                let mut skips = skips.lock().unwrap_or_else(|e| e.into_inner());
+                skips.0.extend(skip.notice);
+                if skip.guarded {
+                    skips.1.push(path.to_path_buf());
+                }
             }
             false
         })
@@ -344,11 +370,16 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
         Vec<PathBuf>,
         Vec<String>,
     ) = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    {
+        let mut skipped = skipped.lock().unwrap_or_else(|e| e.into_inner());
+        notices.append(&mut skipped.0);
+        dirs.append(&mut skipped.1);
+    }
     dirs.sort();
+    dirs.dedup();
     markers.sort();
     markers.dedup();
     notices.extend(found_notices);
-    notices.append(&mut skipped.lock().unwrap_or_else(|e| e.into_inner()));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
     notices.sort_by(|a, b| a.path.cmp(&b.path));
@@ -361,12 +392,39 @@ fn walk(root: &Path, ignore_patterns: &[String], scope: Option<&[PathBuf]>) -> D
     }
 }
 
-/// Why the walk does not enter `entry` (below the root), as a notice when
-/// the user should hear of it. Well-known tool directories (`SKIPPED_DIRS`)
-/// and hidden files that are not Python go silently: they would never be
-/// indexed and would only bury the notices that matter. A hidden directory
-/// gets one notice, not one per file inside it.
-fn refuse_entry(root: &Path, entry: &ignore::DirEntry) -> Option<Option<Notice>> {
+/// Why the walk does not enter or read an entry.
+struct Skip {
+    /// What the user is told, if anything.
+    notice: Option<Notice>,
+    /// Skipped for what it holds, which may change (a `pyvenv.cfg` or an
+    /// `__init__.py` created or removed): watched like an entered
+    /// directory, so that the change is seen.
+    guarded: bool,
+}
+
+impl Skip {
+    fn quiet() -> Option<Skip> {
+        Some(Skip {
+            notice: None,
+            guarded: false,
+        })
+    }
+
+    fn told(notice: Notice) -> Option<Skip> {
+        Some(Skip {
+            notice: Some(notice),
+            guarded: false,
+        })
+    }
+}
+
+/// Why the walk does not enter `entry` (below the root), with a notice
+/// when the user should hear of it. The hidden tool directories
+/// (`QUIET_DIRS`) and hidden files that are not Python go silently: they
+/// would never be indexed and would only bury the notices that matter. A
+/// hidden directory gets one notice, not one per file inside it; so does
+/// each skipped tool directory.
+fn refuse_entry(root: &Path, entry: &ignore::DirEntry) -> Option<Skip> {
     let path = entry.path();
     let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
     let named_python = path.extension().is_some_and(|e| e == "py");
@@ -376,40 +434,117 @@ fn refuse_entry(root: &Path, entry: &ignore::DirEntry) -> Option<Option<Notice>>
         message: message.to_string(),
     };
     let Some(name) = entry.file_name().to_str() else {
-        return Some((is_dir || named_python).then(|| {
-            notice(
-                NoticeKind::NonUtf8Name,
-                "name is not valid UTF-8, so no tool could address it; skipped (rename it to index it)",
-            )
-        }));
+        return Some(Skip {
+            notice: (is_dir || named_python).then(|| {
+                notice(
+                    NoticeKind::NonUtf8Name,
+                    "name is not valid UTF-8, so no tool could address it; skipped (rename it to index it)",
+                )
+            }),
+            guarded: false,
+        });
     };
-    if is_dir && SKIPPED_DIRS.contains(&name) {
-        return Some(None);
+    if is_dir && QUIET_DIRS.contains(&name) {
+        return Skip::quiet();
     }
     if name.starts_with('.') {
         let told = is_dir && name != LOG_DIR && name != CACHE_DIR;
-        return Some(if told {
-            Some(notice(
-                NoticeKind::Hidden,
-                "hidden directory; skipped with everything in it",
-            ))
-        } else {
-            (named_python && !is_dir).then(|| notice(NoticeKind::Hidden, "hidden file; skipped"))
+        return Some(Skip {
+            notice: if told {
+                Some(notice(
+                    NoticeKind::Hidden,
+                    "hidden directory; skipped with everything in it",
+                ))
+            } else {
+                (named_python && !is_dir)
+                    .then(|| notice(NoticeKind::Hidden, "hidden file; skipped"))
+            },
+            guarded: false,
         });
     }
-    if is_dir && entry.path_is_symlink() && !resolves_inside(root, path) {
-        return Some(Some(notice(
+    if !is_dir {
+        return None;
+    }
+    if entry.path_is_symlink() && !resolves_inside(root, path) {
+        return Skip::told(notice(
             NoticeKind::SymlinkOutsideRoot,
             "symlinked directory points outside the project root; skipped",
-        )));
+        ));
     }
-    if is_dir {
-        return unusable_ignore_file(root, path).map(|mut notice| {
-            notice.message.push_str("; directory skipped");
-            Some(notice)
+    if let Some(why) = tool_directory(root, path, name) {
+        return Some(Skip {
+            notice: Some(notice(NoticeKind::ToolDirectory, &why)),
+            guarded: !PACKAGE_DIRS.contains(&name),
         });
     }
-    None
+    unusable_ignore_file(root, path).and_then(|mut notice| {
+        notice.message.push_str("; directory skipped");
+        Skip::told(notice)
+    })
+}
+
+/// Why the directory `dir` (named `name`, below `root`) is a tool's and not
+/// the project's, if it is: a Python environment (by what it holds, not
+/// by its name), installed packages, or build output where a build puts it
+/// and not a package.
+fn tool_directory(root: &Path, dir: &Path, name: &str) -> Option<String> {
+    if let Some(marker) = ENV_MARKERS
+        .iter()
+        .find(|marker| std::fs::symlink_metadata(dir.join(marker)).is_ok())
+    {
+        return Some(format!(
+            "Python environment (it holds {marker}); skipped with everything in it"
+        ));
+    }
+    if PACKAGE_DIRS.contains(&name) {
+        return Some(format!(
+            "installed packages ({name}); skipped with everything in it"
+        ));
+    }
+    let package = std::fs::symlink_metadata(dir.join("__init__.py")).is_ok();
+    (BUILD_DIRS.contains(&name) && at_project_root(root, dir) && !package).then(|| {
+        format!(
+            "build output ({name}/ at a project root, with no __init__.py); skipped with everything in it"
+        )
+    })
+}
+
+/// Whether `dir` lies directly in the root or in a sub-project's directory
+/// (one holding a packaging file), where builds put their output.
+fn at_project_root(root: &Path, dir: &Path) -> bool {
+    dir.parent().is_some_and(|parent| {
+        parent == root
+            || SUB_PROJECT_MARKERS
+                .iter()
+                .any(|marker| parent.join(marker).is_file())
+    })
+}
+
+/// The directories whose skip or entry a change at `path` (absolute, under
+/// `root`) may decide, besides `path` itself: an environment marker's or an
+/// `__init__.py`'s directory, and beside a sub-project marker its build
+/// directories. An update re-reads them whole, as a fresh index would.
+pub fn guarded(root: &Path, path: &Path) -> Vec<PathBuf> {
+    let Some((name, parent)) = path.file_name().zip(path.parent()) else {
+        return Vec::new();
+    };
+    if !parent.starts_with(root) || parent == root {
+        return Vec::new();
+    }
+    let parent_named = |names: &[&str]| {
+        parent
+            .file_name()
+            .is_some_and(|n| names.iter().any(|name| n == *name))
+    };
+    let build_package =
+        name == "__init__.py" && parent_named(BUILD_DIRS) && at_project_root(root, parent);
+    if ENV_MARKERS.iter().any(|m| name == *m) || build_package {
+        return vec![parent.to_path_buf()];
+    }
+    if SUB_PROJECT_MARKERS.iter().any(|m| name == *m) {
+        return BUILD_DIRS.iter().map(|dir| parent.join(dir)).collect();
+    }
+    Vec::new()
 }
 
 /// Ignore files the `ignore` crate reads in a directory it enters.

@@ -26,8 +26,10 @@
 //! Layout: magic, format, key (`index.bin`'s and the sources of discovery,
 //! the engine and the rendering: `build.rs`'s `XFILE_ANSWERS_HASH`), table length, SHA-256 of
 //! the table; the table (MessagePack: stamps, and per file its record
-//! spans); then the records: a file's relationships (`Wire`, MessagePack)
-//! and its dependents as (source file, position in the source's list).
+//! spans); then the records: a file's relationships (`Wire`, MessagePack),
+//! its dependents as (source file, position in the source's list), and
+//! the qualified names it defines (MessagePack), which an answer about one
+//! of its definitions checks the name against as a fresh index does.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -51,7 +53,7 @@ use crate::workspace::read::{Links, read_project_file};
 pub const ANSWERS: &str = "answers.bin";
 const MAGIC: [u8; 8] = *b"XFILEWA\0";
 /// Bumped whenever the layout changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const HEADER_LEN: usize = MAGIC.len() + 4 + 32 + 8 + 32;
 /// The table is read whole: past this, the file is not one of ours.
 const MAX_TABLE: u64 = 256 * 1024 * 1024;
@@ -92,6 +94,8 @@ struct Row {
     hash: Hash,
     deps: Span,
     dependents: Span,
+    /// The qualified names the file defines, sorted.
+    definitions: Span,
     /// Tokens of the text form of the first page (the first
     /// [`PAGE`] items) of the dependencies and of the dependents, when
     /// that text is too long to be known to fit the budget by its length:
@@ -218,6 +222,8 @@ pub(crate) struct Rendered {
     paths: Vec<String>,
     deps: Vec<Vec<Relationship>>,
     dependents: Vec<Vec<(u32, u32)>>,
+    /// Each file's definitions' qualified names, sorted, each once.
+    definitions: Vec<Vec<String>>,
 }
 
 /// Whether answers written now could be trusted by a later start: not
@@ -276,10 +282,29 @@ pub(crate) fn render(engine: &Engine) -> Rendered {
             pairs
         })
         .collect();
+    let definitions = paths
+        .iter()
+        .map(|path| {
+            let mut names: Vec<String> = engine
+                .facts(path)
+                .map(|facts| {
+                    facts
+                        .definitions
+                        .iter()
+                        .map(|d| d.qualname.to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names.dedup();
+            names
+        })
+        .collect();
     Rendered {
         paths,
         deps,
         dependents,
+        definitions,
     }
 }
 
@@ -347,13 +372,16 @@ fn encode_rendered(
     };
     let first_pages = first_pages(&rendered, tree.budget);
     let mut files = Vec::with_capacity(rendered.paths.len());
-    for (((path, deps), dependents), first_page) in rendered
+    for ((((path, deps), dependents), definitions), first_page) in rendered
         .paths
         .into_iter()
         .zip(rendered.deps)
         .zip(rendered.dependents)
+        .zip(rendered.definitions)
         .zip(first_pages)
     {
+        // A file's records in this order, its dependents last.
+        let definitions = push(rmp_serde::to_vec(&definitions).ok()?)?;
         let wire: Vec<Wire> = deps.iter().map(Wire::of).collect();
         let deps = push(rmp_serde::to_vec(&wire).ok()?)?;
         let dependents = push(
@@ -370,6 +398,7 @@ fn encode_rendered(
             hash,
             deps,
             dependents,
+            definitions,
             first_page,
         });
     }
@@ -529,6 +558,38 @@ impl Prebuilt {
             out.push(deps.get_mut(k)?.take()?);
         }
         Some(out)
+    }
+
+    /// What `Service::dependents_of_symbol` answers for `symbol` of `path`,
+    /// when the answers can say it: the dependents whose target is the
+    /// definition or one of its members, which, when there are none, the
+    /// file must define (as a fresh index checks it). `None` when the file
+    /// defines no such name, so that the index answers, with its error
+    /// (no definition, or one the class inherits), word for word.
+    pub(crate) fn dependents_of_symbol(
+        &self,
+        path: &str,
+        symbol: &str,
+    ) -> Option<Vec<Relationship>> {
+        let symbol = symbol.trim();
+        let mut list = self.dependents(path)?;
+        crate::service::of_symbol(&mut list, symbol);
+        if list.is_empty() && symbol != "<module>" && !self.defines(path, symbol)? {
+            return None;
+        }
+        Some(list)
+    }
+
+    /// Whether `path` defines `qualname`; `None` when its record does not
+    /// check out.
+    fn defines(&self, path: &str, qualname: &str) -> Option<bool> {
+        let row = self.table.files.get(*self.by_path.get(path)?)?;
+        let names: Vec<String> = rmp_serde::from_slice(&self.record(row.definitions)?).ok()?;
+        Some(
+            names
+                .binary_search_by(|name| name.as_str().cmp(qualname))
+                .is_ok(),
+        )
     }
 
     /// The files an answer about `path` rests on: itself and the other

@@ -105,11 +105,17 @@ pub(crate) fn write(root: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Replaces the cache file `name` with `bytes` at once. Each writer has its
 /// own temporary file, so processes writing together each leave a whole
 /// file.
+///
+/// How the write went is recorded (`failed_writes`), so that `/health`
+/// can say that the cache is not written.
 pub(crate) fn write_file(root: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let dir = ensure_dir(root)?;
-    let renamed = replace(&dir, name, bytes, true);
-    sweep(&dir, is_temp);
-    renamed
+    let written = ensure_dir(root).and_then(|dir| {
+        let renamed = replace(&dir, name, bytes, true);
+        sweep(&dir, is_temp);
+        renamed
+    });
+    crate::service::failed_writes::record(&dir(root).join(name), &written);
+    written
 }
 
 /// Replaces `dir`'s file `name` with `bytes` at once, through a temporary
@@ -166,29 +172,118 @@ pub(crate) fn remove(root: &Path, name: &str) {
     }
 }
 
-/// A writer that died leaves its temporary file; one older than any write
-/// takes (named as `temp` tells) is removed, so the directory stays
-/// bounded.
+/// How long a write may take at most: a temporary file older than this is
+/// abandoned even when a process of its writer's id still runs (the id
+/// reused, or a writer in another PID namespace).
+const ABANDONED: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A writer that died (`kill -9`, a crash, a full disk) leaves its
+/// temporary file; every one that is abandoned ([`abandoned`]) and that
+/// `temp` says is a temporary file of this directory's is removed, so the
+/// directory stays bounded. A live writer's file is left alone.
 pub(crate) fn sweep(dir: &Path, temp: impl Fn(&str) -> bool) {
-    const ABANDONED: std::time::Duration = std::time::Duration::from_secs(600);
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for entry in entries.filter_map(Result::ok) {
-        let abandoned = entry.metadata().is_ok_and(|meta| {
-            meta.file_type().is_file()
-                && meta
-                    .modified()
-                    .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > ABANDONED))
-        });
-        if abandoned && temp(&entry.file_name().to_string_lossy()) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if temp(&name) && entry.metadata().is_ok_and(|meta| abandoned(&name, &meta)) {
             let _ = fs::remove_file(entry.path());
         }
     }
 }
 
+/// Whether the temporary file `name` (with metadata `meta`, not followed)
+/// is no writer's any more: its writer's process is gone, or it is older
+/// than any write takes. Only regular files are ever ours.
+fn abandoned(name: &str, meta: &fs::Metadata) -> bool {
+    let old = meta
+        .modified()
+        .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > ABANDONED));
+    meta.file_type().is_file() && (old || writer(name).is_some_and(gone))
+}
+
+/// The process id in a temporary file's name, as [`replace`] writes it:
+/// `<name>.<pid>.<32 hex digits>.tmp`.
+fn writer(name: &str) -> Option<i32> {
+    let rest = name.strip_suffix(".tmp")?;
+    let (rest, id) = rest.rsplit_once('.')?;
+    let (_, pid) = rest.rsplit_once('.')?;
+    let hex = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    let pid: i32 = pid.parse().ok()?;
+    (hex && pid > 0).then_some(pid)
+}
+
+/// Whether no process `pid` runs (in this PID namespace).
+fn gone(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists; `pid` is
+    // positive, so it names one process, never a group.
+    let found = unsafe { libc::kill(pid, 0) };
+    found == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 fn is_temp(name: &str) -> bool {
     FILES.iter().any(|f| name.starts_with(f)) && name.ends_with(".tmp")
+}
+
+/// Temporary files of the cache directory's subdirectories (`SUBDIRS`).
+fn is_sub_temp(name: &str) -> bool {
+    name.ends_with(".tmp")
+}
+
+/// At a start: removes the temporary files writers that are gone left in
+/// the cache directory and its subdirectories. Creates nothing; a link in
+/// a directory's place is never followed.
+pub(crate) fn sweep_leftovers(root: &Path) {
+    if let Ok(dir) = existing_dir(root) {
+        sweep(&dir, is_temp);
+    }
+    for sub in SUBDIRS {
+        if let Ok(dir) = existing_subdir(root, sub) {
+            sweep(&dir, is_sub_temp);
+        }
+    }
+}
+
+/// Temporary files in the cache directory and its subdirectories.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Leftovers {
+    pub files: usize,
+    pub bytes: u64,
+    /// Of those, the ones no writer will finish (removed at the next start).
+    pub abandoned: usize,
+}
+
+/// The temporary files there are now, for `cache info`.
+pub(crate) fn leftovers(root: &Path) -> Leftovers {
+    let mut found = Leftovers::default();
+    let mut count = |dir: &Path, temp: fn(&str) -> bool| {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if temp(&name) && meta.file_type().is_file() {
+                found.files += 1;
+                found.bytes += meta.len();
+                found.abandoned += usize::from(abandoned(&name, &meta));
+            }
+        }
+    };
+    if let Ok(dir) = existing_dir(root) {
+        count(&dir, is_temp);
+    }
+    for sub in SUBDIRS {
+        if let Ok(dir) = existing_subdir(root, sub) {
+            count(&dir, is_sub_temp);
+        }
+    }
+    found
 }
 
 /// The cache files' size in all, if there is one.
@@ -253,5 +348,48 @@ fn remove_ours(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::failed_writes;
+
+    #[test]
+    fn a_cache_write_that_fails_is_recorded_until_one_succeeds() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let root = root.path();
+        // Something in the way of the file: the rename fails, as a write
+        // to a full disk does.
+        fs::create_dir_all(dir(root).join(FILE).join("in the way")).expect("in the way");
+        assert!(write(root, b"facts").is_err());
+        let failed = failed_writes::under(root);
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        let line = failed[0].describe(root);
+        assert!(
+            line.starts_with("writing .xfile_cache/index.bin failed at "),
+            "{line}"
+        );
+        fs::remove_dir_all(dir(root).join(FILE)).expect("out of the way");
+        write(root, b"facts").expect("written");
+        assert!(failed_writes::under(root).is_empty());
+    }
+
+    #[test]
+    fn temporary_files_name_their_writer() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(writer(&format!("index.bin.42.{id}.tmp")), Some(42));
+        assert_eq!(writer(&format!("00ff.bin.7.{id}.tmp")), Some(7));
+        for not_ours in [
+            format!("index.bin.0.{id}.tmp"),
+            format!("index.bin.-1.{id}.tmp"),
+            "index.bin.42.short.tmp".to_string(),
+            format!("index.bin.x.{id}.tmp"),
+            format!("index.bin.42.{id}"),
+        ] {
+            assert_eq!(writer(&not_ours), None, "{not_ours}");
+        }
+        assert!(!gone(i32::try_from(std::process::id()).expect("pid")));
     }
 }

@@ -49,7 +49,7 @@ use crate::service::model::Relationship;
 use crate::workspace::config::Config;
 use crate::workspace::{Notice, NoticeKind};
 
-pub use self::disk::{DIR, FILE};
+pub use self::disk::{DIR, FILE, Leftovers};
 
 /// A file whose facts encode larger than this is parsed on every start.
 const MAX_RECORD: usize = 8 * 1024 * 1024;
@@ -75,6 +75,16 @@ pub(crate) fn enabled() -> bool {
 pub(crate) fn prepare(root: &Path) {
     if enabled() {
         let _ = disk::ensure_dir(root);
+        disk::sweep_leftovers(root);
+    }
+}
+
+/// At a start that answers without indexing: the temporary files writers
+/// that are gone (a `kill -9`) left are removed, as an index's start
+/// removes them ([`prepare`]).
+pub fn sweep_leftovers(root: &Path) {
+    if enabled() {
+        disk::sweep_leftovers(root);
     }
 }
 
@@ -416,9 +426,14 @@ pub(crate) fn watched(
         notices
             .iter()
             .filter(|n| {
+                // A tool directory that may stop being one is among the
+                // directories (`Discovery::dirs`); the others never do.
                 !matches!(
                     n.kind,
-                    NoticeKind::Hidden | NoticeKind::Config | NoticeKind::NonUtf8Name
+                    NoticeKind::Hidden
+                        | NoticeKind::Config
+                        | NoticeKind::NonUtf8Name
+                        | NoticeKind::ToolDirectory
                 )
             })
             .map(|n| n.path.clone()),
@@ -442,6 +457,8 @@ pub struct Info {
     pub problem: Option<String>,
     /// The answers kept with it.
     pub answers: AnswersInfo,
+    /// Temporary files of writes under way, or of writers that died.
+    pub temporary: Leftovers,
 }
 
 /// Whether `deps` and `dependents` would answer from the cache now.
@@ -490,6 +507,7 @@ pub fn info(root: &Path) -> Info {
     };
     Info {
         answers,
+        temporary: disk::leftovers(root),
         path,
         exists: bytes.is_some(),
         bytes,
