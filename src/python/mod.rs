@@ -36,16 +36,19 @@ pub fn extract(source: &str) -> ModuleFacts {
             };
         }
     };
-    if let Some(deep) = nesting::deeper_than_limit(&module) {
-        let lines = LineIndex::from_source_text(source);
-        let site = extract::position(&lines, source, deep.start());
-        nesting::drop_flat(module);
-        return too_deep(site.line, site.column);
-    }
+    let depth = match nesting::depth(&module) {
+        Ok(depth) => depth,
+        Err(deep) => {
+            let lines = LineIndex::from_source_text(source);
+            let site = extract::position(&lines, source, deep.start());
+            nesting::drop_flat(module);
+            return too_deep(site.line, site.column);
+        }
+    };
     let mut extractor = extract::Extractor::new(source);
     extractor.module(&module.body);
     let facts = extractor.finish();
-    nesting::drop_flat(module);
+    nesting::drop_tree(module, depth);
     facts
 }
 

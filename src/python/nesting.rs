@@ -116,19 +116,33 @@ fn nests(kind: TokenKind) -> bool {
     )
 }
 
-/// The first node found deeper than [`MAX_DEPTH`], if any; the tree is
-/// walked with a stack of its own, so the walk itself cannot overflow.
-pub(crate) fn deeper_than_limit(module: &ast::ModModule) -> Option<TextRange> {
+/// How deep `module` nests, or the first node found deeper than
+/// [`MAX_DEPTH`]; the tree is walked with a stack of its own, so the walk
+/// itself cannot overflow.
+pub(crate) fn depth(module: &ast::ModModule) -> Result<usize, TextRange> {
     let mut children = Children::default();
     let mut pending: Vec<(AnyNodeRef<'_>, usize)> = vec![(AnyNodeRef::from(module), 0)];
+    let mut deepest = 0;
     while let Some((node, depth)) = pending.pop() {
         if depth > MAX_DEPTH {
-            return Some(node.range());
+            return Err(node.range());
         }
+        deepest = deepest.max(depth);
         node.visit_source_order(&mut children);
         pending.extend(children.found.drain(..).map(|child| (child, depth + 1)));
     }
-    None
+    Ok(deepest)
+}
+
+/// Trees up to this deep are dropped as usual: the recursion of their drop
+/// is shallow, and taking them apart node by node costs more.
+const SHALLOW: usize = 256;
+
+/// Drops `module`, node by node when it is deeper than [`SHALLOW`].
+pub(crate) fn drop_tree(module: ast::ModModule, depth: usize) {
+    if depth > SHALLOW {
+        drop_flat(module);
+    }
 }
 
 /// Collects the nodes one level below the node being visited.
@@ -221,7 +235,7 @@ mod tests {
         let source = "import os\n\nclass A(B):\n    def f(self, x=-1):\n        \
                       return [(-1, 2), (3, -4)] + self.a.b.c(x)[0] or not x\n";
         assert!(!too_deep_to_parse(source));
-        assert_eq!(deeper_than_limit(&parsed(source)), None);
+        assert!(depth(&parsed(source)).is_ok_and(|d| d < 20));
     }
 
     #[test]
@@ -230,7 +244,7 @@ mod tests {
         let source = format!("TABLE = [\n{items}]\n");
         assert!(!too_deep_to_parse(&source));
         let module = parsed(&source);
-        assert_eq!(deeper_than_limit(&module), None);
+        assert!(depth(&module).is_ok());
         drop_flat(module);
     }
 
@@ -241,7 +255,7 @@ mod tests {
         let source = format!("x = a{}\n", ".b".repeat(3 * MAX_DEPTH));
         assert!(!too_deep_to_parse(&source));
         let module = parsed(&source);
-        assert!(deeper_than_limit(&module).is_some());
+        assert!(depth(&module).is_err());
         drop_flat(module);
     }
 
