@@ -251,3 +251,28 @@ fn a_short_cycle_is_named_in_full_finding_6() {
         ["⚠️ Circular import detected: r0.py → r1.py → r2.py → r0.py"]
     );
 }
+
+#[test]
+fn a_one_megabyte_line_is_read_within_the_budget_finding_14() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "one.py",
+        &format!("x = \"{}\"\n", "y".repeat(1_000_000)),
+    );
+    write(
+        dir.path(),
+        "fn.py",
+        &format!("def f(a=\"{}\"):\n    return a\n", "y".repeat(3_000_000)),
+    );
+    let mut client = Client::start(dir.path());
+    let (error, text) = client.call("read_with_context", json!({ "file_path": "one.py" }));
+    assert!(!error, "{text:.300}");
+    assert!(text.len() < 100_000, "{} bytes", text.len());
+    assert!(text.contains("cut after"), "{}", &text[text.len() - 300..]);
+    let (error, outline) = client.call("get_file_outline", json!({ "file_path": "fn.py" }));
+    assert!(!error, "{outline:.300}");
+    assert!(outline.len() < 100_000, "{} bytes", outline.len());
+    assert!(outline.contains("def f(a=\"yyy"), "{outline:.300}");
+    assert!(outline.contains("…"), "{outline:.300}");
+}

@@ -1001,7 +1001,7 @@ impl<'src> Extractor<'src> {
         let definition = Definition {
             qualname: Name::from(qualname.as_str()),
             kind,
-            signature: Box::from(fold_whitespace(&signature).as_str()),
+            signature: Box::from(shortened(fold_whitespace(&signature)).as_str()),
             docstring: docstring(body),
             decorators: decorators
                 .iter()
@@ -1868,6 +1868,20 @@ fn docstring(body: &[Stmt]) -> Option<Box<str>> {
         .map(str::trim)
         .find(|line| !line.is_empty())
         .map(Box::from)
+}
+
+/// The longest signature kept whole, in characters: one with a literal of
+/// megabytes as a default would otherwise fill every outline and context
+/// it is shown in.
+const MAX_SIGNATURE: usize = 1_000;
+
+/// `signature` cut to [`MAX_SIGNATURE`] characters, marked with `…`.
+fn shortened(mut signature: String) -> String {
+    if let Some((cut, _)) = signature.char_indices().nth(MAX_SIGNATURE) {
+        signature.truncate(cut);
+        signature.push('…');
+    }
+    signature
 }
 
 fn fold_whitespace(text: &str) -> String {
