@@ -709,6 +709,29 @@ fn shortened(text: &str, chars: usize) -> String {
     }
 }
 
+/// The longest string argument a tool takes, in characters (paths,
+/// symbols, patterns, revisions): a longer one is refused before any work,
+/// so nothing a caller sends can be echoed into an answer past its budget.
+const MAX_ARGUMENT_CHARS: usize = 4_096;
+
+/// The first top-level string argument longer than [`MAX_ARGUMENT_CHARS`],
+/// with its length in characters. Arguments are flat (strings, numbers,
+/// booleans and lists of strings), so lists are looked into one level.
+fn oversized_argument(
+    arguments: &serde_json::Map<String, serde_json::Value>,
+) -> Option<(String, usize)> {
+    let too_long = |value: &serde_json::Value| {
+        value
+            .as_str()
+            .map(|text| text.chars().count())
+            .filter(|&chars| chars > MAX_ARGUMENT_CHARS)
+    };
+    arguments.iter().find_map(|(name, value)| {
+        let chars = too_long(value).or_else(|| value.as_array()?.iter().find_map(too_long))?;
+        Some((shortened(name, 64), chars))
+    })
+}
+
 fn failure(error: ToolError) -> CallToolResult {
     let message = shortened(&error.message, MESSAGE_CHARS);
     let body = serde_json::json!({
@@ -1862,6 +1885,17 @@ impl ServerHandler for XfileServer {
         let tool = request.name.to_string();
         let started = std::time::Instant::now();
         let known = self.tool_router.has_route(&request.name);
+        if let Some((name, chars)) = request.arguments.as_ref().and_then(oversized_argument) {
+            return Ok(failure(ToolError {
+                code: "invalid_parameter",
+                message: format!(
+                    "argument `{name}` is {chars} characters long; arguments take at most \
+                     {MAX_ARGUMENT_CHARS}"
+                ),
+                suggestion: "Pass a path, name or pattern, not file contents.",
+            })
+            .into());
+        }
         asked.cancel = context.ct.clone();
         // Held until the answer is in: the gauge's entry and the permit.
         let mut heavy = HEAVY_TOOLS

@@ -276,3 +276,30 @@ fn a_one_megabyte_line_is_read_within_the_budget_finding_14() {
     assert!(outline.contains("def f(a=\"yyy"), "{outline:.300}");
     assert!(outline.contains("…"), "{outline:.300}");
 }
+
+#[test]
+fn no_answer_echoes_an_oversized_argument_past_the_budget_finding_10() {
+    let sample = common::copy_sample();
+    let mut client = Client::start(sample.path());
+    let big = "x".repeat(100_000);
+    let calls = [
+        ("get_relationship_graph", json!({ "path_prefix": big })),
+        ("get_symbol", json!({ "name": big })),
+        ("query_relation", json!({ "pattern": big })),
+        ("explain", json!({ "fact": big })),
+        ("read_with_context", json!({ "file_path": big })),
+        ("get_callers", json!({ "symbol": big })),
+        (
+            "get_dependents",
+            json!({ "file_path": "app/bot.py", "symbol": big }),
+        ),
+        ("get_warnings", json!({ "file_path": big })),
+        ("search_with_context", json!({ "query": big })),
+    ];
+    for (tool, arguments) in calls {
+        let (error, text) = client.call(tool, arguments);
+        assert!(error, "{tool}: {text:.300}");
+        assert!(text.contains("invalid_parameter"), "{tool}: {text:.300}");
+        assert!(text.len() < 2_000, "{tool}: {} bytes", text.len());
+    }
+}
