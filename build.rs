@@ -136,10 +136,10 @@ fn write_cache_keys(rules: &[std::path::PathBuf]) {
             }
         }
     }
-    println!("cargo:rerun-if-changed=src/python");
+    println!("cargo:rerun-if-changed=crates/xfile-python");
     println!("cargo:rerun-if-changed=Cargo.lock");
     let mut front_end = vec![std::path::PathBuf::from("Cargo.lock")];
-    rust_files(Path::new("src/python"), &mut front_end);
+    rust_files(Path::new("crates/xfile-python"), &mut front_end);
     front_end.sort();
     // What the warm-start answers (rendered dependencies and dependents)
     // come from besides the facts and the rules: discovery, the engine and

@@ -12,7 +12,9 @@ pub mod git;
 pub mod http;
 pub mod mcp;
 pub mod ops;
-pub mod python;
+/// The front end, a crate of its own (`crates/xfile-python`): nothing in it
+/// can reach the engine, the service or the adapters.
+pub use xfile_python as python;
 pub mod registry;
 pub mod service;
 pub mod watch;

@@ -9,6 +9,7 @@ mod cache;
 mod cli;
 mod consistency;
 mod context;
+mod crate_layers;
 mod dashboard_browser;
 mod doctor_setup;
 mod explain;

@@ -12,7 +12,7 @@
 use ruff_python_ast::Expr;
 
 use super::{Extractor, FrameKind, NameValue, is_name};
-use crate::python::facts::{ExprId, ExprKind, Lookup, Name, OwnReturn};
+use crate::facts::{ExprId, ExprKind, Lookup, Name, OwnReturn};
 
 /// What a function's `return` statements give, as far as they agree.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use ruff_python_ast::{Expr, Operator, Stmt};
 
 use super::{Extractor, is_name};
-use crate::python::facts::{DunderAll, Name, Reference};
+use crate::facts::{DunderAll, Name, Reference};
 
 /// What one expression adds to `__all__`: names, and references to other
 /// modules' `__all__`.

@@ -17,7 +17,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::{
     Extractor, Frame, FrameKind, attribute_heads, collect_locals, setattr_object, target_names,
 };
-use crate::python::facts::ExprId;
+use crate::facts::ExprId;
 
 /// The reaching values of one function frame.
 pub(super) type Reaching = FxHashMap<String, ExprId>;

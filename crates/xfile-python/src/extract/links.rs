@@ -8,7 +8,7 @@ use ruff_python_ast::{self as ast, Expr, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::Extractor;
-use crate::python::facts::{Name, PluginKind, PluginUse};
+use crate::facts::{Name, PluginKind, PluginUse};
 
 /// Signal methods that register a receiver (`false`) or send (`true`).
 const SIGNAL_METHODS: &[(&str, bool)] = &[
@@ -143,7 +143,7 @@ impl Extractor<'_> {
                     Some(other) => vec![other],
                     None => Vec::new(),
                 };
-                arguments = crate::python::facts::exact(
+                arguments = crate::facts::exact(
                     elements
                         .into_iter()
                         .filter_map(|e| self.reference(e))
