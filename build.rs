@@ -145,7 +145,11 @@ fn write_cache_keys(rules: &[std::path::PathBuf]) {
     // come from besides the facts and the rules: discovery, the engine and
     // the rendering.
     let mut answers = front_end.clone();
-    for dir in ["src/engine", "src/workspace", "src/service/warm"] {
+    for dir in [
+        "src/engine",
+        "crates/xfile-workspace/src",
+        "src/service/warm",
+    ] {
         println!("cargo:rerun-if-changed={dir}");
         rust_files(Path::new(dir), &mut answers);
     }

@@ -65,7 +65,7 @@ import subprocess
 import sys
 import time
 
-# Directories xfile never descends into (src/workspace/discover.rs).
+# Directories xfile never descends into (crates/xfile-workspace/src/discover.rs).
 SKIPPED_DIRS = {
     ".git", ".venv", "venv", "env", "node_modules", "__pycache__",
     "site-packages", "build", "dist", ".tox", ".mypy_cache",

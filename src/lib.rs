@@ -18,4 +18,5 @@ pub use xfile_python as python;
 pub mod registry;
 pub mod service;
 pub mod watch;
-pub mod workspace;
+/// The project on disk, a crate of its own (`crates/xfile-workspace`).
+pub use xfile_workspace as workspace;

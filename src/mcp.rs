@@ -1889,8 +1889,8 @@ impl ServerHandler for XfileServer {
             return Ok(failure(ToolError {
                 code: "invalid_parameter",
                 message: format!(
-                    "argument `{name}` is {chars} characters long; arguments take at most \
-                     {MAX_ARGUMENT_CHARS}"
+                    "argument `{name}` is {chars} characters long, over the limit of \
+                     {MAX_ARGUMENT_CHARS} for any argument"
                 ),
                 suggestion: "Pass a path, name or pattern, not file contents.",
             })

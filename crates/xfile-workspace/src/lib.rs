@@ -4,7 +4,7 @@
 pub mod config;
 pub mod discover;
 pub mod pytest;
-pub(crate) mod read;
+pub mod read;
 
 use std::path::{Path, PathBuf};
 

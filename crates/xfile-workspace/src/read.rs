@@ -45,7 +45,7 @@ impl Refusal {
 }
 
 /// What kind of non-regular file `metadata` describes.
-pub(crate) fn file_kind(metadata: &Metadata) -> &'static str {
+pub fn file_kind(metadata: &Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let kind = metadata.file_type();
     if kind.is_dir() {
@@ -70,7 +70,7 @@ pub(crate) fn file_kind(metadata: &Metadata) -> &'static str {
 /// the descriptor (it may have been swapped in between). Non-blocking, so
 /// a FIFO swapped in never hangs the open; `follow: false` refuses a
 /// symlink in the last component (`O_NOFOLLOW`).
-pub(crate) fn open_regular(path: &Path, follow: bool) -> Result<(File, Metadata), Refusal> {
+pub fn open_regular(path: &Path, follow: bool) -> Result<(File, Metadata), Refusal> {
     use std::os::unix::fs::OpenOptionsExt;
     let before = if follow {
         std::fs::metadata(path)
@@ -99,11 +99,7 @@ pub(crate) fn open_regular(path: &Path, follow: bool) -> Result<(File, Metadata)
 
 /// Reads an open regular file, refusing one over `limit` bytes (checked on
 /// the size and again on what the read yields, since a file can grow).
-pub(crate) fn read_bounded(
-    file: File,
-    metadata: &Metadata,
-    limit: u64,
-) -> Result<Vec<u8>, Refusal> {
+pub fn read_bounded(file: File, metadata: &Metadata, limit: u64) -> Result<Vec<u8>, Refusal> {
     if metadata.len() > limit {
         return Err(Refusal::TooBig(metadata.len(), limit));
     }
@@ -123,7 +119,7 @@ pub(crate) fn read_bounded(
 /// through a symlink in its last component, never blocking (a FIFO is
 /// refused, not waited on), at most `limit` bytes. `Ok(None)` when there
 /// is no such file.
-pub(crate) fn read_regular_text(path: &Path, limit: u64) -> Result<Option<String>, Refusal> {
+pub fn read_regular_text(path: &Path, limit: u64) -> Result<Option<String>, Refusal> {
     let (file, metadata) = match open_regular(path, false) {
         Ok(opened) => opened,
         Err(Refusal::Missing) => return Ok(None),
@@ -140,7 +136,7 @@ pub(crate) fn read_regular_text(path: &Path, limit: u64) -> Result<Option<String
 
 /// What is known of the symlinks on a path below the root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Links {
+pub enum Links {
     /// A walk from the (canonical) root saw none down to this file: the
     /// path is its own target, and resolving it would only cost a dozen
     /// system calls per file.
@@ -152,7 +148,7 @@ pub(crate) enum Links {
 /// Where a project file (a source, the configuration, an ignore or pytest
 /// file) really is: `path` with its links resolved, inside `root`, not
 /// sensitive by the link's name nor by the target's.
-pub(crate) fn resolve_in_root(root: &Path, path: &Path, links: Links) -> Result<PathBuf, Refusal> {
+pub fn resolve_in_root(root: &Path, path: &Path, links: Links) -> Result<PathBuf, Refusal> {
     let resolved = match links {
         Links::Absent => Ok(path.to_path_buf()),
         Links::Resolve => path.canonicalize(),
@@ -185,7 +181,7 @@ pub(crate) fn resolve_in_root(root: &Path, path: &Path, links: Links) -> Result<
 /// opened without following links (so a link swapped in after the check is
 /// refused, not followed) and read if it is a regular file of at most
 /// `limit` bytes. The stamp is the file's metadata as it was opened.
-pub(crate) fn read_project_file(
+pub fn read_project_file(
     root: &Path,
     path: &Path,
     links: Links,
@@ -201,7 +197,7 @@ pub(crate) fn read_project_file(
 /// crate's ignore files) is safe to hand over: absent, or a regular file
 /// inside the root that is not sensitive and no bigger than a settings
 /// file may be (that library reads it whole).
-pub(crate) fn check_project_file(root: &Path, path: &Path) -> Result<(), Refusal> {
+pub fn check_project_file(root: &Path, path: &Path) -> Result<(), Refusal> {
     match std::fs::symlink_metadata(path) {
         // Absent, or under a parent that is a file (`.git/info/exclude`
         // when `.git` is a worktree's `gitdir:` file): nothing to read.
@@ -234,7 +230,7 @@ const SETTINGS_BYTES: u64 = 1024 * 1024;
 /// Reads the settings file `name` at `root` as text: `Ok(None)` when there
 /// is none. The error says why it was not read and names only the file, so
 /// nothing of a link's target outside the root is echoed (F10).
-pub(crate) fn read_settings(root: &Path, name: &str) -> Result<Option<String>, String> {
+pub fn read_settings(root: &Path, name: &str) -> Result<Option<String>, String> {
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     match read_project_file(&root, &root.join(name), Links::Resolve, SETTINGS_BYTES) {
         Ok((_, bytes)) => String::from_utf8(bytes)
