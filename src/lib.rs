@@ -8,7 +8,8 @@
 pub mod cli;
 pub mod engine;
 pub mod federation;
-pub mod git;
+/// Git history read in process, a crate of its own (`crates/xfile-git`).
+pub use xfile_git as git;
 pub mod http;
 pub mod mcp;
 pub mod ops;

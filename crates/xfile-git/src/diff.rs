@@ -332,7 +332,7 @@ impl Repo {
                 self.repo.find_blob(*id).map_err(failed)?.detach().data
             }
             Side::Worktree(relative) => {
-                use crate::workspace::read::{self, Refusal};
+                use xfile_workspace::read::{self, Refusal};
                 let path = self.root.join(relative);
                 // The directories on the way stay inside the root, and the
                 // file they lead to is not a secret under another name
@@ -351,7 +351,7 @@ impl Repo {
                 else {
                     return Ok(Err("outside the project root (through a symlink)"));
                 };
-                if crate::workspace::discover::is_sensitive(&inside) {
+                if xfile_workspace::discover::is_sensitive(&inside) {
                     return Ok(Err(WITHHELD_SENSITIVE));
                 }
                 match path.symlink_metadata() {

@@ -10,7 +10,7 @@ use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};
 
 use super::{Commit, GitError, MAX_FILE_BYTES, Repo, args, failed};
-use crate::workspace::read::{self, Refusal};
+use xfile_workspace::read::{self, Refusal};
 
 mod index;
 mod kept;

@@ -367,7 +367,7 @@ fn gitdir_line(dot_git: &Path) -> Option<String> {
 /// worktree's `gitdir`: one path each), never a FIFO or a device, never
 /// through a link; `None` when it is not one.
 fn small_file(path: &Path) -> Option<String> {
-    use crate::workspace::read;
+    use xfile_workspace::read;
     let (file, meta) = read::open_regular(path, false).ok()?;
     let bytes = read::read_bounded(file, &meta, 4096).ok()?;
     String::from_utf8(bytes).ok()
@@ -490,7 +490,7 @@ impl Repo {
     /// version over [`MAX_FILE_BYTES`] taken for binary, its size looked
     /// up before it is read, so that no walk diffs a huge file line by
     /// line.
-    pub(crate) fn resource_cache(&self) -> Result<gix::diff::blob::Platform, GitError> {
+    pub fn resource_cache(&self) -> Result<gix::diff::blob::Platform, GitError> {
         let mut cache = self
             .repo
             .diff_resource_cache_for_tree_diff()
