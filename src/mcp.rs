@@ -35,7 +35,7 @@ use crate::service::graph::{self, Detail};
 use crate::service::live::{Involved, Live};
 use crate::service::paging::{self, CursorError};
 use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
-use crate::service::text;
+use crate::service::text::{self, shortened};
 use crate::service::warm::answers;
 use crate::service::{ReadError, ReadOptions, Service};
 use crate::workspace::PathError;
@@ -696,18 +696,6 @@ const ARGUMENT_ERROR: &str = "failed to deserialize parameters:";
 const MESSAGE_CHARS: usize = 16_000;
 /// Characters of a user's input a message quotes.
 const QUOTED_CHARS: usize = 200;
-
-/// `text` cut after `chars` characters, saying how many more there were.
-fn shortened(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars) {
-        Some((at, _)) => format!(
-            "{}… ({} more characters)",
-            &text[..at],
-            text[at..].chars().count()
-        ),
-        None => text.to_string(),
-    }
-}
 
 /// The longest string argument a tool takes, in characters (paths,
 /// symbols, patterns, revisions): a longer one is refused before any work,

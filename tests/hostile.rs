@@ -7,6 +7,7 @@
 #![cfg(unix)]
 
 use crate::common;
+use common::write;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -42,14 +43,6 @@ fn mkfifo(path: &Path) {
         0,
         "mkfifo {path:?}"
     );
-}
-
-fn write(root: &Path, relative: &str, text: &str) {
-    let path = root.join(relative);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).unwrap();
-    }
-    std::fs::write(path, text).unwrap();
 }
 
 /// Runs `f` on a thread of its own and fails the test if it has not

@@ -6,6 +6,7 @@
 #![cfg(unix)]
 
 use crate::common;
+use common::write;
 
 use std::path::Path;
 use std::process::Command;
@@ -15,14 +16,6 @@ use serde_json::{Value, json};
 use xfile::service::Service;
 
 use common::mcp_client::Client;
-
-fn write(root: &Path, relative: &str, text: &str) {
-    let path = root.join(relative);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).unwrap();
-    }
-    std::fs::write(path, text).unwrap();
-}
 
 /// Runs `f` on a thread of its own and fails the test if it has not
 /// finished in two minutes: a hang must fail, not stall the suite.

@@ -27,6 +27,7 @@ use crate::ops::stats::Distribution;
 use crate::service::Service;
 use crate::service::live::Live;
 use crate::service::model::Warning;
+use crate::service::text;
 
 /// Items per page by default, and at most, of one list.
 #[derive(Clone, Copy)]
@@ -175,18 +176,6 @@ fn paged<I, T: Serialize>(
         next_offset: (end < total).then_some(end),
     };
     (kept, info)
-}
-
-/// `text` cut to `chars` characters, saying how many were left out.
-fn cut(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars) {
-        Some((at, _)) => format!(
-            "{}… ({} more characters)",
-            &text[..at],
-            text[at..].chars().count()
-        ),
-        None => text.to_string(),
-    }
 }
 
 fn json(value: &impl Serialize) -> Response {
@@ -536,8 +525,8 @@ struct Warnings {
 /// A warning as listed: its message cut short.
 fn listed(warning: &Warning) -> Warning {
     Warning {
-        message: cut(&warning.message, MESSAGE_CHARS),
-        pattern: cut(&warning.pattern, MESSAGE_CHARS),
+        message: text::shortened(&warning.message, MESSAGE_CHARS),
+        pattern: text::shortened(&warning.pattern, MESSAGE_CHARS),
         ..warning.clone()
     }
 }

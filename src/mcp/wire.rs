@@ -32,7 +32,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{QUOTED_CHARS, shortened};
+use super::QUOTED_CHARS;
+use crate::service::text::shortened;
 
 /// The longest message read whole (as rmcp's own limit); a longer line is
 /// refused with the id its first bytes show.

@@ -230,7 +230,7 @@ impl<'e> Renderer<'e> {
             return Some(SourceRef {
                 text: Some(format!(
                     "import cycle {}",
-                    super::warnings::cycle_text(&cycle, " -> ")
+                    super::warnings::shown_cycle(cycle).join(" -> ")
                 )),
                 file,
                 line: None,

@@ -82,7 +82,10 @@ pub fn answer(
     let cycles = || -> Vec<Vec<String>> {
         let mut cycles = service.cycles();
         cycles.retain(|cycle| cycle.iter().any(|f| under(f)));
-        cycles.into_iter().map(abbreviated).collect()
+        cycles
+            .into_iter()
+            .map(super::warnings::shown_cycle)
+            .collect()
     };
     let budget = service.answer_token_limit();
     Ok(match detail {
@@ -135,22 +138,4 @@ pub fn answer(
         Detail::Warnings => GraphAnswer::Warnings(page(warnings(), cursor, limit, budget)?),
         Detail::Cycles => GraphAnswer::Cycles(page(cycles(), cursor, limit, budget)?),
     })
-}
-
-/// Modules of a cycle listed in an answer; a longer cycle keeps its first
-/// ones and its last around one entry that says how many are left out, so
-/// that one ring of thousands of modules cannot outgrow the answer budget
-/// (`xfile export` has every cycle in full).
-const CYCLE_SHOWN: usize = 12;
-
-fn abbreviated(mut cycle: Vec<String>) -> Vec<String> {
-    if cycle.len() <= CYCLE_SHOWN {
-        return cycle;
-    }
-    let left_out = cycle.len() - (CYCLE_SHOWN - 1);
-    let last = cycle.pop().unwrap_or_default();
-    cycle.truncate(CYCLE_SHOWN - 2);
-    cycle.push(format!("… {left_out} more modules …"));
-    cycle.push(last);
-    cycle
 }

@@ -53,6 +53,18 @@ pub fn relationships(list: &[Relationship]) -> String {
     out
 }
 
+/// `text` cut after `chars` characters, saying how many more there were.
+pub fn shortened(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+        None => text.to_string(),
+    }
+}
+
 /// The first lines of `text` that fit `budget` tokens, and a closing line
 /// that says the rest was cut.
 pub fn cut_to_budget(text: &str, budget: usize) -> String {

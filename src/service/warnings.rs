@@ -509,7 +509,10 @@ impl Renderer<'_> {
         let target = interner.node_text(self.engine.import_target(&path, site)?);
         // The style guide is cited once, in the guidance, not on every cycle.
         Some(match self.engine.cycle_via(&path, &target) {
-            Some(cycle) => format!("⚠️ Circular import detected: {}", cycle_text(&cycle, " → ")),
+            Some(cycle) => format!(
+                "⚠️ Circular import detected: {}",
+                shown_cycle(cycle).join(" → ")
+            ),
             None => format!(
                 "⚠️ Circular import detected: {path} → {target} → … → {path} (a cycle through \
                  more modules than are searched; `xfile export` lists every cycle in full)"
@@ -518,21 +521,24 @@ impl Renderer<'_> {
     }
 }
 
-/// Modules of a cycle named in full; a longer one names its first ones,
-/// its last and its length, so a message stays small whatever the cycle.
+/// Modules of a cycle named in full; a longer one keeps its first ones and
+/// its last around one entry that says how many are left out, so that a
+/// message or an answer stays small whatever the cycle (`xfile export`
+/// has every cycle in full).
 const CYCLE_SHOWN: usize = 12;
 
-/// `cycle` (a path from a module back to it) as text, joined by `arrow`.
-pub(crate) fn cycle_text(cycle: &[String], arrow: &str) -> String {
+/// `cycle` (a path from a module back to it) as warnings, explanations and
+/// graph answers show it.
+pub(crate) fn shown_cycle(mut cycle: Vec<String>) -> Vec<String> {
     if cycle.len() <= CYCLE_SHOWN {
-        return cycle.join(arrow);
+        return cycle;
     }
-    let modules = cycle.len() - 1;
-    format!(
-        "{}{arrow}…{arrow}{} ({modules} modules)",
-        cycle[..CYCLE_SHOWN - 2].join(arrow),
-        cycle[cycle.len() - 1]
-    )
+    let left_out = cycle.len() - (CYCLE_SHOWN - 1);
+    let last = cycle.pop().unwrap_or_default();
+    cycle.truncate(CYCLE_SHOWN - 2);
+    cycle.push(format!("… {left_out} more modules …"));
+    cycle.push(last);
+    cycle
 }
 
 /// Severity, explanation and guidance of each warning type (TDD §3.9.1,

@@ -193,3 +193,12 @@ pub fn python_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// Writes `text` to `relative` under `root`, creating its directories.
+pub fn write(root: &Path, relative: &str, text: &str) {
+    let path = root.join(relative);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(path, text).unwrap();
+}
