@@ -6,7 +6,9 @@
 //! [`federation`] scopes, sessions and references across the projects a server serves.
 
 pub mod cli;
-pub mod engine;
+/// The incremental engine and the rules, a crate of its own
+/// (`crates/xfile-engine`): it sees the front end and nothing above it.
+pub use xfile_engine as engine;
 pub mod federation;
 /// Git history read in process, a crate of its own (`crates/xfile-git`).
 pub use xfile_git as git;

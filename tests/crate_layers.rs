@@ -5,7 +5,13 @@
 use std::process::Command;
 
 /// The workspace's crates, lowest layer first.
-const LAYERS: &[&str] = &["xfile-python", "xfile-workspace", "xfile-git", "xfile"];
+const LAYERS: &[&str] = &[
+    "xfile-python",
+    "xfile-engine",
+    "xfile-workspace",
+    "xfile-git",
+    "xfile",
+];
 
 #[test]
 fn every_crate_depends_only_on_crates_of_lower_layers() {

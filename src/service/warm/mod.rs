@@ -109,13 +109,18 @@ impl Key {
             "xfile {}\nformat {}\nrules {}\nfront end {}\nconfig {}\nsub-projects {:?}\n",
             env!("CARGO_PKG_VERSION"),
             format::FORMAT,
-            env!("XFILE_RULES_HASH"),
-            env!("XFILE_FRONT_END_HASH"),
+            crate::engine::cache_keys::RULES,
+            crate::engine::cache_keys::FRONT_END,
             hex(&sha256(&config)),
             sub_projects,
         );
         let digest = sha256(text.as_bytes());
-        let answers = format!("{}\nanswers {}\n", hex(&digest), env!("XFILE_ANSWERS_HASH"));
+        let answers = format!(
+            "{}\nengine {}\nanswers {}\n",
+            hex(&digest),
+            crate::engine::cache_keys::ENGINE,
+            env!("XFILE_ANSWERS_HASH")
+        );
         Key {
             digest,
             answers: sha256(answers.as_bytes()),

@@ -22,8 +22,8 @@ use super::datalog::{
 use super::intern::Interner;
 use super::modules::ModuleLoc;
 use super::resolve::Resolver;
-use crate::python::names;
-use crate::python::{
+use xfile_python::names;
+use xfile_python::{
     Binding, BindingKind, Condition, DunderAll, DynamicPattern, ExprId, ExprKind, Import,
     ImportTarget, Lookup, Name, Reference, Scope, Semantic, TypeSource,
 };

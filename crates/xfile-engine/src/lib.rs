@@ -8,7 +8,7 @@ mod classes;
 pub mod datalog;
 mod db;
 mod entry_points;
-pub(crate) mod explain;
+pub mod explain;
 mod intern;
 mod layers;
 mod modules;
@@ -20,6 +20,18 @@ mod site_ranks;
 mod string_links;
 mod test_modules;
 mod tree;
+
+/// Hashes of the sources the warm-start cache's entries come from, for its
+/// key: a build whose rules, front end or engine differ reads none of an
+/// older build's entries.
+pub mod cache_keys {
+    /// The rules (`rules/*.dl`).
+    pub const RULES: &str = env!("XFILE_RULES_HASH");
+    /// The front end's sources and the locked parser versions.
+    pub const FRONT_END: &str = env!("XFILE_FRONT_END_HASH");
+    /// The front end and the engine, which the cached answers come from.
+    pub const ENGINE: &str = env!("XFILE_ENGINE_HASH");
+}
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,7 +50,7 @@ pub use self::layers::Layer;
 pub use self::semantic::{CallEdge, RefKind, Reference};
 pub use self::string_links::{LinkSite, LinkTuple};
 pub use self::test_modules::TestPatterns;
-use crate::python::{ModuleFacts, Semantic};
+use xfile_python::{ModuleFacts, Semantic};
 
 /// An attribute that names a class member for certain.
 #[derive(Clone, Debug, PartialEq, Eq)]

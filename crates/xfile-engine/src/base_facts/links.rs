@@ -5,11 +5,11 @@
 //! on a database handle relates nothing.
 
 use super::Builder;
-use crate::engine::datalog::{
+use crate::datalog::{
     ConnectsSignal, EntryPointsCall, HookDecorator, HookimplMarker, HookspecMarker, InputFact,
     Node, SendsSignal, SignalDef, Site, Sym,
 };
-use crate::python::{PluginKind, Reference};
+use xfile_python::{PluginKind, Reference};
 
 /// Where Django defines `Signal` and `receiver` (the package re-exports them).
 const DISPATCH: &[&str] = &[

@@ -55,7 +55,7 @@ impl SiteRanks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::datalog::{BaseOf, Node, PatchesAttr, Sym};
+    use crate::datalog::{BaseOf, Node, PatchesAttr, Sym};
 
     #[test]
     fn ranks_keep_order_and_survive_a_shift() {

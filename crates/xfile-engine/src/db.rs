@@ -56,7 +56,7 @@ use super::resolve::{DbLayout, Resolver, TreeInputs};
 use super::resolve_parts::ResolveMemo;
 use super::site_ranks::SiteRanks;
 use super::test_modules::{TestMatcher, TestPatterns};
-use crate::python::{self, ModuleFacts, Semantic};
+use xfile_python::{self as python, ModuleFacts, Semantic};
 
 #[salsa::input(debug)]
 pub struct SourceFile {
