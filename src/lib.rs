@@ -19,7 +19,9 @@ pub mod ops;
 /// can reach the engine, the service or the adapters.
 pub use xfile_python as python;
 pub mod registry;
-pub mod service;
-pub mod watch;
+/// One project's answers, live updates and the watcher, a crate of its own
+/// (`crates/xfile-service`).
+pub use xfile_service as service;
+pub use xfile_service::watch;
 /// The project on disk, a crate of its own (`crates/xfile-workspace`).
 pub use xfile_workspace as workspace;

@@ -10,6 +10,7 @@ const LAYERS: &[&str] = &[
     "xfile-engine",
     "xfile-workspace",
     "xfile-git",
+    "xfile-service",
     "xfile",
 ];
 

@@ -1,0 +1,294 @@
+//! A [`Service`] that stays fresh while files change: readers work on
+//! snapshots, updates apply to a master copy (TDD §3.6; issue "live
+//! updates", items 2 and 4).
+//!
+//! Salsa lets one handle change inputs only when every other handle is
+//! dropped: a write sets the cancellation flag, queries running on
+//! snapshots unwind with `salsa::Cancelled`, and the write waits for them.
+//! So a reader takes a snapshot, answers, and drops it, never holding a
+//! lock while it answers; a reader that is cancelled takes the next
+//! snapshot and tries again. The writer withdraws the published snapshot
+//! only once the changed files are read, and publishes a new one right after
+//! the inputs are set, before the derived relations are brought up to date:
+//! readers that arrive meanwhile share that one computation (salsa blocks
+//! them on it) instead of seeing old results.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::Service;
+use super::model::UpdateReport;
+use xfile_workspace::PathError;
+
+/// Which indexed files an answer rests on, for the freshness check.
+pub enum Involved {
+    /// A file (user path) and the project files it depends on.
+    Dependencies(String),
+    /// A file (user path) and the files that depend on it.
+    Dependents(String),
+    /// Every indexed file (a stat each: a few milliseconds on 3,000 files).
+    All,
+}
+
+/// How many update reports are kept for `explain_recomputation`.
+const KEPT_REPORTS: usize = 16;
+/// Files waiting to be prepared for edits, at most: each prepared file's
+/// chain is one that every later edit checks, so a reader that reads many
+/// files between pauses gets the first ones prepared, not all.
+const MAX_EXPECTED: usize = 64;
+
+/// How many of the files modified last a server prepares for edits as it
+/// starts, and how recent they must be (`Live::expect_recent_edits`).
+const RECENT_FILES: usize = 16;
+const RECENT_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+
+pub struct Live {
+    root: PathBuf,
+    /// Files a reader expects to be edited soon, waiting to be prepared
+    /// ([`Live::expect_edit`]); `None` while nobody is preparing them.
+    expected: Mutex<Option<Vec<String>>>,
+    /// How many updates changed something: read without the master lock
+    /// (held while an update runs) by work that waits for a pause.
+    changed: AtomicU64,
+    master: Mutex<Master>,
+    published: Mutex<Option<Service>>,
+    republished: Condvar,
+}
+
+struct Master {
+    service: Service,
+    updates: u64,
+    reports: VecDeque<UpdateReport>,
+}
+
+impl Live {
+    pub fn new(service: Service) -> Live {
+        Live {
+            root: service.root().to_path_buf(),
+            expected: Mutex::new(None),
+            changed: AtomicU64::new(0),
+            published: Mutex::new(Some(service.clone())),
+            master: Mutex::new(Master {
+                service,
+                updates: 0,
+                reports: VecDeque::new(),
+            }),
+            republished: Condvar::new(),
+        }
+    }
+
+    pub fn open(root: &Path) -> Result<Live, PathError> {
+        Service::open(root).map(Live::new)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The current snapshot, waiting while an update withdrew it. Hold it
+    /// briefly and inside `salsa::Cancelled::catch`: the next update
+    /// cancels its queries and waits for it to be dropped.
+    pub fn snapshot(&self) -> Service {
+        let mut published = lock(&self.published);
+        loop {
+            if let Some(service) = published.as_ref() {
+                return service.clone();
+            }
+            published = self
+                .republished
+                .wait(published)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Runs `f` on a snapshot; if an update cancels it, runs it again on
+    /// the next one.
+    pub fn read<T>(&self, f: impl Fn(&Service) -> T) -> T {
+        self.read_retrying(f, || {
+            tracing::debug!("query cancelled by an update; retrying")
+        })
+    }
+
+    /// Like [`Live::read`], for work in the background: once an update
+    /// cancels it, it starts again only after no update came for `quiet`.
+    /// During a burst of edits, restarting at once kept a core busy redoing
+    /// work that the next edit cancelled again, and held snapshots the
+    /// edits' updates had to wait for.
+    pub fn read_when_quiet<T>(&self, quiet: Duration, f: impl Fn(&Service) -> T) -> T {
+        self.read_retrying(f, || self.wait_quiet(quiet))
+    }
+
+    /// Runs `f` on a snapshot until no update cancels it, calling
+    /// `cancelled` before each new try.
+    fn read_retrying<T>(&self, f: impl Fn(&Service) -> T, cancelled: impl Fn()) -> T {
+        loop {
+            let snapshot = self.snapshot();
+            let outcome = salsa::Cancelled::catch(AssertUnwindSafe(|| f(&snapshot)));
+            drop(snapshot);
+            if let Ok(value) = outcome {
+                return value;
+            }
+            cancelled();
+        }
+    }
+
+    /// Returns once no update changed anything for `quiet`.
+    pub fn wait_quiet(&self, quiet: Duration) {
+        loop {
+            let seen = self.changed.load(Ordering::Acquire);
+            std::thread::sleep(quiet);
+            if self.changed.load(Ordering::Acquire) == seen {
+                return;
+            }
+        }
+    }
+
+    /// Like [`Live::read`], but first brings the files `involved` names up to
+    /// date with the disk: whatever the watcher saw or missed, the answer is
+    /// no older than those files at call time.
+    pub fn read_fresh<T>(&self, involved: &Involved, f: impl Fn(&Service) -> T) -> T {
+        let started = std::time::Instant::now();
+        let stale = self.read(|s| s.stale(&s.involved(involved)));
+        tracing::debug!(ms = crate::elapsed_ms(started), "freshness check");
+        if !stale.is_empty() {
+            tracing::debug!(files = stale.len(), "stale on read; updating first");
+            if let Err(error) = self.apply(&stale, "read") {
+                tracing::warn!("update on read failed: {error}");
+            }
+        }
+        let started = std::time::Instant::now();
+        let answer = self.read(f);
+        tracing::debug!(ms = crate::elapsed_ms(started), "fresh read");
+        answer
+    }
+
+    /// Applies changes under `paths` (see [`Service::read_changes`]) and
+    /// publishes the result. Must not be called while holding a snapshot.
+    pub fn apply(&self, paths: &[PathBuf], trigger: &str) -> Result<UpdateReport, PathError> {
+        let mut master = lock(&self.master);
+        let pending = master.service.read_changes(paths, trigger)?;
+        let mut report = if pending.is_empty() {
+            pending.into_report()
+        } else {
+            let written = self.writing(&mut master, |service| service.write_changes(pending));
+            let report = master.service.finish(written);
+            master.service.updated_warm();
+            report
+        };
+        master.updates += 1;
+        report.update = master.updates;
+        if report.changed() {
+            self.changed.fetch_add(1, Ordering::AcqRel);
+            tracing::debug!(
+                added = ?report.added,
+                modified = ?report.modified,
+                removed = ?report.removed,
+                executed = ?report.queries.executed,
+                reused = ?report.queries.reused,
+                datalog_ms = ?report.queries.datalog_ms,
+                total_ms = report.durations.total_ms,
+                "update {} ({})",
+                report.update,
+                report.trigger,
+            );
+            if master.reports.len() == KEPT_REPORTS {
+                master.reports.pop_front();
+            }
+            master.reports.push_back(report.clone());
+        }
+        Ok(report)
+    }
+
+    /// Runs `write` on the master service with no snapshot published (a
+    /// write to salsa's inputs waits for every snapshot to be dropped),
+    /// then publishes the master's new state.
+    fn writing<T>(&self, master: &mut Master, write: impl FnOnce(&mut Service) -> T) -> T {
+        let withdrawn = lock(&self.published).take();
+        drop(withdrawn);
+        let written = write(&mut master.service);
+        *lock(&self.published) = Some(master.service.clone());
+        self.republished.notify_all();
+        written
+    }
+
+    /// Notes that `path` (a user path) is likely to be edited soon: it was
+    /// read to be worked on. Once no update came for `quiet`, a background
+    /// thread makes it ready for a cheap first edit
+    /// ([`Service::prepare_for_edits`]), taking the walk over the whole
+    /// project that such an edit would cost off the edit's path.
+    pub fn expect_edit(self: &Arc<Self>, path: &str, quiet: Duration) {
+        let mut expected = lock(&self.expected);
+        match expected.as_mut() {
+            Some(paths) => {
+                if paths.len() < MAX_EXPECTED && !paths.iter().any(|p| p == path) {
+                    paths.push(path.to_string());
+                }
+            }
+            None => {
+                let live = self.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("xfile-prepare-edits".into())
+                    .spawn(move || live.prepare_expected(quiet));
+                match spawned {
+                    Ok(_) => *expected = Some(vec![path.to_string()]),
+                    Err(error) => tracing::debug!("no thread to prepare edits: {error}"),
+                }
+            }
+        }
+    }
+
+    /// Expects edits of the files modified last before the index
+    /// ([`Service::recently_modified`]: at most [`RECENT_FILES`], within
+    /// [`RECENT_WINDOW`]), as a server starts: an agent resuming work
+    /// tends to edit what was edited last, and those first edits then skip
+    /// the walk of every file's chain. Each prepared file adds its chain to
+    /// what later edits check, so they are few.
+    pub fn expect_recent_edits(self: &Arc<Self>, quiet: Duration) {
+        for path in self.read(|s| s.recently_modified(RECENT_FILES, RECENT_WINDOW)) {
+            self.expect_edit(&path, quiet);
+        }
+    }
+
+    /// Prepares the expected files, batch by batch, each after a pause.
+    fn prepare_expected(&self, quiet: Duration) {
+        loop {
+            self.wait_quiet(quiet);
+            let paths = {
+                let mut expected = lock(&self.expected);
+                match expected.as_mut() {
+                    Some(paths) if !paths.is_empty() => std::mem::take(paths),
+                    _ => {
+                        *expected = None;
+                        return;
+                    }
+                }
+            };
+            let started = std::time::Instant::now();
+            let mut master = lock(&self.master);
+            let files = master.service.unprepared(&paths);
+            if files.is_empty() {
+                continue;
+            }
+            self.writing(&mut master, |service| service.prepare_for_edits(&files));
+            master.service.settle_prepared();
+            tracing::debug!(
+                files = files.len(),
+                ms = crate::elapsed_ms(started),
+                "prepared for edits"
+            );
+        }
+    }
+
+    /// Reports of the recent updates that changed something, newest last.
+    pub fn recent_updates(&self) -> Vec<UpdateReport> {
+        lock(&self.master).reports.iter().cloned().collect()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,423 @@
+//! The symbol index: every definition of the project (modules, classes,
+//! functions, methods, module-level names) with its qualified names, and
+//! matching a query against it: exact, qualified, prefix, word parts of
+//! snake_case and camelCase names, substring, and one or two typos.
+
+use xfile_engine::Engine;
+use xfile_python::DefinitionKind;
+
+/// One definition of the project.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub file: String,
+    /// `User.save`; empty for a module.
+    pub qualname: String,
+    /// The last part of the qualified name (the module's own name for a module).
+    pub name: String,
+    /// `app.models.User.save`.
+    pub dotted: String,
+    pub kind: Kind,
+    pub line: u32,
+    /// Lower-case forms and words, computed once for matching.
+    lower_name: String,
+    lower_dotted: String,
+    words: Vec<String>,
+    /// Lower-case letters and digits only.
+    squashed: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Kind {
+    Module,
+    Class,
+    Function,
+    Method,
+    Variable,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Module => "module",
+            Kind::Class => "class",
+            Kind::Function => "function",
+            Kind::Method => "method",
+            Kind::Variable => "variable",
+        }
+    }
+}
+
+/// How a query matched an entry; better matches first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchKind {
+    Exact,
+    /// The same letters with other separators or case: `get cols` for
+    /// `get_cols`, `truncatewordshtml` for `truncatewords_html`.
+    SameWords,
+    Qualified,
+    Prefix,
+    WordParts,
+    /// The query starts a word of the name.
+    Substring,
+    Fuzzy,
+    /// The query is inside a word of the name.
+    Infix,
+}
+
+/// The entries of every file, each file's kept with the revision and
+/// module name it was built from, so the next state's index rebuilds only
+/// the files that changed (or whose module name did).
+pub(crate) struct SymbolIndex {
+    files: Vec<FileEntries>,
+    /// Definitions again under the dotted names packages re-export them
+    /// as (`django.core.cache.InvalidCacheKey`), for qualified queries.
+    /// Rebuilt for every state: where an import resolves can change
+    /// without the package's own file changing.
+    aliases: Vec<Entry>,
+}
+
+struct FileEntries {
+    revision: Option<u64>,
+    module: String,
+    entries: std::sync::Arc<Vec<Entry>>,
+}
+
+/// Splits `retryWithBackoff`, `retry_with_backoff` and `HTTPServer` into
+/// lower-case words.
+pub(crate) fn words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' || c == '.' || c == '-' || c.is_whitespace() {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        let boundary = c.is_uppercase()
+            && !current.is_empty()
+            && (chars[i - 1].is_lowercase()
+                || chars[i - 1].is_ascii_digit()
+                || chars.get(i + 1).is_some_and(|n| n.is_lowercase()));
+        if boundary {
+            words.push(std::mem::take(&mut current));
+        }
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+impl Entry {
+    fn new(file: &str, module: &str, qualname: &str, kind: Kind, line: u32) -> Entry {
+        let name = match qualname.rsplit_once('.') {
+            Some((_, last)) => last,
+            None if qualname.is_empty() => module.rsplit('.').next().unwrap_or(module),
+            None => qualname,
+        }
+        .to_string();
+        let dotted = match (module.is_empty(), qualname.is_empty()) {
+            (_, true) => module.to_string(),
+            (true, false) => qualname.to_string(),
+            (false, false) => format!("{module}.{qualname}"),
+        };
+        Entry {
+            file: file.to_string(),
+            qualname: qualname.to_string(),
+            lower_name: name.to_lowercase(),
+            lower_dotted: dotted.to_lowercase(),
+            words: words(&name),
+            squashed: squash(&name),
+            name,
+            dotted,
+            kind,
+            line,
+        }
+    }
+
+    /// `path::Qualified.name`, or the path for a module.
+    pub fn id(&self) -> String {
+        if self.qualname.is_empty() {
+            self.file.clone()
+        } else {
+            format!("{}::{}", self.file, self.qualname)
+        }
+    }
+
+    /// How `query` matches this entry, if it does, and how closely within
+    /// that kind (0 is closest: the exact case, fewer typos, fewer words
+    /// beyond the query's).
+    fn matches(&self, query: &Query) -> Option<(MatchKind, u8)> {
+        if let Some((path, qualname)) = &query.path {
+            let found = self.file == *path && self.qualname == *qualname;
+            return found.then_some((MatchKind::Qualified, 0));
+        }
+        if query.qualified {
+            let q = &query.lower;
+            let suffix = self.lower_dotted.ends_with(q.as_str())
+                && (self.lower_dotted.len() == q.len()
+                    || self.lower_dotted.as_bytes()[self.lower_dotted.len() - q.len() - 1] == b'.');
+            let qualname = self.qualname.eq_ignore_ascii_case(&query.text);
+            let case = u8::from(!self.dotted.ends_with(&query.text));
+            return (suffix || qualname).then_some((MatchKind::Qualified, case));
+        }
+        if self.lower_name == query.lower {
+            return Some((MatchKind::Exact, u8::from(self.name != query.text)));
+        }
+        if self.squashed == query.squashed {
+            return Some((MatchKind::SameWords, 0));
+        }
+        if self.lower_name.starts_with(&query.lower) {
+            return Some((MatchKind::Prefix, 0));
+        }
+        if query.words.len() > 1 && in_order_prefixes(&query.words, &self.words) {
+            let extra = self.words.len().saturating_sub(query.words.len());
+            return Some((MatchKind::WordParts, extra.min(255) as u8));
+        }
+        let substring = query.lower.len() >= 3 && self.lower_name.contains(&query.lower);
+        if substring && self.word_start_match(&query.lower) {
+            return Some((MatchKind::Substring, 0));
+        }
+        let typos = match query.lower.chars().count() {
+            0..=3 => 0,
+            4..=7 => 1,
+            _ => 2,
+        };
+        if typos > 0 && self.lower_name.len().abs_diff(query.lower.len()) <= typos {
+            let distance = strsim::osa_distance(&self.lower_name, &query.lower);
+            if distance <= typos {
+                let case = u8::from(strsim::osa_distance(&self.name, &query.text) > distance);
+                return Some((MatchKind::Fuzzy, (distance as u8) * 2 + case));
+            }
+        }
+        substring.then_some((MatchKind::Infix, 0))
+    }
+}
+
+impl Entry {
+    /// Whether `lower` occurs in the name where a word starts (after `_`,
+    /// at a capital, or at the start).
+    fn word_start_match(&self, lower: &str) -> bool {
+        self.lower_name.match_indices(lower).any(|(at, _)| {
+            at == 0
+                || self.name.as_bytes().get(at - 1) == Some(&b'_')
+                // Lower-casing may move byte offsets in non-ASCII names:
+                // `get` keeps a bad offset from panicking.
+                || self
+                    .name
+                    .get(at..)
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_uppercase()))
+        })
+    }
+}
+
+/// Whether every query word starts a name word, in order (`get user`
+/// matches `get_active_user`).
+fn in_order_prefixes(query: &[String], name: &[String]) -> bool {
+    let mut rest = name.iter();
+    query
+        .iter()
+        .all(|q| rest.by_ref().any(|word| word.starts_with(q.as_str())))
+}
+
+/// Lower-case letters and digits, separators dropped.
+fn squash(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+pub(crate) struct Query {
+    /// `path::Qualified.name`: that definition only.
+    path: Option<(String, String)>,
+    text: String,
+    lower: String,
+    words: Vec<String>,
+    squashed: String,
+    qualified: bool,
+}
+
+impl Query {
+    pub fn new(text: &str) -> Query {
+        let path = text
+            .trim()
+            .split_once("::")
+            .map(|(path, qualname)| (path.to_string(), qualname.to_string()));
+        let text = text.trim().replace("::", ".");
+        let qualified = text.contains('.');
+        Query {
+            path,
+            lower: text.to_lowercase(),
+            words: words(&text),
+            squashed: squash(&text),
+            qualified,
+            text,
+        }
+    }
+}
+
+impl SymbolIndex {
+    /// The index of `engine`'s state, reusing `previous`'s entries of the
+    /// files whose revision and module name are unchanged.
+    pub fn build(engine: &Engine, previous: Option<&SymbolIndex>) -> SymbolIndex {
+        let mut reusable: rustc_hash::FxHashMap<&str, &FileEntries> = previous
+            .map(|index| {
+                index
+                    .files
+                    .iter()
+                    .filter_map(|f| Some((f.entries.first()?.file.as_str(), f)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let files = engine
+            .paths()
+            .filter_map(|path| {
+                engine.check_cancelled();
+                let revision = engine.revision(path);
+                let module = engine.module_name(path);
+                if let Some(kept) = reusable.remove(path)
+                    && kept.revision == revision
+                    && kept.module == module
+                {
+                    return Some(FileEntries {
+                        revision,
+                        module,
+                        entries: kept.entries.clone(),
+                    });
+                }
+                let entries = file_entries(engine, path, &module)?;
+                Some(FileEntries {
+                    revision,
+                    module,
+                    entries: std::sync::Arc::new(entries),
+                })
+            })
+            .collect();
+        let mut index = SymbolIndex {
+            files,
+            aliases: Vec::new(),
+        };
+        index.aliases = index.reexports(engine);
+        index
+    }
+
+    /// The entries of definitions a package `__init__` binds, named by the
+    /// package's dotted name and the bound name.
+    fn reexports(&self, engine: &Engine) -> Vec<Entry> {
+        // By file, not by definition: hashing every definition's names
+        // made this most of a rebuild's time on a large project.
+        let by_file: rustc_hash::FxHashMap<&str, &[Entry]> = self
+            .files
+            .iter()
+            .filter_map(|f| Some((f.entries.first()?.file.as_str(), f.entries.as_slice())))
+            .collect();
+        let mut aliases = Vec::new();
+        for kept in &self.files {
+            let Some(init) = kept.entries.first() else {
+                continue;
+            };
+            if !init.file.ends_with("__init__.py") || kept.module.is_empty() {
+                continue;
+            }
+            engine.check_cancelled();
+            for imported in engine.imported_names(&init.file) {
+                let Some(target) = by_file
+                    .get(imported.file.as_str())
+                    .and_then(|entries| entries.iter().rfind(|e| e.qualname == imported.symbol))
+                else {
+                    continue;
+                };
+                let dotted = format!("{}.{}", kept.module, imported.name);
+                if dotted == target.dotted {
+                    continue;
+                }
+                aliases.push(Entry {
+                    lower_dotted: dotted.to_lowercase(),
+                    dotted,
+                    ..(*target).clone()
+                });
+            }
+        }
+        aliases
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.files.iter().flat_map(|f| f.entries.iter())
+    }
+
+    /// Every entry `query` matches, with how and how closely; a
+    /// qualified query also matches re-exported names (each definition
+    /// once, by its best match).
+    pub fn find(&self, query: &Query) -> Vec<((MatchKind, u8), &Entry)> {
+        if query.lower.is_empty() {
+            return Vec::new();
+        }
+        let mut found: Vec<((MatchKind, u8), &Entry)> = self
+            .entries()
+            .filter_map(|e| Some((e.matches(query)?, e)))
+            .collect();
+        if query.qualified && query.path.is_none() {
+            let mut seen: rustc_hash::FxHashSet<(&str, &str)> = found
+                .iter()
+                .map(|(_, e)| (e.file.as_str(), e.qualname.as_str()))
+                .collect();
+            for alias in &self.aliases {
+                if let Some(quality) = alias.matches(query)
+                    && seen.insert((alias.file.as_str(), alias.qualname.as_str()))
+                {
+                    found.push((quality, alias));
+                }
+            }
+        }
+        found
+    }
+}
+
+/// One file's entries: the module, then its definitions (a name bound
+/// twice is its last binding, as Python sees it).
+fn file_entries(engine: &Engine, path: &str, module: &str) -> Option<Vec<Entry>> {
+    let facts = engine.facts(path)?;
+    let mut entries = vec![Entry::new(path, module, "", Kind::Module, 1)];
+    let mut seen = rustc_hash::FxHashSet::default();
+    for definition in facts.definitions.iter().rev() {
+        if !seen.insert(definition.qualname.as_str()) {
+            continue;
+        }
+        let kind = match definition.kind {
+            DefinitionKind::Class => Kind::Class,
+            DefinitionKind::Function | DefinitionKind::AsyncFunction => Kind::Function,
+            DefinitionKind::Method => Kind::Method,
+            DefinitionKind::Variable => Kind::Variable,
+        };
+        let line = definition.start_line;
+        entries.push(Entry::new(path, module, &definition.qualname, kind, line));
+    }
+    Some(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_snake_and_camel_case() {
+        assert_eq!(words("retry_with_backoff"), ["retry", "with", "backoff"]);
+        assert_eq!(words("retryWithBackoff"), ["retry", "with", "backoff"]);
+        assert_eq!(words("HTTPServer"), ["http", "server"]);
+        assert_eq!(words("get_user2Name"), ["get", "user2", "name"]);
+    }
+
+    #[test]
+    fn word_parts_match_in_order() {
+        let name = words("get_active_user");
+        assert!(in_order_prefixes(&words("get user"), &name));
+        assert!(in_order_prefixes(&words("getAct"), &name));
+        assert!(!in_order_prefixes(&words("user get"), &name));
+    }
+}
