@@ -6,6 +6,7 @@
 //! `{"code", "message", "suggestion"}`; the server never exits on a bad
 //! request. stdout carries only protocol.
 
+mod errors;
 mod projects;
 mod wire;
 
@@ -33,13 +34,13 @@ use crate::service::calls::Direction;
 use crate::service::context::count_tokens;
 use crate::service::graph::{self, Detail};
 use crate::service::live::{Involved, Live};
-use crate::service::paging::{self, CursorError};
-use crate::service::search::{Expand, Expandable, SearchError, SearchOptions};
+use crate::service::paging;
+use crate::service::search::{Expand, Expandable, SearchOptions};
 use crate::service::text::{self, shortened};
 use crate::service::warm::answers;
-use crate::service::{ReadError, ReadOptions, Service};
-use crate::workspace::PathError;
+use crate::service::{ReadOptions, Service};
 use crate::workspace::config::Config;
+use errors::{ToolError, cancelled, error_code, failure, internal, join_failed};
 use projects::{Member, Projects};
 
 // How a list answer is written: text (the default, lines like the CLI's)
@@ -324,35 +325,6 @@ fn unlisted_git_tools(config: &Config, root: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-impl From<crate::git::GitError> for ToolError {
-    fn from(error: crate::git::GitError) -> Self {
-        use crate::git::GitError;
-        let suggestion = match &error {
-            GitError::NotARepository(_) => "The git tools need a project inside a git work tree.",
-            GitError::NoCommits => "Commit once, then ask again.",
-            GitError::InvalidRevision(_) | GitError::UnknownRevision(_) => {
-                "Pass a branch, tag, HEAD~N or a commit hash; git_log lists commits."
-            }
-            GitError::PastEnd(..) => "Ask for a line range inside the file, or omit it.",
-            GitError::InvalidPath(..)
-            | GitError::OutsideRoot(..)
-            | GitError::NotAFile(_)
-            | GitError::Sensitive(_) => "Give the path of a file inside the project root.",
-            GitError::InvalidDate(_) => "Write a date as 2024-05-01 or `2 weeks ago`.",
-            GitError::TooLarge(..) => "Blame a smaller file, or a part of it with git itself.",
-            GitError::OutsideGit(..) => {
-                "Serve a root whose git repository is its own (see the message)."
-            }
-            GitError::Git(_) => "Check the repository with `git status`, then retry.",
-        };
-        ToolError {
-            code: error.code(),
-            message: error.to_string(),
-            suggestion,
-        }
-    }
-}
-
 /// Tools left out of the tool list unless `enabled_tools` names them, but
 /// still answering when called by name: the operations tools serve
 /// whoever operates xfile, not the agent's task.
@@ -488,113 +460,6 @@ fn check_cancelled(cancel: &tokio_util::sync::CancellationToken) -> Result<(), T
     Ok(())
 }
 
-fn cancelled() -> ToolError {
-    ToolError {
-        code: "cancelled",
-        message: "the request was cancelled".into(),
-        suggestion: "Ask again if the answer is still wanted.",
-    }
-}
-
-/// A tool failure: a stable code, what went wrong, and what to do.
-struct ToolError {
-    code: &'static str,
-    message: String,
-    suggestion: &'static str,
-}
-
-impl From<crate::service::calls::SymbolError> for ToolError {
-    fn from(error: crate::service::calls::SymbolError) -> Self {
-        use crate::service::calls::SymbolError;
-        match error {
-            SymbolError::Path(error) => error.into(),
-            inherited @ SymbolError::Inherited { .. } => ToolError {
-                code: inherited.code(),
-                message: inherited.to_string(),
-                suggestion: "Ask about the file and the definition the message names.",
-            },
-            other => ToolError {
-                code: other.code(),
-                message: other.to_string(),
-                suggestion: "Name a definition as path::Qualified.name; get_dependencies lists a file's targets with their symbols.",
-            },
-        }
-    }
-}
-
-impl From<SearchError> for ToolError {
-    fn from(error: SearchError) -> Self {
-        ToolError {
-            code: error.code(),
-            suggestion: match error {
-                SearchError::UnknownCluster(_) => {
-                    "Run search_with_context again; its clusters have ids to expand."
-                }
-                SearchError::EmptyQuery | SearchError::QueryTooLong(_) => {
-                    "Search for a name, part of one, or a qualified name (at most 1000 characters)."
-                }
-            },
-            message: error.to_string(),
-        }
-    }
-}
-
-impl From<CursorError> for ToolError {
-    fn from(error: CursorError) -> Self {
-        ToolError {
-            code: "invalid_parameter",
-            message: error.to_string(),
-            suggestion: "Start again without cursor, or pass next_cursor from the previous page.",
-        }
-    }
-}
-
-impl From<ReadError> for ToolError {
-    fn from(error: ReadError) -> Self {
-        match error {
-            ReadError::Path(error) => error.into(),
-            range @ ReadError::Range(_) => ToolError {
-                code: range.code(),
-                message: range.to_string(),
-                suggestion: "Omit start_line and end_line to read the whole file.",
-            },
-        }
-    }
-}
-
-impl From<PathError> for ToolError {
-    fn from(error: PathError) -> Self {
-        let suggestion = match &error {
-            PathError::NotFound(_) => {
-                "Check the spelling; get_relationship_graph with detail: files and a path_prefix lists files."
-            }
-            PathError::OutsideRoot(..) => "Use a path inside the project root.",
-            PathError::Sensitive(_) => "This file is never served; it may hold secrets.",
-            PathError::NulByte(_) | PathError::TooLong(_) => "Pass a plain path string.",
-            PathError::MissingRoot(_) => "Restart the server with an existing --root.",
-            PathError::NotPython(_) => {
-                "Read other files directly; xfile adds context to .py files."
-            }
-        };
-        let quoted = |path: &str| shortened(path, QUOTED_CHARS);
-        let message = match &error {
-            PathError::NotFound(p) => PathError::NotFound(quoted(p)),
-            PathError::OutsideRoot(p, root) => PathError::OutsideRoot(quoted(p), root.clone()),
-            PathError::NulByte(p) => PathError::NulByte(quoted(p)),
-            PathError::Sensitive(p) => PathError::Sensitive(quoted(p)),
-            PathError::NotPython(p) => PathError::NotPython(quoted(p)),
-            PathError::MissingRoot(p) => PathError::MissingRoot(p.clone()),
-            PathError::TooLong(n) => PathError::TooLong(*n),
-        }
-        .to_string();
-        ToolError {
-            code: error.code(),
-            message,
-            suggestion,
-        }
-    }
-}
-
 /// Which tools the list shows and which answer at all: the unlisted
 /// tools unless `enabled_tools` names them (or says `all`) are left out of
 /// the list; what `excluded_tools` names is switched off. Unknown names
@@ -677,25 +542,8 @@ fn ok_json(value: &impl serde::Serialize) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
-/// A request whose work stopped (it panicked, or the server is shutting
-/// down).
-fn join_failed(error: tokio::task::JoinError) -> ToolError {
-    ToolError {
-        code: "internal",
-        message: format!("the request failed: {error}"),
-        suggestion: "Retry; if it keeps failing, report it with the server log.",
-    }
-}
-
 /// How rmcp begins the error of arguments that do not fit a tool's type.
 const ARGUMENT_ERROR: &str = "failed to deserialize parameters:";
-
-/// Characters of a failure's message kept (the relation catalogue a
-/// pattern error carries is ~11,000): whatever a message quotes, a 10 MB
-/// input must not come back as a 10 MB error.
-const MESSAGE_CHARS: usize = 16_000;
-/// Characters of a user's input a message quotes.
-const QUOTED_CHARS: usize = 200;
 
 /// The longest string argument a tool takes, in characters (paths,
 /// symbols, patterns, revisions): a longer one is refused before any work,
@@ -718,16 +566,6 @@ fn oversized_argument(
         let chars = too_long(value).or_else(|| value.as_array()?.iter().find_map(too_long))?;
         Some((shortened(name, 64), chars))
     })
-}
-
-fn failure(error: ToolError) -> CallToolResult {
-    let message = shortened(&error.message, MESSAGE_CHARS);
-    let body = serde_json::json!({
-        "code": error.code,
-        "message": message,
-        "suggestion": error.suggestion,
-    });
-    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
 }
 
 /// The tools that work across projects: listed only by a server of
@@ -1734,27 +1572,6 @@ impl XfileServer {
     }
 }
 
-/// The code of a failed answer, for the error counts: a tool error's
-/// `code`, or `protocol` for a request rmcp refused.
-fn error_code(answer: &Result<rmcp::model::CallToolResponse, ErrorData>) -> Option<String> {
-    let result = match answer {
-        Err(_) => return Some("protocol".into()),
-        Ok(rmcp::model::CallToolResponse::Complete(result)) => result,
-        Ok(_) => return None,
-    };
-    if result.is_error != Some(true) {
-        return None;
-    }
-    let body: serde_json::Value = serde_json::from_str(&first_text(result)).unwrap_or_default();
-    // Codes are snake_case names the server chose; anything else is counted
-    // as `other`, so a label never carries other text.
-    let code = body["code"].as_str().unwrap_or_default();
-    let named = !code.is_empty()
-        && code.len() <= 40
-        && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
-    Some(if named { code.into() } else { "other".into() })
-}
-
 /// The text of a result's first content block.
 fn first_text(result: &CallToolResult) -> String {
     result
@@ -1763,14 +1580,6 @@ fn first_text(result: &CallToolResult) -> String {
         .and_then(|block| block.as_text())
         .map(|t| t.text.clone())
         .unwrap_or_default()
-}
-
-fn internal(error: serde_json::Error) -> ToolError {
-    ToolError {
-        code: "internal",
-        message: format!("cannot write the answer: {error}"),
-        suggestion: "Retry; if it keeps failing, report it with the server log.",
-    }
 }
 
 /// One `manage_registry` action on the registry.

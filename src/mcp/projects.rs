@@ -13,9 +13,10 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock};
 use tokio::sync::OnceCell;
 
-use super::{ToolError, failure, log_warnings, refresh_hot_spots};
-use crate::federation::{CrossIndex, Peer, Scope, SessionError, Sessions};
-use crate::registry::{Registry, RegistryError};
+use super::errors::{ToolError, failure};
+use super::{log_warnings, refresh_hot_spots};
+use crate::federation::{CrossIndex, Peer, Scope, Sessions};
+use crate::registry::Registry;
 use crate::service::Service;
 use crate::service::live::Live;
 use crate::service::warm::answers::Prebuilt;
@@ -211,33 +212,6 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
         Err(message) => tracing::error!("indexing failed: {message}"),
     }
     opened
-}
-
-impl From<SessionError> for ToolError {
-    fn from(error: SessionError) -> Self {
-        let suggestion = match error {
-            SessionError::Insufficient(_) => {
-                "Use a session of a wider scope, or a server started with --global."
-            }
-            SessionError::TooMany(_) => "Reuse an open session, or wait for some to expire.",
-            _ => "Create a new session with create_session, or call without session_id.",
-        };
-        ToolError {
-            code: error.code(),
-            message: error.to_string(),
-            suggestion,
-        }
-    }
-}
-
-impl From<RegistryError> for ToolError {
-    fn from(error: RegistryError) -> Self {
-        ToolError {
-            code: error.code(),
-            message: error.to_string(),
-            suggestion: "Check the names with manage_registry {action: project_list} or collection_list.",
-        }
-    }
 }
 
 impl Projects {
