@@ -6,6 +6,7 @@
 //! `{"code", "message", "suggestion"}`; the server never exits on a bad
 //! request. stdout carries only protocol.
 
+mod args;
 mod errors;
 mod projects;
 mod wire;
@@ -25,203 +26,28 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::federation::links;
 use crate::federation::{Level, Scope, SessionError};
 use crate::service::calls::Direction;
 use crate::service::context::count_tokens;
-use crate::service::graph::{self, Detail};
+use crate::service::graph;
 use crate::service::live::{Involved, Live};
 use crate::service::paging;
-use crate::service::search::{Expand, Expandable, SearchOptions};
+use crate::service::search::{Expand, SearchOptions};
 use crate::service::text::{self, shortened};
 use crate::service::warm::answers;
 use crate::service::{ReadOptions, Service};
 use crate::workspace::config::Config;
+use args::{
+    CallGraphArgs, CollectionMapArgs, CrossRefsArgs, DependentsArgs, ExpandClusterArgs,
+    ExplainArgs, FileArgs, Format, GitBlameArgs, GitDiffArgs, GitLogArgs, GraphArgs, ImpactArgs,
+    InjectionArgs, OutlineArgs, PageArgs, QueryArgs, ReadArgs, RegistryAction, RegistryArgs,
+    SearchArgs, SessionArgs, SymbolArgs, WarningsArgs,
+};
 use errors::{ToolError, cancelled, error_code, failure, internal, join_failed};
 use projects::{Member, Projects};
-
-// How a list answer is written: text (the default, lines like the CLI's)
-// or json. No doc comment and no field descriptions: the enum says it, and
-// the tool list repeats it for every list tool.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[schemars(inline)]
-pub enum Format {
-    #[default]
-    Text,
-    Json,
-}
-
-/// One page of a list answer. Fields whose names say it all carry no
-/// description: every word here is repeated in each client's tool list
-/// (limit defaults to 100; cursor is the previous page's next_cursor).
-#[derive(Clone, Deserialize, JsonSchema)]
-pub struct PageArgs {
-    pub limit: Option<usize>,
-    pub cursor: Option<String>,
-    #[serde(default)]
-    pub format: Format,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct FileArgs {
-    pub file_path: String,
-    #[serde(flatten)]
-    pub page: PageArgs,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct ReadArgs {
-    pub file_path: String,
-    /// First line (1-based).
-    pub start_line: Option<u32>,
-    /// Last line (inclusive).
-    pub end_line: Option<u32>,
-    /// 2-3: also classes the signatures mention.
-    pub import_depth: Option<u32>,
-    /// List sibling modules' names.
-    #[serde(default)]
-    pub show_available: bool,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct DependentsArgs {
-    pub file_path: String,
-    /// A definition: `User` or `User.save`.
-    pub symbol: Option<String>,
-    #[serde(flatten)]
-    pub page: PageArgs,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct CallGraphArgs {
-    /// `app/models.py::User.save`, dotted, or `User.save` when only one definition has that name.
-    pub symbol: String,
-    /// 1 (default) to 5.
-    pub depth: Option<usize>,
-    pub limit: Option<usize>,
-    #[serde(default)]
-    pub format: Format,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct OutlineArgs {
-    pub file_path: String,
-    #[serde(default)]
-    pub format: Format,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct SymbolArgs {
-    /// `app/models.py::User.save`, `app.models.User.save` or a unique name.
-    pub name: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct GraphArgs {
-    /// Only under this path.
-    pub path_prefix: Option<String>,
-    /// Default summary.
-    #[serde(default)]
-    pub detail: Detail,
-    pub limit: Option<usize>,
-    pub cursor: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct WarningsArgs {
-    /// Only this file's warnings.
-    pub file_path: Option<String>,
-    #[serde(flatten)]
-    pub page: PageArgs,
-}
-
-/// Which related containers a search loads at once.
-#[derive(Clone, Copy, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
-#[schemars(inline)]
-pub struct ExpandArgs {
-    pub callers: bool,
-    pub callees: bool,
-    pub type_family: bool,
-    pub all: bool,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchArgs {
-    /// A name, part of one, or qualified (`User.save`).
-    pub query: String,
-    pub max_clusters: Option<usize>,
-    /// Call depth of callers/callees (default 2).
-    pub expansion_depth: Option<usize>,
-    pub include_preview: Option<bool>,
-    /// Load these at once (default none).
-    pub expand_relationships: Option<ExpandArgs>,
-    /// Rank definitions near this file first.
-    pub context_file: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ExpandClusterArgs {
-    /// From search_with_context.
-    pub cluster_id: String,
-    pub relationship_type: Expandable,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct SessionArgs {
-    pub scope: Level,
-    /// Collection or project names (none for global).
-    #[serde(default)]
-    pub ids: Vec<String>,
-    /// Seconds (default 3600).
-    pub ttl: Option<u64>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct CrossRefsArgs {
-    /// `User`, `models.User` or `corelib.models.User`.
-    pub symbol_name: String,
-    pub limit: Option<usize>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct CollectionMapArgs {
-    /// Default: every project in scope.
-    pub collection: Option<String>,
-}
-
-#[derive(Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-pub enum RegistryAction {
-    ProjectAdd,
-    ProjectList,
-    ProjectRemove,
-    CollectionCreate,
-    CollectionAdd,
-    CollectionRemove,
-    CollectionList,
-    CollectionDelete,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct RegistryArgs {
-    pub action: RegistryAction,
-    /// The project or collection acted on.
-    pub name: Option<String>,
-    /// project_add: its directory, holding pyproject.toml, setup.py,
-    /// setup.cfg, .git, or a top-level .py file or package.
-    pub path: Option<String>,
-    /// collection_add/remove: the project; collection_create: members.
-    #[serde(default)]
-    pub projects: Vec<String>,
-}
 
 /// Notices (skipped files, encoding fallbacks, configuration problems)
 /// spelled out in a warnings answer; the count says how many there are.
@@ -235,70 +61,6 @@ struct WarningsAnswer {
     notices_total: usize,
     notices: Vec<crate::workspace::Notice>,
     warnings: paging::Page<crate::service::model::Warning>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct InjectionArgs {
-    /// Only injections into this file.
-    pub target_file: Option<String>,
-    /// Events, newest first (default 10).
-    pub limit: Option<usize>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct QueryArgs {
-    /// E.g. `Calls("app.py", _, _, _)`; `_` is a wildcard.
-    pub pattern: String,
-    #[serde(flatten)]
-    pub page: PageArgs,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct ExplainArgs {
-    /// E.g. `DependsOn("app.py", "models.py")`.
-    pub fact: String,
-    #[serde(default)]
-    pub format: Format,
-    /// Older spelling of `format: json`.
-    #[schemars(skip)]
-    pub json: Option<bool>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct GitLogArgs {
-    /// A file or directory.
-    pub path: Option<String>,
-    /// Default 10.
-    pub limit: Option<usize>,
-    /// A date: 2024-05-01 or `2 weeks ago`.
-    pub since: Option<String>,
-    pub until: Option<String>,
-    /// Part of a name or e-mail.
-    pub author: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct GitBlameArgs {
-    pub file_path: String,
-    pub start_line: Option<u32>,
-    pub end_line: Option<u32>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct GitDiffArgs {
-    /// Default HEAD.
-    pub base: Option<String>,
-    /// Default the working tree.
-    pub head: Option<String>,
-    pub path: Option<String>,
-}
-
-/// `depth` stays the CLI's: two levels answer the question in most
-/// projects, and every field costs tool-list tokens.
-#[derive(Deserialize, JsonSchema)]
-pub struct ImpactArgs {
-    /// Default HEAD.
-    pub base: Option<String>,
 }
 
 /// The git history tools: listed only when `enabled_tools` names them or
