@@ -9,6 +9,7 @@
 mod args;
 mod errors;
 mod projects;
+mod schema;
 mod wire;
 
 use std::collections::BTreeMap;
@@ -48,6 +49,7 @@ use args::{
 };
 use errors::{ToolError, cancelled, error_code, failure, internal, join_failed};
 use projects::{Member, Projects};
+use schema::{graph_output_schema, portable_schema, with_session_argument};
 
 /// Notices (skipped files, encoding fallbacks, configuration problems)
 /// spelled out in a warnings answer; the count says how many there are.
@@ -251,50 +253,6 @@ impl ToolChoice {
                 .map(|name| name.to_string())
                 .collect(),
             excluded: config.excluded_tools.clone(),
-        }
-    }
-}
-
-/// Makes a generated input schema portable: an optional field is simply
-/// optional (no `["integer", "null"]` type arrays, which strict clients
-/// reject), and keywords no client needs (`$schema`, the Rust type's
-/// `title`, integer `format`s like `uint32`, a `minimum` of 0, a `default`
-/// of false) are dropped to save tokens.
-fn portable_schema(schema: &mut JsonObject) {
-    schema.remove("$schema");
-    schema.remove("title");
-    portable_value(schema);
-}
-
-fn portable_value(schema: &mut JsonObject) {
-    if let Some(serde_json::Value::Array(types)) = schema.get("type") {
-        let kept: Vec<serde_json::Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-        let single = match kept.as_slice() {
-            [one] => one.clone(),
-            _ => serde_json::Value::Array(kept),
-        };
-        schema.insert("type".into(), single);
-    }
-    // An optional flag is false unless given: saying so costs tokens.
-    if schema.get("default") == Some(&serde_json::Value::Bool(false)) {
-        schema.remove("default");
-    }
-    if schema.get("type").and_then(|t| t.as_str()) == Some("integer") {
-        schema.remove("format");
-        // Unsigned is said by the type; a negative number is refused anyway.
-        if schema.get("minimum") == Some(&serde_json::json!(0)) {
-            schema.remove("minimum");
-        }
-    }
-    for value in schema.values_mut() {
-        match value {
-            serde_json::Value::Object(inner) => portable_value(inner),
-            serde_json::Value::Array(items) => {
-                for item in items.iter_mut().filter_map(|i| i.as_object_mut()) {
-                    portable_value(item);
-                }
-            }
-            _ => {}
         }
     }
 }
@@ -656,17 +614,6 @@ fn with_notes(mut result: CallToolResult, notes: &[String]) -> CallToolResult {
     };
     result.content = vec![ContentBlock::text(joined)];
     result
-}
-
-/// Adds the optional `session_id` argument a server of registered
-/// projects takes on every tool (the server reads it before the tool).
-fn with_session_argument(schema: &mut JsonObject) {
-    if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
-        properties.insert(
-            "session_id".into(),
-            serde_json::json!({"type": "string", "description": "From create_session."}),
-        );
-    }
 }
 
 /// Computes again, on a thread of its own, the hot spots an update made
@@ -1385,26 +1332,6 @@ fn registry_action(
         RegistryAction::CollectionList => ok_json(&registry.collections()?),
         RegistryAction::CollectionDelete => ok_json(&registry.delete_collection(name()?)?),
     })
-}
-
-/// The shape of `get_relationship_graph` answers: the summary's counts, or
-/// one page of a list. Kept shallow on purpose: the item shapes are the
-/// export's (README), and a full schema would cost more tokens in every
-/// tool list than the answers it describes.
-fn graph_output_schema() -> Arc<JsonObject> {
-    let schema = serde_json::json!({
-        "type": "object",
-        "properties": {
-            "files": {"type": "integer"},
-            "items": {"type": "array"},
-            "total": {"type": "integer"},
-            "next_cursor": {"type": "string"}
-        }
-    });
-    match schema {
-        serde_json::Value::Object(map) => Arc::new(map),
-        _ => Arc::new(JsonObject::new()),
-    }
 }
 
 #[tool_handler(router = self.tool_router)]
