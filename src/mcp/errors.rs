@@ -4,7 +4,7 @@
 
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 
-use super::first_text;
+use super::results::first_text;
 use crate::federation::SessionError;
 use crate::registry::RegistryError;
 use crate::service::ReadError;

@@ -9,6 +9,7 @@
 mod args;
 mod errors;
 mod projects;
+mod results;
 mod schema;
 mod wire;
 
@@ -20,10 +21,9 @@ use std::sync::Arc;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ErrorData, Implementation, JsonObject, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
-    ToolAnnotations,
+    CallToolResult, ErrorData, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -49,6 +49,7 @@ use args::{
 };
 use errors::{ToolError, cancelled, error_code, failure, internal, join_failed};
 use projects::{Member, Projects};
+use results::{FRAME_TOKENS, first_text, ok_json, paged, paged_knowing, text_result, with_notes};
 use schema::{graph_output_schema, portable_schema, with_session_argument};
 
 /// Notices (skipped files, encoding fallbacks, configuration problems)
@@ -101,67 +102,12 @@ const UNLISTED_TOOLS: [&str; 3] = [
 /// Where the relation catalogue is served.
 const RELATIONS_URI: &str = "xfile://relations";
 
-/// Tokens kept for a text answer's header and closing lines.
-const FRAME_TOKENS: usize = 150;
-
 fn invalid_pattern(error: crate::service::query::QueryError) -> ToolError {
     ToolError {
         code: "invalid_parameter",
         message: error.to_string(),
         suggestion: "Write Relation(arg, ...) with one argument per relation field.",
     }
-}
-
-fn text_result(text: String) -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text(text)])
-}
-
-/// A page of `items` in the asked format: text lines by `render` with a
-/// closing line that says how to get the rest, or the JSON page.
-fn paged<T: Serialize>(
-    items: Vec<T>,
-    args: &PageArgs,
-    budget: usize,
-    what: &str,
-    render: impl Fn(&[T]) -> String,
-) -> Result<CallToolResult, ToolError> {
-    paged_knowing(items, args, budget, what, render, None)
-}
-
-/// [`paged`], knowing the tokens of the text form of the first `n` items
-/// (`known`: `(n, tokens)`), as the warm-start answers do.
-fn paged_knowing<T: Serialize>(
-    items: Vec<T>,
-    args: &PageArgs,
-    budget: usize,
-    what: &str,
-    render: impl Fn(&[T]) -> String,
-    known: Option<(usize, usize)>,
-) -> Result<CallToolResult, ToolError> {
-    let limit = args.limit.unwrap_or(paging::DEFAULT_LIMIT);
-    let cursor = args.cursor.as_deref();
-    let budget = budget.saturating_sub(FRAME_TOKENS).max(1);
-    Ok(match args.format {
-        Format::Text => {
-            let page = paging::page_by(items, cursor, limit, budget, |items| {
-                match known {
-                    Some((n, tokens)) if cursor.is_none() && items.len() == n => return tokens,
-                    _ => {}
-                }
-                let text = render(items);
-                // A token is at least a byte: a text no longer than the
-                // budget fits, whatever its count (which is all paging
-                // asks of a cost within the budget), without counting.
-                if text.len() <= budget {
-                    text.len()
-                } else {
-                    count_tokens(&text)
-                }
-            })?;
-            text_result(render(&page.items) + &page.footer(what))
-        }
-        Format::Json => ok_json(&paging::page(items, cursor, limit, budget)?),
-    })
 }
 
 tokio::task_local! {
@@ -255,11 +201,6 @@ impl ToolChoice {
             excluded: config.excluded_tools.clone(),
         }
     }
-}
-
-fn ok_json(value: &impl serde::Serialize) -> CallToolResult {
-    let text = serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-    CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
 /// How rmcp begins the error of arguments that do not fit a tool's type.
@@ -592,28 +533,6 @@ impl XfileServer {
         .unwrap_or_else(|e| Err(join_failed(e)))
         .unwrap_or_else(failure)
     }
-}
-
-/// Notes appended to a text answer (a JSON answer gets them as `notes`).
-fn with_notes(mut result: CallToolResult, notes: &[String]) -> CallToolResult {
-    if notes.is_empty() {
-        return result;
-    }
-    let text = first_text(&result);
-    let joined = match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(serde_json::Value::Object(mut object)) => {
-            let listed = object
-                .entry("notes")
-                .or_insert_with(|| serde_json::json!([]));
-            if let Some(listed) = listed.as_array_mut() {
-                listed.extend(notes.iter().map(|n| serde_json::json!(n)));
-            }
-            serde_json::Value::Object(object).to_string()
-        }
-        _ => format!("{text}\nNotes:\n- {}", notes.join("\n- ")),
-    };
-    result.content = vec![ContentBlock::text(joined)];
-    result
 }
 
 /// Computes again, on a thread of its own, the hot spots an update made
@@ -1279,16 +1198,6 @@ impl XfileServer {
         })
         .await
     }
-}
-
-/// The text of a result's first content block.
-fn first_text(result: &CallToolResult) -> String {
-    result
-        .content
-        .first()
-        .and_then(|block| block.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default()
 }
 
 /// One `manage_registry` action on the registry.
