@@ -9,6 +9,7 @@
 mod args;
 mod errors;
 mod projects;
+mod request;
 mod results;
 mod schema;
 mod wire;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ErrorData, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
+    CallToolResult, ErrorData, Implementation, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Resource, ResourceContents, ServerCapabilities, ServerConfig, ToolAnnotations,
 };
@@ -49,6 +50,7 @@ use args::{
 };
 use errors::{ToolError, cancelled, error_code, failure, internal, join_failed};
 use projects::{Member, Projects};
+use request::{REQUEST, Request, current_request};
 use results::{FRAME_TOKENS, first_text, ok_json, paged, paged_knowing, text_result, with_notes};
 use schema::{graph_output_schema, portable_schema, with_session_argument};
 
@@ -110,25 +112,6 @@ fn invalid_pattern(error: crate::service::query::QueryError) -> ToolError {
     }
 }
 
-tokio::task_local! {
-    /// What the request being answered asked for beyond its tool's
-    /// arguments: a session, and a project named in a path.
-    static REQUEST: Request;
-}
-
-#[derive(Clone, Default)]
-struct Request {
-    session: Option<String>,
-    project: Option<String>,
-    /// Cancelled when the client cancels the request: work not yet begun
-    /// is skipped (see [`check_cancelled`]).
-    cancel: tokio_util::sync::CancellationToken,
-}
-
-fn current_request() -> Request {
-    REQUEST.try_with(Request::clone).unwrap_or_default()
-}
-
 #[derive(Clone)]
 pub struct XfileServer {
     projects: Arc<Projects>,
@@ -160,15 +143,6 @@ const HEAVY_TOOLS: &[&str] = &[
     "collection_map",
 ];
 const HEAVY_AT_ONCE: usize = 2;
-
-/// Stops a request the client cancelled before its work begins (rmcp
-/// sends no reply for it).
-fn check_cancelled(cancel: &tokio_util::sync::CancellationToken) -> Result<(), ToolError> {
-    if cancel.is_cancelled() {
-        return Err(cancelled());
-    }
-    Ok(())
-}
 
 /// Which tools the list shows and which answer at all: the unlisted
 /// tools unless `enabled_tools` names them (or says `all`) are left out of
@@ -290,56 +264,6 @@ impl XfileServer {
         self.projects.start();
     }
 
-    /// The projects the current request sees: its session's scope (else
-    /// the server's), narrowed to the project a `project:path` names.
-    fn members(&self) -> Result<Vec<Arc<Member>>, ToolError> {
-        let request = current_request();
-        let mut members = self.projects.in_scope(request.session.as_deref())?;
-        if let Some(project) = request.project {
-            members.retain(|m| m.name == project);
-        }
-        Ok(members)
-    }
-
-    /// Answers with `f` on a snapshot of each project in scope that is no
-    /// older than the `involved` files on disk, off the async workers (a
-    /// freshness update may parse files).
-    async fn fresh(
-        &self,
-        involved: Involved,
-        f: impl Fn(&Service) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
-    ) -> CallToolResult {
-        let cancel = current_request().cancel;
-        self.with_live(move |live, shares| {
-            live.read_fresh(&involved, |s| {
-                check_cancelled(&cancel)?;
-                f(&projects::share(s, shares))
-            })
-        })
-        .await
-    }
-
-    /// [`XfileServer::fresh`] for a tool whose answer is read before the
-    /// file at `path` is edited: afterwards, in a pause, the file is made
-    /// ready for a cheap first edit (`Live::expect_edit`).
-    async fn fresh_before_edit(
-        &self,
-        path: String,
-        involved: Involved,
-        f: impl Fn(&Service) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
-    ) -> CallToolResult {
-        let cancel = current_request().cancel;
-        self.with_live(move |live, shares| {
-            let answer = live.read_fresh(&involved, |s| {
-                check_cancelled(&cancel)?;
-                f(&projects::share(s, shares))
-            });
-            live.expect_edit(&path, projects::BACKGROUND_QUIET);
-            answer
-        })
-        .await
-    }
-
     /// `get_dependencies` (`dependents` none) or `get_dependents` (with
     /// the symbol asked for, if any) from the warm-start answers, while a
     /// single project's first index is not there yet and the answers hold
@@ -456,82 +380,6 @@ impl XfileServer {
             Ok(text_result(answer))
         })
         .await
-    }
-
-    /// The project a `project:path` argument names (the prefix is taken
-    /// off the argument), if it names one in scope.
-    fn project_prefix(&self, arguments: &mut JsonObject, session: Option<&str>) -> Option<String> {
-        let members = self.projects.in_scope(session).ok()?;
-        for key in ["file_path", "target_file", "context_file"] {
-            let Some(serde_json::Value::String(value)) = arguments.get_mut(key) else {
-                continue;
-            };
-            let Some((project, path)) = value.split_once(':') else {
-                continue;
-            };
-            if members.iter().any(|m| m.name == project) {
-                let project = project.to_string();
-                *value = path.to_string();
-                return Some(project);
-            }
-        }
-        None
-    }
-
-    /// For answers that follow references into other projects: the
-    /// projects and the members in scope, when serving several.
-    async fn cross_project(&self) -> Option<(Arc<Projects>, Vec<Arc<Member>>)> {
-        if !self.projects.federated() {
-            return None;
-        }
-        let members = self
-            .projects
-            .in_scope(current_request().session.as_deref())
-            .ok()?;
-        projects::settle(&members).await;
-        Some((self.projects.clone(), members))
-    }
-
-    /// Runs `f` on each project in scope (with the number of projects
-    /// sharing the answer), waiting for a single project's first index if
-    /// needed.
-    async fn with_live(
-        &self,
-        f: impl Fn(&Arc<Live>, usize) -> Result<CallToolResult, ToolError> + Send + Sync + 'static,
-    ) -> CallToolResult {
-        match self.members() {
-            Ok(members) => projects::gather(members, self.projects.federated(), Arc::new(f)).await,
-            Err(error) => failure(error),
-        }
-    }
-
-    /// Runs `f` off the async workers on snapshots of the ready projects
-    /// in scope and the index of references across them.
-    async fn across(
-        &self,
-        f: impl Fn(&[links::Peer], &links::CrossIndex, usize) -> Result<CallToolResult, ToolError>
-        + Send
-        + 'static,
-    ) -> CallToolResult {
-        if !self.projects.federated() {
-            return failure(projects::not_federated());
-        }
-        let members = match self.members() {
-            Ok(members) => members,
-            Err(error) => return failure(error),
-        };
-        projects::settle(&members).await;
-        let unready = projects::unready_notes(&members);
-        let projects = self.projects.clone();
-        tokio::task::spawn_blocking(move || {
-            let budget = Config::default().answer_token_limit;
-            let budget = usize::try_from(budget).unwrap_or(usize::MAX);
-            let answer = projects.across(&members, |peers, index| f(peers, index, budget))?;
-            Ok(with_notes(answer, &unready))
-        })
-        .await
-        .unwrap_or_else(|e| Err(join_failed(e)))
-        .unwrap_or_else(failure)
     }
 }
 
