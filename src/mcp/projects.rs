@@ -13,9 +13,11 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock};
 use tokio::sync::OnceCell;
 
-use super::{ToolError, failure, log_warnings, refresh_hot_spots};
-use crate::federation::{CrossIndex, Peer, Scope, SessionError, Sessions};
-use crate::registry::{Registry, RegistryError};
+use super::errors::{ToolError, failure, join_failed};
+use super::results::first_text;
+use super::tools::NOTICES;
+use crate::federation::{CrossIndex, Peer, Scope, Sessions};
+use crate::registry::Registry;
 use crate::service::Service;
 use crate::service::live::Live;
 use crate::service::warm::answers::Prebuilt;
@@ -197,13 +199,13 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
                 "indexed {}",
                 summary.project_root
             );
-            for notice in summary.notices.iter().take(super::NOTICES) {
+            for notice in summary.notices.iter().take(NOTICES) {
                 tracing::warn!(path = %notice.path, "{}", notice.message);
             }
-            if summary.notices.len() > super::NOTICES {
+            if summary.notices.len() > NOTICES {
                 tracing::warn!(
                     "... and {} more notices (`xfile index --json` lists them all)",
-                    summary.notices.len() - super::NOTICES
+                    summary.notices.len() - NOTICES
                 );
             }
             log_warnings(live);
@@ -213,30 +215,35 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
     opened
 }
 
-impl From<SessionError> for ToolError {
-    fn from(error: SessionError) -> Self {
-        let suggestion = match error {
-            SessionError::Insufficient(_) => {
-                "Use a session of a wider scope, or a server started with --global."
-            }
-            SessionError::TooMany(_) => "Reuse an open session, or wait for some to expire.",
-            _ => "Create a new session with create_session, or call without session_id.",
-        };
-        ToolError {
-            code: error.code(),
-            message: error.to_string(),
-            suggestion,
-        }
+/// Computes again, on a thread of its own, the hot spots an update made
+/// stale, once edits pause (they are a head start for searches, which
+/// compute a stale one when they hit it: not worth a core during a burst
+/// of edits); one refresh at a time (a refresh running covers the updates
+/// that come meanwhile only if they came before it looked, so the next
+/// search still checks).
+fn refresh_hot_spots(live: &Arc<Live>, refreshing: &Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::Ordering;
+    if refreshing.swap(true, Ordering::AcqRel) {
+        return;
     }
+    let (live, refreshing) = (live.clone(), refreshing.clone());
+    std::thread::spawn(move || {
+        live.wait_quiet(BACKGROUND_QUIET);
+        let started = std::time::Instant::now();
+        live.read_when_quiet(BACKGROUND_QUIET, Service::refresh_hot_spots);
+        tracing::debug!(
+            ms = crate::service::elapsed_ms(started),
+            "hot spots refreshed"
+        );
+        refreshing.store(false, Ordering::Release);
+    });
 }
 
-impl From<RegistryError> for ToolError {
-    fn from(error: RegistryError) -> Self {
-        ToolError {
-            code: error.code(),
-            message: error.to_string(),
-            suggestion: "Check the names with manage_registry {action: project_list} or collection_list.",
-        }
+/// Appends warnings not logged yet to `warnings.jsonl` (TDD §3.9.5).
+fn log_warnings(live: &Live) {
+    if let Err(error) = live.read(Service::log_warnings) {
+        // Best effort: the tools still answer.
+        tracing::warn!("cannot write the warning log: {error}");
     }
 }
 
@@ -514,7 +521,7 @@ async fn run(live: Arc<Live>, f: ProjectWork, shares: usize) -> Result<CallToolR
     }
     tokio::task::spawn_blocking(move || f(&live, shares))
         .await
-        .unwrap_or_else(|e| Err(super::join_failed(e)))
+        .unwrap_or_else(|e| Err(join_failed(e)))
 }
 
 fn unready_error(member: &Member, unready: Unready) -> ToolError {
@@ -557,14 +564,12 @@ fn combine(answers: Vec<(usize, String, Result<CallToolResult, ToolError>)>) -> 
     if parts.is_empty() {
         let mut messages: Vec<String> = errors
             .iter()
-            .map(|(name, result)| format!("{name}: {}", super::first_text(result)))
+            .map(|(name, result)| format!("{name}: {}", first_text(result)))
             .collect();
         messages.extend(notes);
         let code = errors
             .first()
-            .and_then(|(_, r)| {
-                serde_json::from_str::<serde_json::Value>(&super::first_text(r)).ok()
-            })
+            .and_then(|(_, r)| serde_json::from_str::<serde_json::Value>(&first_text(r)).ok())
             .and_then(|v| v["code"].as_str().map(str::to_string))
             .unwrap_or_else(|| "no_answer".to_string());
         return failure(ToolError {
@@ -578,7 +583,7 @@ fn combine(answers: Vec<(usize, String, Result<CallToolResult, ToolError>)>) -> 
         .map(|(name, result)| {
             let value = match &result.structured_content {
                 Some(value) => value.clone(),
-                None => serde_json::from_str(&super::first_text(result)).ok()?,
+                None => serde_json::from_str(&first_text(result)).ok()?,
             };
             Some((name.clone(), value))
         })
@@ -589,7 +594,7 @@ fn combine(answers: Vec<(usize, String, Result<CallToolResult, ToolError>)>) -> 
     }
     let mut text = String::new();
     for (name, result) in &parts {
-        text.push_str(&format!("## {name}\n{}\n\n", super::first_text(result)));
+        text.push_str(&format!("## {name}\n{}\n\n", first_text(result)));
     }
     if !notes.is_empty() {
         text.push_str(&format!("Notes:\n- {}\n", notes.join("\n- ")));

@@ -32,7 +32,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::QUOTED_CHARS;
+use super::errors::QUOTED_CHARS;
 use crate::service::text::shortened;
 
 /// The longest message read whole (as rmcp's own limit); a longer line is
