@@ -118,7 +118,9 @@ fn main() {
             peers[0].service.dependents(file).expect("indexed").len()
         });
         timed(&format!("get_dependents {file}: 9 other projects"), || {
-            links::dependents_across(&peers, &index, 0, file).0.len()
+            links::dependents_across(&peers, &index, 0, file, None)
+                .0
+                .len()
         });
     }
     timed("collection_map", || {

@@ -279,7 +279,7 @@ fn watcher_end_to_end(_: &mut Criterion) {
     let Some(tree) = tree() else { return };
     let copy = tempfile::tempdir().expect("tempdir");
     copy_dir(&tree, copy.path());
-    let live = std::sync::Arc::new(Live::open(copy.path()).expect("opens"));
+    let live = Live::open(copy.path()).expect("opens");
     let _watch = Watch::start(live.clone(), watch::Options::default(), |_| {});
     let importer = "django/utils/dates.py";
     let path = live.root().join(importer);

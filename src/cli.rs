@@ -620,7 +620,7 @@ fn history_arg(root: &std::path::Path, path: &str) -> Result<String, Failure> {
 /// Runs the watcher until the process is interrupted.
 fn watch(service: Service, json: bool, trace: bool, dump: Option<PathBuf>) -> ! {
     let tracker = Mutex::new(GraphTracker::new(&service));
-    let live = std::sync::Arc::new(Live::new(service));
+    let live = Live::new(service);
     let read = live.clone();
     let watcher = Watch::start(live, watch::Options::default(), move |report| {
         let changes = tracker

@@ -3,7 +3,7 @@
 //! watcher's polling fallback with backoff, and incremental equals
 //! from-scratch over 500 edits on disk (DESIGN invariant 6).
 
-use crate::common;
+use crate::common::{self, wait_until};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +17,7 @@ use xfile::watch::{self, Message, Watch};
 fn live_copy(fixture: &str) -> (tempfile::TempDir, Arc<Live>) {
     let dir = common::copy_fixture(fixture);
     let live = Live::open(dir.path()).expect("opens");
-    (dir, Arc::new(live))
+    (dir, live)
 }
 
 fn root_of(live: &Live) -> PathBuf {
@@ -242,14 +242,6 @@ static FAILING_ATTEMPTS: AtomicUsize = AtomicUsize::new(0);
 fn failing_native(_: mpsc::Sender<Message>) -> notify::Result<Box<dyn notify::Watcher + Send>> {
     FAILING_ATTEMPTS.fetch_add(1, Ordering::SeqCst);
     Err(notify::Error::new(notify::ErrorKind::MaxFilesWatch))
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn write_importer(root: &Path, name: &str) -> PathBuf {
@@ -800,6 +792,27 @@ fn lines_until(lines: &mpsc::Receiver<String>, last: impl Fn(&str) -> bool) -> V
     seen
 }
 
+/// What follows an update is the live service's, whichever adapter runs
+/// it: `xfile watch` logs the warnings an edit adds, as the MCP server does.
+#[test]
+fn watch_logs_the_warnings_an_edit_adds() {
+    let dir = common::copy_fixture("live_edits");
+    let root = dir.path().canonicalize().unwrap();
+    let log = root.join(".cross_file_context_logs/warnings.jsonl");
+    let (mut child, lines) = spawn_watch(&root, &[]);
+    std::fs::write(
+        root.join("dynamic.py"),
+        "def call(obj, name):\n    return getattr(obj, name)()\n",
+    )
+    .unwrap();
+    lines_until(&lines, |line| line.contains("dynamic.py"));
+    wait_until("the new file's warning is logged", || {
+        std::fs::read_to_string(&log).is_ok_and(|text| text.contains("dynamic.py"))
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn watch_prints_the_relationships_an_edit_adds_and_the_trace_only_when_asked() {
     let dir = common::copy_fixture("live_edits");
@@ -989,7 +1002,7 @@ fn the_files_modified_last_are_prepared_as_a_server_starts() {
             file.set_modified(long_ago).expect("sets the time");
         }
     }
-    let live = Arc::new(Live::open(dir.path()).expect("opens"));
+    let live = Live::open(dir.path()).expect("opens");
     let old = "shop/base.py".to_string();
     let unprepared = |live: &Live, path: &String| {
         !live

@@ -650,16 +650,23 @@ fn relationship(from: &Peer, r: &ExternalRef, to: &Peer, landing: &Landing) -> R
     }
 }
 
-/// The relationships of project `to`'s `file` from other projects (what
-/// breaks elsewhere if it changes), in project, path and line order, and
-/// notes on modules the fail-safe left unlinked that `to` provides.
+/// Which of `peers` is the project at `root`.
+pub fn peer_at(peers: &[Peer], root: &std::path::Path) -> Option<usize> {
+    peers.iter().position(|p| p.service.root() == root)
+}
+
+/// The relationships of project `to`'s `file` (or of its definition
+/// `symbol` and its members) from other projects (what breaks elsewhere if
+/// it changes), in project, path and line order, and notes on modules the
+/// fail-safe left unlinked that `to` provides.
 pub fn dependents_across(
     peers: &[Peer],
     index: &CrossIndex,
     to: usize,
     file: &str,
+    symbol: Option<&str>,
 ) -> (Vec<Relationship>, Vec<String>) {
-    let found = index
+    let mut found = index
         .by_target
         .get(&(to, file.to_string()))
         .into_iter()
@@ -669,6 +676,9 @@ pub fn dependents_across(
             relationship(&peers[link.from], &link.r, &peers[to], &link.landing)
         })
         .collect();
+    if let Some(symbol) = symbol {
+        crate::service::of_symbol(&mut found, symbol);
+    }
     (found, index.notes_for(Some(to)))
 }
 

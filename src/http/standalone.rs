@@ -40,7 +40,7 @@ impl Standalone {
     fn start(self: &Arc<Self>) {
         let this = self.clone();
         std::thread::spawn(move || {
-            let opened = Live::open(&this.root).map(Arc::new);
+            let opened = Live::open(&this.root);
             let live = match opened {
                 Ok(live) => live,
                 Err(error) => {

@@ -60,9 +60,7 @@ pub(crate) struct Projects {
     index: Mutex<Option<Built>>,
 }
 
-/// How long edits must pause before background work (hot spots) starts
-/// again after an update cancelled it.
-pub(crate) const BACKGROUND_QUIET: Duration = Duration::from_millis(300);
+pub(crate) use crate::service::live::BACKGROUND_QUIET;
 
 /// One served project.
 pub(crate) struct Member {
@@ -126,15 +124,11 @@ impl Member {
             // they come from the repository).
             let blames = live.clone();
             tokio::task::spawn_blocking(move || blames.snapshot().precompute_blames());
-            let logged = live.clone();
-            let refreshing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            // What follows an update (the warning log, hot spots) is the
+            // live service's own; the server only counts updates.
             let root = member.root.clone();
             let watcher = Watch::start(live.clone(), watch::Options::default(), move |report| {
                 crate::ops::metrics::global().record_update(&root, report);
-                let started = std::time::Instant::now();
-                log_warnings(&logged);
-                tracing::debug!(ms = crate::service::elapsed_ms(started), "warnings logged");
-                refresh_hot_spots(&logged, &refreshing);
             });
             *lock(&member.watch) = Some(watcher);
         });
@@ -184,11 +178,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
-    let opened = tokio::task::spawn_blocking(move || {
-        Live::open(&root).map(Arc::new).map_err(|e| e.to_string())
-    })
-    .await
-    .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")));
+    let opened = tokio::task::spawn_blocking(move || Live::open(&root).map_err(|e| e.to_string()))
+        .await
+        .unwrap_or_else(|e| Err(format!("indexing stopped: {e}")));
     match &opened {
         Ok(live) => {
             let summary = live.read(Service::summary);
@@ -213,30 +205,6 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
         Err(message) => tracing::error!("indexing failed: {message}"),
     }
     opened
-}
-
-/// Computes again, on a thread of its own, the hot spots an update made
-/// stale, once edits pause (they are a head start for searches, which
-/// compute a stale one when they hit it: not worth a core during a burst
-/// of edits); one refresh at a time (a refresh running covers the updates
-/// that come meanwhile only if they came before it looked, so the next
-/// search still checks).
-fn refresh_hot_spots(live: &Arc<Live>, refreshing: &Arc<std::sync::atomic::AtomicBool>) {
-    use std::sync::atomic::Ordering;
-    if refreshing.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    let (live, refreshing) = (live.clone(), refreshing.clone());
-    std::thread::spawn(move || {
-        live.wait_quiet(BACKGROUND_QUIET);
-        let started = std::time::Instant::now();
-        live.read_when_quiet(BACKGROUND_QUIET, Service::refresh_hot_spots);
-        tracing::debug!(
-            ms = crate::service::elapsed_ms(started),
-            "hot spots refreshed"
-        );
-        refreshing.store(false, Ordering::Release);
-    });
 }
 
 /// Appends warnings not logged yet to `warnings.jsonl` (TDD §3.9.5).

@@ -202,3 +202,16 @@ pub fn write(root: &Path, relative: &str, text: &str) {
     }
     std::fs::write(path, text).unwrap();
 }
+
+/// Waits until `done` holds, failing the test after 20 seconds: a test
+/// waits for background work to reach a state, never for a time.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -127,6 +127,24 @@ pub struct CallGraph {
     pub truncated: Option<String>,
 }
 
+impl CallGraph {
+    /// Adds `callers` found elsewhere (other projects) as direct callers,
+    /// after the walk's own direct callers, cutting the list at `limit`
+    /// again.
+    pub fn add_direct_callers(&mut self, callers: Vec<Call>, limit: usize) {
+        self.total += callers.len();
+        let direct = self.calls.iter().take_while(|c| c.depth == 1).count();
+        self.calls.splice(direct..direct, callers);
+        if self.calls.len() > limit {
+            self.calls.truncate(limit);
+            self.truncated = Some(format!(
+                "{limit} of {} calls listed; ask with a higher limit or a smaller depth",
+                self.total
+            ));
+        }
+    }
+}
+
 impl Service {
     /// The definition `symbol` names: `path::Qualified.name`, a dotted
     /// name whose longest prefix that is a project module names the file

@@ -658,7 +658,7 @@ impl Service {
 
 /// Keeps the dependents whose target is `symbol` or, for a class, one of
 /// its members.
-pub(crate) fn of_symbol(dependents: &mut Vec<Relationship>, symbol: &str) {
+pub fn of_symbol(dependents: &mut Vec<Relationship>, symbol: &str) {
     let member_prefix = format!("{symbol}.");
     dependents.retain(|r| {
         r.target_symbol

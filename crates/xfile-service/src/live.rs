@@ -17,7 +17,8 @@ use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use super::Service;
@@ -46,6 +47,10 @@ const MAX_EXPECTED: usize = 64;
 const RECENT_FILES: usize = 16;
 const RECENT_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How long updates must pause before background work (hot spots, files
+/// prepared for edits) takes a core: not worth one during a burst of edits.
+pub const BACKGROUND_QUIET: Duration = Duration::from_millis(300);
+
 pub struct Live {
     root: PathBuf,
     /// Files a reader expects to be edited soon, waiting to be prepared
@@ -57,6 +62,9 @@ pub struct Live {
     master: Mutex<Master>,
     published: Mutex<Option<Service>>,
     republished: Condvar,
+    /// Wakes the thread that does what follows an update that changed
+    /// something ([`follow_updates`]); dropping it ends that thread.
+    followups: Mutex<Sender<()>>,
 }
 
 struct Master {
@@ -66,22 +74,36 @@ struct Master {
 }
 
 impl Live {
-    pub fn new(service: Service) -> Live {
-        Live {
-            root: service.root().to_path_buf(),
-            expected: Mutex::new(None),
-            changed: AtomicU64::new(0),
-            published: Mutex::new(Some(service.clone())),
-            master: Mutex::new(Master {
-                service,
-                updates: 0,
-                reports: VecDeque::new(),
-            }),
-            republished: Condvar::new(),
-        }
+    /// A live service, with the thread that follows its updates.
+    pub fn new(service: Service) -> Arc<Live> {
+        let (wake, woken) = std::sync::mpsc::channel();
+        Arc::new_cyclic(|live: &Weak<Live>| {
+            let live = live.clone();
+            let spawned = std::thread::Builder::new()
+                .name("xfile-followups".into())
+                .spawn(move || follow_updates(&live, &woken));
+            if let Err(error) = spawned {
+                // Answers stay right without it; only the warning log
+                // and hot spots wait for the next start.
+                tracing::warn!("cannot start the thread that follows updates: {error}");
+            }
+            Live {
+                root: service.root().to_path_buf(),
+                expected: Mutex::new(None),
+                changed: AtomicU64::new(0),
+                published: Mutex::new(Some(service.clone())),
+                master: Mutex::new(Master {
+                    service,
+                    updates: 0,
+                    reports: VecDeque::new(),
+                }),
+                republished: Condvar::new(),
+                followups: Mutex::new(wake),
+            }
+        })
     }
 
-    pub fn open(root: &Path) -> Result<Live, PathError> {
+    pub fn open(root: &Path) -> Result<Arc<Live>, PathError> {
         Service::open(root).map(Live::new)
     }
 
@@ -199,6 +221,9 @@ impl Live {
                 master.reports.pop_front();
             }
             master.reports.push_back(report.clone());
+            // Whoever applied it (the watcher, a read that found files
+            // stale, any adapter), what follows an update follows it.
+            let _ = lock(&self.followups).send(());
         }
         Ok(report)
     }
@@ -291,4 +316,35 @@ impl Live {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What follows every update that changed something, on a thread of its
+/// own so that no update or answer waits for it: the new warnings go to
+/// the warning log, then, once edits pause, the hot spots the update made
+/// stale are computed again (a head start for searches, which compute a
+/// stale one when they hit it). Updates that come meanwhile are followed
+/// together. Ends when the [`Live`] is dropped.
+fn follow_updates(live: &Weak<Live>, woken: &Receiver<()>) {
+    while woken.recv().is_ok() {
+        while woken.try_recv().is_ok() {}
+        let Some(live) = live.upgrade() else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        if let Err(error) = live.read(Service::log_warnings) {
+            // Best effort: the answers do not depend on it.
+            tracing::warn!("cannot write the warning log: {error}");
+        }
+        tracing::debug!(ms = super::elapsed_ms(started), "warnings logged");
+        live.wait_quiet(BACKGROUND_QUIET);
+        let started = std::time::Instant::now();
+        let refreshed = live.read_when_quiet(BACKGROUND_QUIET, Service::refresh_hot_spots);
+        if refreshed > 0 {
+            tracing::debug!(
+                refreshed,
+                ms = super::elapsed_ms(started),
+                "hot spots refreshed"
+            );
+        }
+    }
 }

@@ -36,7 +36,7 @@ impl XfileServer {
             let mut list = s.dependencies(&args.file_path)?;
             if let Some((projects, members)) = &across {
                 projects.across(members, |peers, _| {
-                    if let Some(me) = peers.iter().position(|p| p.service.root() == s.root()) {
+                    if let Some(me) = links::peer_at(peers, s.root()) {
                         links::dependencies_across(peers, me, &mut list);
                     }
                 });
@@ -73,20 +73,14 @@ impl XfileServer {
             let mut notes = Vec::new();
             if let Some((projects, members)) = &across {
                 let file = s.resolve_file(&args.file_path)?;
+                let symbol = args.symbol.as_deref();
                 let (crossed, unlinked) = projects.across(members, |peers, index| {
-                    match peers.iter().position(|p| p.service.root() == s.root()) {
-                        Some(me) => links::dependents_across(peers, index, me, &file),
+                    match links::peer_at(peers, s.root()) {
+                        Some(me) => links::dependents_across(peers, index, me, &file, symbol),
                         None => Default::default(),
                     }
                 });
-                let wanted = |r: &crate::service::model::Relationship| match &args.symbol {
-                    Some(symbol) => r
-                        .target_symbol
-                        .as_deref()
-                        .is_some_and(|t| t == symbol || t.starts_with(&format!("{symbol}."))),
-                    None => true,
-                };
-                list.extend(crossed.into_iter().filter(wanted));
+                list.extend(crossed);
                 notes = unlinked;
             }
             let page = paged(
@@ -217,22 +211,12 @@ impl XfileServer {
             if let Some((projects, members)) = &across {
                 let symbol = s.find_symbol(&args.symbol)?;
                 let calls = projects.across(members, |peers, index| {
-                    match peers.iter().position(|p| p.service.root() == s.root()) {
+                    match links::peer_at(peers, s.root()) {
                         Some(me) => links::callers_across(peers, index, me, &symbol.file, &symbol.qualname),
                         None => Vec::new(),
                     }
                 });
-                graph.total += calls.len();
-                // Direct callers first, as the walk lists them.
-                let direct = graph.calls.iter().take_while(|c| c.depth == 1).count();
-                graph.calls.splice(direct..direct, calls);
-                if graph.calls.len() > limit {
-                    graph.calls.truncate(limit);
-                    graph.truncated = Some(format!(
-                        "{limit} of {} calls listed; ask with a higher limit or a smaller depth",
-                        graph.total
-                    ));
-                }
+                graph.add_direct_callers(calls, limit);
             }
             let render = |g: &crate::service::calls::CallGraph| match args.format {
                 Format::Text => text::call_graph(g),
