@@ -18,7 +18,7 @@ const MAX_REVISION: usize = 200;
 /// `.`, trailing `/`, `.` or `.lock`), then any `~N` and `^N` steps.
 /// Everything else (`--output=x`, `-c`, `;rm`, `$(...)`, `@{...}`,
 /// ranges, paths) is refused.
-pub fn revision(input: &str) -> Result<&str, GitError> {
+pub(crate) fn revision(input: &str) -> Result<&str, GitError> {
     let refuse = || Err(GitError::InvalidRevision(input.to_string()));
     let name_end = input.find(['~', '^']).unwrap_or(input.len());
     let (name, steps) = input.split_at(name_end);
@@ -48,7 +48,7 @@ pub fn revision(input: &str) -> Result<&str, GitError> {
 /// separators, "" for the root itself. The path need not exist (history
 /// holds deleted files), so `..` and `.` are resolved by name first; one
 /// that exists must also stay inside the root once symlinks are resolved.
-pub fn path(root: &Path, input: &str) -> Result<String, GitError> {
+pub(crate) fn path(root: &Path, input: &str) -> Result<String, GitError> {
     let invalid = |why| Err(GitError::InvalidPath(input.to_string(), why));
     if input.contains('\0') {
         return invalid("it contains a NUL byte");
@@ -88,7 +88,7 @@ pub fn path(root: &Path, input: &str) -> Result<String, GitError> {
 
 /// `relative` (root-relative) when its content may be shown: never a
 /// sensitive file's (`discover::SENSITIVE`, judged on the whole path).
-pub fn readable(relative: &str) -> Result<&str, GitError> {
+pub(crate) fn readable(relative: &str) -> Result<&str, GitError> {
     if discover::is_sensitive(relative) {
         Err(GitError::Sensitive(relative.to_string()))
     } else {

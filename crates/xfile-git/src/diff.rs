@@ -17,7 +17,7 @@ use super::{GitError, MAX_FILE_BYTES, Repo, args, failed, is_binary};
 /// (`discover::SENSITIVE`, by its path or the path it was renamed from).
 /// It is still listed with its status, without counts or hunks, so that a
 /// change to it is not hidden.
-pub const WITHHELD_SENSITIVE: &str = "may hold secrets";
+pub(crate) const WITHHELD_SENSITIVE: &str = "may hold secrets";
 /// Lines of context around each change, as git shows by default.
 const CONTEXT_LINES: u32 = 3;
 

@@ -6,6 +6,10 @@
 //! This layer knows nothing of MCP, the CLI or the index: the service
 //! renders its answers. One entry point: [`Repo`].
 
+// What other crates can reach is declared `pub`; everything else says
+// `pub(crate)`, so a signature tells a reader whether it is the API.
+#![warn(unreachable_pub)]
+
 mod args;
 mod blame;
 mod diff;

@@ -1,6 +1,10 @@
 //! Python front end: source text in, [`ModuleFacts`] out. Knows nothing of
 //! files, projects or salsa.
 
+// What other crates can reach is declared `pub`; everything else says
+// `pub(crate)`, so a signature tells a reader whether it is the API.
+#![warn(unreachable_pub)]
+
 mod dynamic;
 mod extract;
 pub mod facts;

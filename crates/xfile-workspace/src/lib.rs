@@ -1,6 +1,10 @@
 //! The project on disk: where its root is, its configuration, which files
 //! belong to it, and the check that a path a user hands in lies inside it.
 
+// What other crates can reach is declared `pub`; everything else says
+// `pub(crate)`, so a signature tells a reader whether it is the API.
+#![warn(unreachable_pub)]
+
 pub mod config;
 pub mod discover;
 pub mod pytest;
