@@ -1,4 +1,4 @@
-//! The warm-start cache (issue 18), two files in `.xfile_cache/`:
+//! The warm-start cache, two files in `.xfile_cache/`:
 //!
 //! - `index.bin`: each file's parse and extraction (`ModuleFacts`, the
 //!   costliest part of a cold index) by content hash, so a restart that
