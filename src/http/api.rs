@@ -5,10 +5,9 @@
 //! Every list pages, so no answer grows with the project: `limit` (a
 //! default and a maximum per list) and `offset`; an answer says `total`,
 //! the `offset` and `limit` it used and `next_offset` (null on the last
-//! page), and stops early, at
-//! [`ANSWER_BYTES`] of JSON, whatever the limit. Long texts of a project
-//! (a warning's message) are cut short, so no item is big either. Empty
-//! query values (`type=&file=`) mean no filter.
+//! page), and stops early, at [`ANSWER_BYTES`] of JSON, whatever the
+//! limit. Long texts of a project (a warning's message) are cut short, so
+//! no item is big either. Empty query values (`type=&file=`) mean no filter.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
