@@ -168,7 +168,7 @@ fn a_rename_is_read_whole_without_a_watcher() {
     assert_same_as_scratch(&live, "after a rename read without a watcher");
 }
 
-/// Issue: never older than the disk, new files included. A file created a
+/// Never older than the disk, new files included. A file created a
 /// moment ago, unseen by any watcher, is read with its content and context.
 #[test]
 fn a_new_file_is_read_with_context_without_a_watcher() {
@@ -568,7 +568,7 @@ fn mcp_dependents(client: &mut common::mcp_client::Client, file: &str) -> Vec<St
         .collect()
 }
 
-/// The acceptance scenario of the live-updates issue: a new importer, a
+/// The end-to-end live-update scenario: a new importer, a
 /// removed import, a deleted file and a renamed one, each seen through
 /// `get_dependents` while the server runs.
 fn server_follows_the_disk(env: &[(&str, &str)], trigger: &str) {
