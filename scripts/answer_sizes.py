@@ -41,7 +41,7 @@ def main():
                 path = os.path.join(dirpath, name)
                 files.append((os.path.getsize(path), os.path.relpath(path, args.root)))
     largest = [path for _, path in sorted(files, reverse=True)[:3]]
-    # The files the answer-size issue named, when the tree is Django.
+    # Django files known for large answers, when the tree is Django.
     for named in ("django/contrib/admin/options.py", "django/db/models/query.py"):
         if os.path.exists(os.path.join(args.root, named)):
             largest.append(named)

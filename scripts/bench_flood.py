@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A flood of pipelined heavy requests (issue 19, F8): peak memory of
+"""A flood of pipelined heavy requests: peak memory of
 `xfile serve` while N `get_relationship_graph` calls (the summary, which
 walks every relationship) are written at once, and the time until every
 reply is read. Also cancels half of a second flood and reports how many

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Time and peak memory of xfile on the hostile inputs of issue 39: deep
+# Time and peak memory of xfile on hostile inputs that once crashed or stalled it: deep
 # chains, an import ring, one very long line. Each input is generated in a
 # scratch directory; every binary given runs on every input, interleaved,
 # so binaries built before and after a change compare in the same session.

@@ -1,4 +1,4 @@
-"""Warm-start cache benchmark (issue 18), all figures from one session,
+"""Warm-start cache benchmark, all figures from one session,
 runs interleaved: `xfile deps FILE` cold (no cache: the run indexes and
 writes it), cold with --no-cache (neither reads nor writes), and warm (the
 cache is there, its answers current and the tree unchanged); then the

@@ -37,7 +37,7 @@ module path or re-export query, which names the file.
 Prints top-1 and top-5 overall and per kind, the worst misses with what
 came first, the MCP wall time per call (JSON-RPC over stdio included) and
 the server's own `searchTimeMs`. Exits 1 if top-1 < 90% or top-5 < 98%
-(the acceptance targets of issue 14).
+(the targets search is held to).
 """
 import argparse, ast, json, os, random, sys, time
 from collections import Counter

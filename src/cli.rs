@@ -1,4 +1,4 @@
-//! The `xfile` command line (DESIGN §4): a thin adapter over [`Service`]
+//! The `xfile` command line: a thin adapter over [`Service`]
 //! and, for `project` and `collection`, over [`crate::registry::Registry`].
 
 mod cache;

@@ -1,4 +1,5 @@
-//! Bad input never stops the index (DESIGN invariant 7; EC-17, EC-18, §3.11.2).
+//! Bad input never stops the index: syntax errors, deep nesting, binary,
+//! oversized and non-UTF-8 files are marks or notices for that file only.
 
 use crate::common;
 

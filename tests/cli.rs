@@ -1,4 +1,4 @@
-//! The CLI contract (DESIGN §4) on the sample project the README indexes.
+//! The CLI contract on the sample project the README indexes.
 
 use crate::common;
 

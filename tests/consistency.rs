@@ -1,4 +1,4 @@
-//! DESIGN invariant 9: one place decides what is true. Every relationship a
+//! One place decides what is true. Every relationship a
 //! file's dependencies list is listed among the dependents of the files it
 //! points into, and nothing else is: the union of all dependencies (project
 //! targets only) equals the union of all dependents, relationship for

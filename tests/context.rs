@@ -1,6 +1,6 @@
 //! read_with_context: class skeletons, preview tiers, import expansion, line
-//! ranges and the hard token budget (TDD §3.8, FR-10, FR-12, FR-19, the
-//! import-context-expansion design's phases 1-3).
+//! ranges, the hard token budget, switching the context off, its log and
+//! usage counts.
 
 use crate::common;
 

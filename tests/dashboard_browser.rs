@@ -117,7 +117,7 @@ fn the_dashboard_renders_counts_and_the_package_graph_in_chromium() {
     assert!(graph.contains("<circle"), "{graph}");
     assert!(console(&log).is_empty(), "console: {:?}", console(&log));
 
-    // Issue 39 F17c: the Warnings tab lists every warning when no filter
+    // The Warnings tab lists every warning when no filter
     // is chosen (it asked with empty filters and showed "0 matching").
     let (warnings, log) = load(&format!("{base}#warnings"), &["--dump-dom"]);
     assert!(warnings.contains("3 matching"), "{warnings}");

@@ -289,7 +289,7 @@ fn xfile_unless_hung(root: &Path, home: &Path, args: &[&str]) -> Output {
     output
 }
 
-// Issue 39 finding 11: a FIFO `.mcp.json` hung `setup --yes`, `doctor` and
+// Regression: a FIFO `.mcp.json` hung `setup --yes`, `doctor` and
 // `doctor --fix`; a device in its place was read without limit. Only a
 // regular file is opened, never through a link (here to /dev/zero), never
 // waited on, and read up to a size limit; each command says what to do.

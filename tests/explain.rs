@@ -361,8 +361,8 @@ fn a_very_long_reexport_chain_explains_without_overflow() {
     assert_eq!(text.matches("[base m").count(), LENGTH + 1);
 }
 
-/// A warning (issue 5) is a derived tuple like any other: its tree ends at
-/// the dynamic pattern's source line (FR-42: no relationship comes of it).
+/// A warning is a derived tuple like any other: its tree ends at
+/// the dynamic pattern's source line (no relationship comes of it).
 #[test]
 fn a_warning_is_explained_down_to_the_dynamic_code() {
     assert_eq!(
@@ -383,7 +383,7 @@ Warning(app/execution.py, 2:4, exec_eval)
     );
 }
 
-/// DD-3: exec in a test module is expected, and the explanation says so.
+/// Exec in a test module is expected, and the explanation says so.
 #[test]
 fn a_warning_left_out_in_a_test_module_is_a_near_miss_that_says_why() {
     let text = explain(

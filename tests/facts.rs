@@ -1,4 +1,4 @@
-//! Front-end facts (TDD §3.5.2, issue 2 item 3): definitions with signature,
+//! Front-end facts: definitions with signature,
 //! first docstring line, decorators and line range; `__all__` in its forms.
 
 use crate::common;

@@ -1,4 +1,4 @@
-//! Several projects served together (issue 15): a library (`corelib`, src
+//! Several projects served together: a library (`corelib`, src
 //! layout), an app that uses it (`webapp`), a plugin that registers an
 //! entry point and a signal receiver (`plugin`), and `corelib_fork`, a
 //! second provider of the top-level package `corelib` for the fail-safe.
@@ -572,7 +572,7 @@ fn an_edit_in_one_project_shows_in_cross_refs() {
     }
 }
 
-// Issue 39 finding 16: `manage_registry {action: project_add, path: "/"}`
+// Regression: `manage_registry {action: project_add, path: "/"}`
 // on a --global server registered `/`, which was then indexed and got a
 // `/.xfile_cache/`. From a session a root must be a Python project, never
 // `/` nor the home directory; nothing is registered or served.

@@ -1,4 +1,4 @@
-//! The fuzzing harness (issue 19, item 9): seeded hostile Python trees
+//! The fuzzing harness: seeded hostile Python trees
 //! indexed and served in process, and seeded hostile MCP traffic sent to
 //! `xfile serve`. CI runs a bounded number of cases; a longer run:
 //!

@@ -1,4 +1,4 @@
-//! Git history through gix (issue 16, FR-001..FR-006): log, blame and diff
+//! Git history through gix: log, blame and diff
 //! on real repositories built with `git` in temporary directories, checked
 //! against exact answers and against git's own output; awkward
 //! repositories (empty, detached, shallow, not a repository) and refused

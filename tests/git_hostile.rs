@@ -1,7 +1,7 @@
-//! A hostile repository against the git layer (issue 39): programs its
-//! configuration names (F2), a `.git` that leads to another repository
-//! (F5), secrets the sensitive list missed (F12), a file too large to
-//! blame (F13). Real repositories built with `git` at test time.
+//! A hostile repository against the git layer: programs its configuration
+//! names, a `.git` that leads to another repository, secrets the sensitive
+//! list missed, a file too large to blame. Real repositories built with
+//! `git` at test time.
 
 use crate::common;
 

@@ -1,4 +1,4 @@
-//! The history index (issue 16): a first blame of a file walks only the
+//! The history index: a first blame of a file walks only the
 //! commits that changed it, told by an index of each commit's changed
 //! files, and answers exactly as a fresh blame and `git blame` do, through
 //! linear edits, merges (one side taken, both sides changed), renames,

@@ -1,4 +1,4 @@
-//! Kept blames (issue 16): a whole-file blame kept for one HEAD answers
+//! Kept blames: a whole-file blame kept for one HEAD answers
 //! later blames, in this process or the next, exactly as a fresh blame
 //! would: as it is for the same HEAD, brought forward through the commits
 //! since when HEAD moved on (merges and renames included), computed afresh

@@ -1,6 +1,6 @@
-//! The git tools and `impact` over MCP stdio (issue 16): which are listed
+//! The git tools and `impact` over MCP stdio: which are listed
 //! where, the tool-list budget inside a git work tree, answers in
-//! markdown, and errors a client can act on (FR-004, FR-005, FR-006).
+//! markdown, and errors a client can act on.
 
 use crate::common;
 

@@ -1,4 +1,4 @@
-//! Blame in a shallow clone (issue 16): `xfile git blame` and a server's
+//! Blame in a shallow clone: `xfile git blame` and a server's
 //! `git_blame` answer exactly as `git blame --porcelain` does in the
 //! clone (lines older than the cut go to the commits at the cut, git's
 //! boundary commits), neither keeps a blame or the history index there

@@ -1,7 +1,7 @@
-//! A hostile repository (issue 19): sensitive files behind in-root links
-//! (F1), links in place of xfile's own logs (F2), FIFOs and sockets in place
-//! of every file xfile reads (F3), skips that say why (F9), and outside
-//! paths that tell nothing about the outside (F10). Symlinks, FIFOs and
+//! A hostile repository: sensitive files behind in-root links, links in
+//! place of xfile's own logs, FIFOs and sockets in place of every file
+//! xfile reads, skips that say why, and outside paths that tell nothing
+//! about the outside. Symlinks, FIFOs and
 //! sockets cannot live in git, so every tree here is built at test time.
 
 #![cfg(unix)]

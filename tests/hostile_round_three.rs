@@ -1,4 +1,4 @@
-//! Hostile input, round three (issue 39, findings 15 and 17): what a
+//! Hostile input, round three: what a
 //! `kill -9` leaves in the cache directory, writes that fail while
 //! `/health` says all is well, warm-cache answers that skip the checks a
 //! fresh index makes, directories skipped by name, and FILE arguments

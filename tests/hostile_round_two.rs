@@ -1,4 +1,4 @@
-//! Hostile input, round two (issue 39): syntax nested past any real code,
+//! Hostile input, round two: syntax nested past any real code,
 //! chains that made the work quadratic, an import ring of thousands of
 //! files, very long lines. Each test is named for the finding it repeats;
 //! large inputs are generated at test time.
@@ -33,7 +33,7 @@ fn xfile(root: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-/// The deep shapes of finding 1: an attribute chain on a line of its own,
+/// The deep shapes that overflowed the stack: an attribute chain on a line of its own,
 /// as a base class and as a decorator.
 fn deep_tree(links: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

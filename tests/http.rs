@@ -314,7 +314,7 @@ fn generated_project(n: usize) -> tempfile::TempDir {
     dir
 }
 
-// Issue 19 F8: a flood of pipelined whole-project requests runs a few at
+// A flood of pipelined whole-project requests runs a few at
 // a time (the rest wait), as the gauges on /metrics show while it lasts.
 #[test]
 fn a_flood_of_graph_requests_runs_two_at_a_time_f8() {
@@ -381,7 +381,7 @@ const ENDPOINTS: [&str; 9] = [
     "/nowhere",
 ];
 
-// Issue 39 finding 4: `curl -H 'Host: rebind.attacker.example:3456'
+// Regression: `curl -H 'Host: rebind.attacker.example:3456'
 // http://127.0.0.1:3456/api/warnings` answered 200 with project data, so a
 // web page whose name rebinds to 127.0.0.1 could read it. A foreign Host
 // or Origin gets 403 and a one-line reason, on every endpoint.
@@ -490,7 +490,7 @@ fn closed_by_server(stream: &mut std::net::TcpStream) -> (bool, String) {
     (closed, String::from_utf8_lossy(&got).into_owned())
 }
 
-// Issue 39 finding 8: half-sent requests were never closed; under
+// Regression: half-sent requests were never closed; under
 // `ulimit -n 1024`, 1,100 idle connections starved the server. Connections
 // over the cap are refused at once, a silent client is disconnected after
 // the idle timeout, and the server answers again once they are gone.
@@ -550,7 +550,7 @@ fn http_times_out_half_sent_requests_and_caps_connections() {
     assert!(health_answers(&timed.addr), "no answer after the timeouts");
 }
 
-// Issue 39 finding 9: every unknown tool name became a label set on
+// Regression: every unknown tool name became a label set on
 // /metrics (3,000 names grew it from 3.9 KB to 4.8 MB, and memory grew
 // without --http too). Tool labels come only from the server's own tools;
 // every other name is counted under `tool="unknown"`.
@@ -615,7 +615,7 @@ fn metrics_count_unknown_tool_names_under_one_label() {
     );
 }
 
-// Issue 39 finding 17c: the dashboard asks `/api/warnings?type=&file=`
+// Regression: the dashboard asks `/api/warnings?type=&file=`
 // and the empty `type` filtered everything ("0 matching"). An empty value
 // is no filter.
 #[test]
@@ -671,7 +671,7 @@ fn many_warnings_project() -> tempfile::TempDir {
     dir
 }
 
-// Issue 39 finding 7: with 5,000 warnings each `/api/warnings` answer was
+// Regression: with 5,000 warnings each `/api/warnings` answer was
 // 32 MB, and 16 parallel GETs took the server to 5.9 GB. Every list of the
 // JSON API pages: a default and a maximum `limit`, `offset`, and the answer
 // says the `total` and where the next page starts (`next_offset`); long

@@ -1,4 +1,4 @@
-//! `impact` (issue 16 item 3): from the diff of the working tree against
+//! `impact`: from the diff of the working tree against
 //! a base, the changed definitions, their dependents at symbol level
 //! (callers, subclasses, importers) to a depth, ranked, and the tests,
 //! on a real repository built with `git` and indexed by xfile.

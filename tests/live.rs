@@ -1,7 +1,7 @@
-//! Live updates (TDD §3.6, FR-5, FR-15, NFR-15; v2 FR-015..021): updates
+//! Live updates: updates
 //! read from disk, freshness on read, snapshots under concurrent updates, the
 //! watcher's polling fallback with backoff, and incremental equals
-//! from-scratch over 500 edits on disk (DESIGN invariant 6).
+//! from-scratch over 500 edits on disk.
 
 use crate::common::{self, wait_until};
 
@@ -122,7 +122,7 @@ fn reads_are_fresh_even_without_a_watcher() {
         s.read_with_context("main.py").unwrap()
     });
     assert!(after.contains("def discount(amount, rate=0.1)"), "{after}");
-    // A dependency deleted behind the service's back: the EC-14 note names
+    // A dependency deleted behind the service's back: the deleted-import note names
     // the file and when it went.
     std::fs::remove_file(&pricing).unwrap();
     let gone = live.read_fresh(&Involved::Dependencies("main.py".into()), |s| {
@@ -168,7 +168,7 @@ fn a_rename_is_read_whole_without_a_watcher() {
     assert_same_as_scratch(&live, "after a rename read without a watcher");
 }
 
-/// Issue: never older than the disk, new files included. A file created a
+/// Never older than the disk, new files included. A file created a
 /// moment ago, unseen by any watcher, is read with its content and context.
 #[test]
 fn a_new_file_is_read_with_context_without_a_watcher() {
@@ -265,7 +265,7 @@ fn a_failing_watcher_falls_back_to_polling_and_retries_with_backoff() {
     let watcher = Watch::start(live.clone(), options, move |report| {
         let _ = updates.send(report.added.clone());
     });
-    // One start and five retries after 1, 2, 4, 8, 16 units (v2 FR-020).
+    // One start and five retries after 1, 2, 4, 8, 16 units.
     wait_until("the watcher gives up", || watcher.status().gave_up);
     let status = watcher.status();
     assert_eq!(status.failures, 6, "{status:?}");
@@ -454,7 +454,7 @@ fn random_edit(root: &Path, rng: &mut common::Lcg, step: usize) -> Vec<PathBuf> 
             return vec![marker];
         }
         10 => {
-            // A module grows past the size limit (EC-17), or shrinks back.
+            // A module grows past the size limit, or shrinks back.
             let huge = root.join("extra/huge.py");
             if huge.exists() {
                 std::fs::remove_file(&huge).unwrap();
@@ -568,7 +568,7 @@ fn mcp_dependents(client: &mut common::mcp_client::Client, file: &str) -> Vec<St
         .collect()
 }
 
-/// The acceptance scenario of the live-updates issue: a new importer, a
+/// The end-to-end live-update scenario: a new importer, a
 /// removed import, a deleted file and a renamed one, each seen through
 /// `get_dependents` while the server runs.
 fn server_follows_the_disk(env: &[(&str, &str)], trigger: &str) {
@@ -595,7 +595,7 @@ fn server_follows_the_disk(env: &[(&str, &str)], trigger: &str) {
     std::fs::remove_file(root.join("tools/summary.py")).unwrap();
     wait_until("the deleted file is gone", || !has("tools/summary.py"));
 
-    // Deleting a dependency: its dependents get the EC-14 note.
+    // Deleting a dependency: its dependents get the deleted-import note.
     std::fs::remove_file(root.join("shop/pricing.py")).unwrap();
     let (_, text) = client.call(
         "read_with_context",
@@ -669,7 +669,7 @@ fn a_settings_change_re_indexes_and_matches_a_fresh_index() {
         })
     };
     assert_eq!(exec_warned(&live), 1);
-    // pytest now treats check_*.py as tests: exec/eval is expected there (DD-3).
+    // pytest now treats check_*.py as tests: exec/eval is expected there.
     let settings = root.join("pytest.ini");
     std::fs::write(&settings, "[pytest]\npython_files = check_*.py\n").unwrap();
     let report = live.apply(&[settings], "test").unwrap();
@@ -685,7 +685,7 @@ fn a_settings_change_re_indexes_and_matches_a_fresh_index() {
 }
 
 /// `xfile watch --dump DIR`: per update, the recomputation trace and the
-/// derivations of the changed files (issue "explain", item 4).
+/// derivations of the changed files.
 #[test]
 fn watch_dump_writes_recomputation_traces_and_derivations() {
     let dir = common::copy_fixture("live_edits");

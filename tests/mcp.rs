@@ -1,4 +1,4 @@
-//! The MCP server over real stdio, spoken as raw JSON-RPC (DESIGN §4).
+//! The MCP server over real stdio, spoken as raw JSON-RPC.
 
 use crate::common;
 
@@ -272,10 +272,10 @@ fn bad_requests_are_tool_errors_with_codes_and_the_server_keeps_answering() {
     assert_eq!(dependents["total"], 3);
 }
 
-/// §3.12.2: at least 15 hostile paths, symlink escapes among them. None may
+/// At least 15 hostile paths, symlink escapes among them. None may
 /// return content; each is an error with the rule it broke.
 #[cfg(unix)]
-/// Issue 19, F5: arguments that do not fit the schema are tool errors of
+/// Arguments that do not fit the schema are tool errors of
 /// the documented shape, and no error echoes a huge input back whole.
 #[test]
 fn argument_errors_have_the_tool_error_shape_and_echo_little() {
@@ -517,7 +517,7 @@ fn pages(client: &mut Client, tool: &str, args: Value) -> Vec<String> {
     }
 }
 
-/// DESIGN invariant 10: every answer stays within the answer budget, and
+/// Every answer stays within the answer budget, and
 /// the pages of a long list are together exactly the whole list.
 #[test]
 fn long_answers_page_within_the_answer_budget() {

@@ -1,7 +1,6 @@
 //! `xfile serve` driven by a real MCP client (rmcp's own client over its
 //! child-process transport), so the protocol handshake, tool listing and
-//! tool calls are checked against another implementation than ours
-//! (DESIGN §4, MCP tools).
+//! tool calls are checked against another implementation than ours.
 
 use crate::common;
 

@@ -1,4 +1,4 @@
-//! The symbol model (issue 11): class members, member-level calls through
+//! The symbol model: class members, member-level calls through
 //! the method resolution order, callers per call site, and the call graph,
 //! on the `member_calls` fixture (locals bound more than once on
 //! `local_rebinding`), each expected relationship asserted.

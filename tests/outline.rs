@@ -1,4 +1,4 @@
-//! File outlines and one definition's source (issue 14, items 5 and 6):
+//! File outlines and one definition's source:
 //! the service, the MCP tools `get_file_outline` and `get_symbol`, and the
 //! CLI commands `outline` and `show`.
 

@@ -1,8 +1,7 @@
-//! The protocol layer of `xfile serve` under hostile traffic (issue 19,
-//! item 4): the server stays up before and after the handshake whatever
-//! arrives (F4), every request with a readable id gets exactly one reply
-//! carrying it, with the right JSON-RPC code (F5), and a flood of heavy
-//! requests is served a few at a time (F8).
+//! The protocol layer of `xfile serve` under hostile traffic: the server
+//! stays up before and after the handshake whatever arrives, every request
+//! with a readable id gets exactly one reply carrying it, with the right
+//! JSON-RPC code, and a flood of heavy requests is served a few at a time.
 
 use crate::common;
 
@@ -19,7 +18,7 @@ fn sample() -> &'static Path {
     ))
 }
 
-// F4: each message that made `serve` exit before the handshake.
+// Each message that once made `serve` exit before the handshake.
 #[test]
 fn the_server_stays_up_whatever_comes_before_the_handshake_f4() {
     let firsts: &[&[u8]] = &[
@@ -50,7 +49,7 @@ fn the_server_stays_up_whatever_comes_before_the_handshake_f4() {
     }
 }
 
-// F4: an `initialize` rmcp cannot take (no params, params of the wrong
+// An `initialize` rmcp cannot take (no params, params of the wrong
 // shape) gets an error with its id, and a good one still follows.
 #[test]
 fn a_broken_initialize_gets_an_error_and_a_good_one_follows_f4() {
@@ -69,7 +68,7 @@ fn a_broken_initialize_gets_an_error_and_a_good_one_follows_f4() {
     assert_eq!(reply["result"]["serverInfo"]["name"], "xfile");
 }
 
-/// Each malformed-frame class of F5, with the code its reply must carry.
+/// Each malformed-frame class, with the code its reply must carry.
 fn malformed_frames() -> Vec<(String, Vec<u8>, i64)> {
     let nested = format!(
         r#"{{"jsonrpc":"2.0","id":"nested","method":"tools/list","params":{{"x":{}0{}}}}}"#,
@@ -125,7 +124,7 @@ fn malformed_frames() -> Vec<(String, Vec<u8>, i64)> {
     ]
 }
 
-// F5: each class gets exactly one reply with its id; the server answers a
+// Each class gets exactly one reply with its id; the server answers a
 // good request afterwards.
 #[test]
 fn every_malformed_request_with_a_readable_id_gets_one_reply_with_it_f5() {
@@ -164,7 +163,7 @@ fn frame_id(frame: &[u8]) -> Value {
     json!(String::from_utf8_lossy(&frame[start..end]))
 }
 
-// F5: two messages on one line are two requests, each answered; a reused
+// Two messages on one line are two requests, each answered; a reused
 // id gets one reply per request, never a dropped one.
 #[test]
 fn two_messages_on_a_line_and_a_reused_id_each_get_their_reply_f5() {

@@ -1,4 +1,4 @@
-//! Ranking boosts (FR-029..034): recency (a file's last commit, or an edit
+//! Ranking boosts: recency (a file's last commit, or an edit
 //! the service saw), module proximity (the package of the file in hand)
 //! and the session's reads multiply the base score of search results and
 //! of `read_with_context`'s used definitions; each can be weighted or

@@ -1,4 +1,4 @@
-//! The registry of projects and collections (federation, issue 15 item 1),
+//! The registry of projects and collections (federation),
 //! through the API and through the `xfile` binary, on real directories in
 //! temporary places: `XFILE_HOME` always points into a temporary directory,
 //! so the user's own registry is never touched.
@@ -573,7 +573,7 @@ fn processes_started_at_once_share_a_new_registry() {
     assert_eq!(names(&registry), ["p0", "p1", "p2", "p3", "p4", "p5"]);
 }
 
-// Issue 39 finding 16: `project_add` of `/` registered the whole file
+// Regression: `project_add` of `/` registered the whole file
 // system (served, it was indexed and got a `/.xfile_cache/`). A project
 // root must hold a Python project marker, and is never `/` nor the home
 // directory; the CLI's `--force` lets in a directory without a marker.

@@ -1,5 +1,5 @@
 //! Relationship detection and module resolution on fixture projects, with
-//! every expected relationship asserted exactly (TDD §3.5.2, FR-1..7, EC-3..5).
+//! every expected relationship asserted exactly.
 
 use crate::common;
 
@@ -105,7 +105,7 @@ fn a_main_block_binds_nothing_importers_see() {
 #[test]
 fn conditional_imports_ec5_are_marked_and_ambiguous_bindings_give_no_call() {
     // `parse` is bound by either branch of try/except ImportError, so the
-    // call in `load` has no certain target and yields no relationship (FR-42).
+    // call in `load` has no certain target and yields no relationship: no guess.
     assert_relationships(
         "conditional_imports",
         &[
@@ -122,7 +122,7 @@ fn conditional_imports_ec5_are_marked_and_ambiguous_bindings_give_no_call() {
 
 #[test]
 fn regular_package_beats_module_and_module_beats_namespace_directory() {
-    // CPython, not the TDD: utils/__init__.py wins over utils.py; helpers.py
+    // As in CPython: utils/__init__.py wins over utils.py; helpers.py
     // wins over the namespace directory helpers/, so helpers.extra is missing.
     assert_relationships(
         "package_vs_module",

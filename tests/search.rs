@@ -1,4 +1,4 @@
-//! search_with_context (clustered-search ADR): matching modes, expansion
+//! search_with_context: matching modes, expansion
 //! states, expansion by cluster id, token budgets, over MCP too.
 
 use crate::common;
@@ -359,7 +359,7 @@ fn search_and_expansion_over_mcp() {
 }
 
 /// The index is rebuilt only for changed files after an edit, and answers
-/// as a fresh index of the same tree does (DESIGN invariant 6).
+/// as a fresh index of the same tree does.
 #[test]
 fn the_index_follows_edits_like_a_fresh_index() {
     let dir = common::copy_fixture("symbol_search");
@@ -501,7 +501,7 @@ fn hot_spots_serve_searches_and_are_invalidated_by_edits() {
     assert!(callers(&live).contains(&"shop/returns.py::give_back".to_string()));
 }
 
-// Issue 39 finding 10: a 10 MB query was searched for 9 s and echoed whole
+// Regression: a 10 MB query was searched for 9 s and echoed whole
 // (a 10.5 MB answer, tokenUsage.estimated 0). Over the limit it is refused
 // as an invalid parameter that names the limit; at the limit, the echo is
 // cut short and counted in the answer's tokens.

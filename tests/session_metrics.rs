@@ -1,4 +1,4 @@
-//! Session metrics (TDD FR-43..48): a record per MCP session, written when
+//! Session metrics: a record per MCP session, written when
 //! the client disconnects or the server is stopped, and `analyze-metrics`
 //! over records.
 
@@ -139,7 +139,7 @@ fn a_record_with_every_fr46_figure_is_written_on_disconnect() {
             .unwrap()
             .is_empty()
     );
-    // FR-47: no code in the metrics.
+    // No code in the metrics, only figures, paths and names.
     let text = r.to_string();
     for code in ["def ", "class ", "import ", "return "] {
         assert!(!text.contains(code), "`{code}` in {text}");

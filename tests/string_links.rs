@@ -1,4 +1,4 @@
-//! String-keyed links (issue 15 item 6): Django signals, pluggy hooks and
+//! String-keyed links: Django signals, pluggy hooks and
 //! entry-point groups as relations (rules/plugin_keys.dl, rules/plugins.dl,
 //! rules/plugins_linked.dl) and as `Service::string_links`, on the
 //! `string_links` fixture: a host package `corelib`, an app that receives

@@ -1,6 +1,7 @@
 //! `TestCovers`, the second worked example of docs/rule-authoring.md: a
 //! relation added by a rules file alone (rules/test_covers.dl), over the
-//! `TestModule` facts of DD-3 and the import and call relations.
+//! `TestModule` facts (default patterns or pytest settings) and the import
+//! and call relations.
 
 use crate::common;
 

@@ -1,6 +1,5 @@
-//! Warnings about code static analysis cannot follow (TDD §3.5.4, §3.9,
-//! FR-30..42, EC-2, EC-6..10, DD-3), on fixture projects, every expected
-//! warning asserted exactly.
+//! Warnings about code static analysis cannot follow, in source and test
+//! modules, on fixture projects, every expected warning asserted exactly.
 
 use crate::common;
 
@@ -80,7 +79,7 @@ fn test_modules_keep_only_dynamic_import_and_metaclass_warnings_dd3_fr31_ec6_ec7
             "tests/test_dynamic_patterns.py:41:11 metaclass info",
         ]
     );
-    // They are still untrackable: the export says so (FR-42).
+    // They are still untrackable: the export says so.
     let export = service.export();
     let entry = |path: &str| {
         export
@@ -148,7 +147,7 @@ fn messages_follow_tdd_3_9_1() {
         find(&service, "app/dynamic_imports.py", 10).message,
         "⚠️ Dynamic import detected: `__import__(name)` - relationship tracking unavailable"
     );
-    // The full cycle path, from the warned file back to it (EC-1).
+    // The full cycle path, from the warned file back to it.
     assert_eq!(
         find(&service, "app/cycle_b.py", 1).message,
         "⚠️ Circular import detected: app/cycle_b.py → app/cycle_a.py → app/cycle_b.py"
@@ -447,7 +446,7 @@ fn logged_keys(log: &std::path::Path) -> Vec<(String, String, u64, u64, String)>
 /// whose warnings did not change) are those a fresh index renders, the
 /// message of a cycle through an unedited file included; and the log gets
 /// each warning once, written by the update's follow-up, also when it goes and comes back, and everything
-/// again when the log is removed (FR-41).
+/// again when the log is removed.
 #[test]
 fn warnings_after_edits_match_a_fresh_index_and_are_logged_once_fr41() {
     use xfile::service::live::Live;

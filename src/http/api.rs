@@ -1,13 +1,13 @@
-//! The dashboard's JSON, read-only (spec FR-043..048): per project an
+//! The dashboard's JSON, read-only: per project an
 //! overview, the module dependency graph (packages as nodes, imports as
 //! edges, cycles marked), warnings with filters, and the session timeline.
 //!
-//! Every list pages (issue 39 F7): `limit` (a default and a maximum per
-//! list) and `offset`; an answer says `total`, the `offset` and `limit` it
-//! used and `next_offset` (null on the last page), and stops early, at
-//! [`ANSWER_BYTES`] of JSON, whatever the limit. Long texts of a project
-//! (a warning's message) are cut short, so no item is big either. Empty
-//! query values (`type=&file=`) mean no filter.
+//! Every list pages, so no answer grows with the project: `limit` (a
+//! default and a maximum per list) and `offset`; an answer says `total`,
+//! the `offset` and `limit` it used and `next_offset` (null on the last
+//! page), and stops early, at [`ANSWER_BYTES`] of JSON, whatever the
+//! limit. Long texts of a project (a warning's message) are cut short, so
+//! no item is big either. Empty query values (`type=&file=`) mean no filter.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

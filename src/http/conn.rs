@@ -1,4 +1,4 @@
-//! The HTTP side's connections (issue 39 F8): at most
+//! The HTTP side's connections: at most
 //! [`Limits::connections`] at once (one more is answered 503 and closed at
 //! once, so file descriptors never run out), and none is kept by a client
 //! that stops sending or reading: a request's head must arrive within

@@ -1,4 +1,4 @@
-//! Only this machine's names reach the HTTP side (issue 39 F4, DNS
+//! Only this machine's names reach the HTTP side (against DNS
 //! rebinding): a web page at `http://attacker.example:3456/`, once its name
 //! resolves to 127.0.0.1, would otherwise read the dashboard's JSON as
 //! same-origin. Every request must name the server in `Host` by a loopback

@@ -30,7 +30,7 @@ use crate::watch;
 
 pub use standalone::dashboard;
 
-/// The dashboard's port when none is asked for (spec FR-042), and how many
+/// The dashboard's port when none is asked for, and how many
 /// after it are tried when it is taken.
 const DEFAULT_PORT: u16 = 3456;
 const PORTS_TRIED: u16 = 10;
@@ -204,7 +204,7 @@ struct Checks {
 }
 
 /// Unhealthy without an index (no tool can answer); degraded when the
-/// tools answer but freshness or logging suffers (spec FR-067/068).
+/// tools answer but freshness or logging suffers.
 fn status(checks: Checks) -> (&'static str, StatusCode) {
     if !checks.index {
         ("unhealthy", StatusCode::SERVICE_UNAVAILABLE)

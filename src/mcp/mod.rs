@@ -248,7 +248,8 @@ impl ServerHandler for XfileServer {
             other => other,
         };
         // Only the server's own tool names become labels: a name from the
-        // client that is no tool is counted as `unknown` (issue 39 F9).
+        // client that is no tool is counted as `unknown`, so a client cannot
+        // grow the metrics without end.
         let label = if known {
             tool.as_str()
         } else {
@@ -381,7 +382,7 @@ fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow
         let projects = server.projects.clone();
         let wire = wire::Wire::stdio();
         // The session ends when the client disconnects or the process is
-        // asked to stop; either way its metrics are written (FR-43).
+        // asked to stop; either way its metrics are written.
         let ended = tokio::select! {
             quit = session(server, &wire) => quit,
             () = crate::ops::terminated() => Ok(()),

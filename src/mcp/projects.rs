@@ -207,7 +207,7 @@ async fn open(root: PathBuf) -> Result<Arc<Live>, String> {
     opened
 }
 
-/// Appends warnings not logged yet to `warnings.jsonl` (TDD §3.9.5).
+/// Appends warnings not logged yet to `warnings.jsonl`.
 fn log_warnings(live: &Live) {
     if let Err(error) = live.read(Service::log_warnings) {
         // Best effort: the tools still answer.

@@ -572,7 +572,7 @@ mod tests {
         assert_eq!(readable_id(deep.as_bytes()), Some(json!(7)));
     }
 
-    // Issue 19 F5: each malformed-frame class gets a reply with its id.
+    // Each malformed-frame class gets a reply with its id.
     #[test]
     fn malformed_lines_get_a_parse_error_with_their_id() {
         let mut state = initialized();
@@ -675,8 +675,7 @@ mod tests {
         }
     }
 
-    // Issue 19 F4: what rmcp would exit on never reaches it before the
-    // handshake.
+    // What rmcp would exit on never reaches it before the handshake.
     #[test]
     fn before_the_handshake_only_requests_go_through() {
         let mut state = State::default();

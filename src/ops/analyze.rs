@@ -1,4 +1,4 @@
-//! `xfile analyze-metrics` (TDD FR-48, FR-49): aggregates session records
+//! `xfile analyze-metrics`: aggregates session records
 //! (mean, median, p95 per figure), flags the sessions whose figures lie
 //! outside Tukey's fences, and suggests configuration values from what the
 //! sessions observed.
@@ -104,7 +104,7 @@ fn round_up(value: f64, step: u64) -> u64 {
 }
 
 /// Configuration values the sessions argue for, where they differ from the
-/// configured ones (FR-49). The newest session's configuration is taken as
+/// configured ones. The newest session's configuration is taken as
 /// the current one.
 fn suggestions(records: &[SessionRecord]) -> Vec<Suggestion> {
     let Some(latest) = records.last() else {

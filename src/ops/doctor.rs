@@ -1,4 +1,4 @@
-//! `xfile doctor [--fix]` (spec FR-057..064, local parts): checks what
+//! `xfile doctor [--fix]`: checks what
 //! stands between a project and a working xfile, says how to fix each
 //! problem, and with `--fix` applies the fixes that touch only xfile's own
 //! files (its log and cache directories, its entry in an editor's MCP

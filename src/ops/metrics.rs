@@ -1,6 +1,6 @@
 //! The counters the MCP tools and the watcher update while a server runs:
-//! Prometheus metrics for `/metrics` (spec FR-065/066), and per project
-//! what one session did, for its session metrics record (TDD FR-43..46).
+//! Prometheus metrics for `/metrics`, and per project
+//! what one session did, for its session metrics record.
 //!
 //! One instance per process ([`global`]), like Prometheus' default
 //! registry: the MCP server, the watcher callbacks and the HTTP side all
@@ -396,7 +396,7 @@ impl Metrics {
         }
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
-            // FR-069: a metrics failure is logged, never fatal.
+            // A metrics failure is logged, never fatal.
             tracing::warn!("cannot encode the metrics: {error}");
         }
         text
@@ -430,7 +430,7 @@ fn context_section(answer: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
-    /// Issue 39 finding 9: thousands of tool names or error types from
+    /// Thousands of tool names or error types from
     /// input give at most [`MAX_LABEL_VALUES`] series each, the rest
     /// counted under `other`.
     #[test]

@@ -1,6 +1,6 @@
 //! Operations: what whoever runs xfile uses to see what it does and to set
-//! it up, beside the agent's tools. Session metrics and their analysis
-//! (TDD FR-43..49), the process's counters for `/metrics`, `doctor` and
+//! it up, beside the agent's tools. Session metrics and their analysis,
+//! the process's counters for `/metrics`, `doctor` and
 //! `setup`. An adapter layer like `cli` and `mcp`: it uses the service,
 //! the service knows nothing of it.
 
@@ -26,7 +26,7 @@ pub async fn end_sessions(projects: Vec<(String, PathBuf, Arc<Live>)>) {
             let log = metrics::global().take_session(&root);
             let record = live.read(|s| session::record(&name, s, &log));
             if let Err(error) = session::append(&root, &record) {
-                // FR-069: logged, never fatal.
+                // Logged, never fatal.
                 metrics::global().record_error("metrics_write");
                 tracing::warn!("cannot write the session metrics of {name}: {error}");
             }

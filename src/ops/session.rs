@@ -1,4 +1,4 @@
-//! Session metrics (TDD FR-43..47, §3.3.6): when an MCP session ends, one
+//! Session metrics: when an MCP session ends, one
 //! JSONL record per served project in
 //! `.cross_file_context_logs/session_metrics.jsonl`. Records hold numbers,
 //! paths and definition names only, never code; with
@@ -19,9 +19,9 @@ use crate::service::jsonl;
 
 pub const LOG_FILE: &str = "session_metrics.jsonl";
 
-/// Token thresholds the injections are counted against (FR-46).
+/// Token thresholds the injections are counted against.
 const THRESHOLDS: [usize; 3] = [300, 500, 700];
-/// Most-connected files and files with most warnings listed (FR-46: ten).
+/// Most-connected files and files with most warnings listed.
 const TOP: usize = 10;
 /// Edited functions listed one by one; the histogram counts them all.
 const EDITED_LISTED: usize = 200;
@@ -48,7 +48,7 @@ pub struct SessionRecord {
     pub git_usage: BTreeMap<String, u32>,
 }
 
-/// The configured values the other figures are to be compared with (FR-44).
+/// The configured values the other figures are to be compared with.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ConfigUsed {
@@ -104,7 +104,7 @@ pub struct FileCount {
 }
 
 /// For the functions defined in the files edited during the session: how
-/// many other files use each (FR-46).
+/// many other files use each.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FunctionUsage {

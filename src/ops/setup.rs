@@ -1,4 +1,4 @@
-//! `xfile setup` (spec FR-050..056, without the API keys: xfile is local):
+//! `xfile setup` (no API keys: xfile is local):
 //! writes or updates the `xfile` MCP server entry in an editor's project
 //! configuration, keeping every other entry, backing the file up first,
 //! and never writing through a symbolic link.

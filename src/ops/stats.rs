@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The spread of a set of samples (TDD §3.3.6: min, max, median, p95).
+/// The spread of a set of samples: min, max, median, p95.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Distribution {
     pub count: usize,

@@ -1,6 +1,6 @@
 //! Where the registry lives: `$XFILE_HOME`, else `xfile/` in the user's
 //! data directory (`$XDG_DATA_HOME`, usually `~/.local/share`), created
-//! without writing through a symbolic link (DESIGN invariant 11).
+//! without writing through a symbolic link.
 
 use std::fs;
 use std::io::ErrorKind;

@@ -1,4 +1,4 @@
-//! A generator of hostile MCP traffic (issue 19, item 9): requests of
+//! A generator of hostile MCP traffic: requests of
 //! every method with arguments of every JSON type, notifications,
 //! responses, batches, deep nesting, long strings, odd ids, lone
 //! surrogates, and byte-level mutations of all of it (flips, cuts,

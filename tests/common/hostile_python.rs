@@ -1,4 +1,4 @@
-//! A generator of hostile Python trees (issue 19, item 9): mutations of
+//! A generator of hostile Python trees: mutations of
 //! the repository's own Python files, deep nesting, huge lines, odd
 //! encodings and line ends, and entries that are not regular files
 //! (FIFOs, directories named like modules, links that dangle, loop or
@@ -150,7 +150,7 @@ fn nested_brackets(depth: usize) -> Vec<u8> {
 }
 
 /// One expression of up to a million links of one shape: the chains that
-/// once overflowed the stack or made the work quadratic (issue 39).
+/// once overflowed the stack or made the work quadratic.
 fn deep_chain(rng: &mut Rng) -> Vec<u8> {
     // Log-uniform: as many short chains as long ones.
     let links = 10usize.pow(rng.u32(1..7)) * rng.usize(1..10) / 9 + 1;

@@ -210,7 +210,7 @@ fn caches(repo: &mut gix::Repository) {
     });
 }
 
-/// How every repository is opened (DESIGN invariant 12: nothing a
+/// How every repository is opened (nothing a
 /// repository or its configuration names is ever run): gix's defaults for
 /// the repository's trust, but never the git binary's own configuration
 /// (finding it runs `git`), and `core.fsmonitor` off (gix does not run it;

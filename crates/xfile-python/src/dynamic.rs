@@ -1,6 +1,7 @@
-//! Which calls and decorators the front end records as dynamic patterns
-//! (TDD §3.5.4). Names only: whether a callee really is the built-in or
-//! stdlib function is decided by resolution in the engine.
+//! Which calls and decorators the front end records as dynamic patterns,
+//! code whose effect static analysis cannot follow. Names only: whether a
+//! callee really is the built-in or stdlib function is decided by
+//! resolution in the engine.
 
 use ruff_python_ast::Expr;
 
@@ -34,7 +35,7 @@ const KEEPS_DEFINITION: &[&str] = &[
     "functools.cached_property",
 ];
 
-/// Common test decorators (FR-36): markers, fixtures, skips and patches.
+/// Common test decorators: markers, fixtures, skips and patches.
 const TEST_DECORATORS: &[&str] = &[
     "pytest.fixture",
     "fixture",

@@ -1435,7 +1435,7 @@ impl<'src> Extractor<'src> {
     }
 
     /// Decorators are expressions evaluated where the definition stands;
-    /// those that may replace what they decorate are recorded (EC-8).
+    /// those that may replace what they decorate are recorded.
     /// Returns whether every decorator keeps the definition as written.
     fn decorators(&mut self, decorators: &[ast::Decorator]) -> bool {
         let mut keeps = true;
@@ -1487,7 +1487,7 @@ impl<'src> Extractor<'src> {
     }
 
     /// `a.b = value` (also inside tuple targets) where `a` is not a local
-    /// variable: a candidate monkey patch, decided by resolution (EC-7).
+    /// variable: a candidate monkey patch, decided by resolution.
     fn attribute_assignments(&mut self, target: &Expr) {
         match target {
             Expr::Attribute(_) => {

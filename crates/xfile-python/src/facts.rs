@@ -31,7 +31,7 @@ pub type NameId = u32;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleFacts {
-    /// Set when the module does not parse; all other facts are then empty (EC-18).
+    /// Set when the module does not parse; all other facts are then empty.
     pub parse_error: Option<ParseErrorFact>,
     pub sites: Vec<Site>,
     pub definitions: Vec<Definition>,
@@ -63,8 +63,8 @@ pub struct Semantic {
     /// name them (`fields_all`, bound by `from .fields import __all__ as
     /// fields_all`, or `fields.__all__`): `__all__ = fields_all + [...]`.
     pub all_from: Vec<Reference>,
-    /// Code whose effect static analysis cannot follow (FR-30..37), in
-    /// source order.
+    /// Code whose effect static analysis cannot follow (what warnings are
+    /// about), in source order.
     pub dynamic: Vec<Dynamic>,
     /// Classes, module level and nested, in source order.
     pub classes: Vec<Class>,
@@ -359,7 +359,7 @@ impl Import {
     }
 }
 
-/// Why an import or binding only happens under some condition (EC-5).
+/// Why an import or binding only happens under some condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Condition {
@@ -443,7 +443,7 @@ pub enum DefinitionKind {
     Variable,
 }
 
-/// One use of a pattern static analysis cannot see through (TDD §3.5.4).
+/// One use of a pattern static analysis cannot see through.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Dynamic {
     /// Where a warning points: the call, assignment target, decorator or
@@ -458,23 +458,23 @@ pub struct Dynamic {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DynamicPattern {
     /// `importlib.import_module(x)` or `__import__(x)` where `x` (as written)
-    /// is not a literal absolute module name (EC-2).
+    /// is not a literal absolute module name.
     Import { callee: Reference, argument: Name },
-    /// `getattr(object, name)(...)` where `name` is not a literal (EC-6).
+    /// `getattr(object, name)(...)` where `name` is not a literal.
     Dispatch {
         callee: Reference,
         object: Name,
         name: Name,
     },
-    /// `exec(...)` or `eval(...)` (EC-9).
+    /// `exec(...)` or `eval(...)`.
     Exec { callee: Reference },
     /// `head.attr = value` where `head` is not a local variable: monkey
-    /// patching when `head` is bound by an import (EC-7). The target's
+    /// patching when `head` is bound by an import. The target's
     /// chain, head first.
     AttributeAssignment { target: Reference },
-    /// A decorator that may replace what it decorates (EC-8): neither a
+    /// A decorator that may replace what it decorates: neither a
     /// common test decorator nor one that keeps the definition as written.
     Decorator { name: Name },
-    /// `class C(metaclass=M)`, or `__metaclass__ = M` in a class body (EC-10).
+    /// `class C(metaclass=M)`, or `__metaclass__ = M` in a class body.
     Metaclass { class: Name, metaclass: Name },
 }

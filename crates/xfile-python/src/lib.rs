@@ -18,7 +18,7 @@ use ruff_source_file::LineIndex;
 use ruff_text_size::Ranged;
 
 /// Parses `source` and extracts its facts. Never panics on any input: a
-/// syntax error yields facts that carry only `parse_error` (EC-18), and so
+/// syntax error yields facts that carry only `parse_error`, and so
 /// does a file nested deeper than [`nesting::MAX_DEPTH`], which no walk
 /// over its syntax then sees.
 pub fn extract(source: &str) -> ModuleFacts {

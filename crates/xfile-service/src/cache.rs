@@ -1,4 +1,4 @@
-//! Working memory cache of injected snippets (TDD §3.7, FR-13..17): least
+//! Working memory cache of injected snippets: least
 //! recently used first out once the byte limit is passed, and an entry is
 //! stale as soon as its defining file's revision moved on.
 
@@ -32,7 +32,7 @@ pub struct CacheStatistics {
 
 pub struct SnippetCache {
     entries: LruCache<(String, String), Entry>,
-    /// Entries older than this are refreshed (`cache_expiry_minutes`, FR-14).
+    /// Entries older than this are refreshed (`cache_expiry_minutes`).
     expiry: std::time::Duration,
     stats: CacheStatistics,
 }

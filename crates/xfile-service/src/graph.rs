@@ -1,4 +1,4 @@
-//! `get_relationship_graph`, bounded (DESIGN invariant 10): a summary by
+//! `get_relationship_graph`, bounded like every answer: a summary by
 //! default (counts, the most connected files, cycles), and the export's
 //! lists one page at a time. A path prefix applies to every part.
 

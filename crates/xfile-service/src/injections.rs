@@ -1,4 +1,4 @@
-//! The context injection log (TDD §3.8.5, FR-26..29): one JSONL line per
+//! The context injection log: one JSONL line per
 //! injected snippet in `.cross_file_context_logs/injections.jsonl` under the
 //! root, created on demand, off with `enable_injection_logging: false`.
 

@@ -1,6 +1,6 @@
 //! The JSONL logs under `.cross_file_context_logs/` at the project root
-//! (TDD §3.8.5, §3.9.5): one serde value per line, appended, read back
-//! leniently (a line that does not parse is skipped).
+//! (injections, warnings, session metrics): one serde value per line,
+//! appended, read back leniently (a line that does not parse is skipped).
 
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ pub fn log_path(root: &Path, name: &str) -> PathBuf {
 
 /// Appends one line per item in a single write, creating the directory on
 /// demand. Nothing to append opens nothing. Neither the directory nor the
-/// log may be a symlink (F2): xfile writes only inside its own directory,
+/// log may be a symlink: xfile writes only inside its own directory,
 /// so a linked one turns logging off, and the error says so.
 ///
 /// How the append went is recorded (`failed_writes`), so that `/health`
@@ -136,7 +136,7 @@ const READ_BYTES: u64 = 2 * ROTATE_BYTES;
 /// Every line that parses as `T`, oldest first, from the newest
 /// `READ_BYTES` of the log; a missing log is empty, and so is one that is
 /// not a regular file in xfile's own directory (never read through a
-/// link, never a FIFO, F2/F3).
+/// link, never a FIFO).
 pub fn read<T: DeserializeOwned>(path: &Path) -> Vec<T> {
     if path.parent().is_none_or(|dir| own_dir(dir).is_err()) {
         return Vec::new();

@@ -100,7 +100,8 @@ pub struct Service {
     dirs: Arc<BTreeSet<PathBuf>>,
     /// Sub-project marker files below the root, root-relative.
     markers: Arc<BTreeSet<String>>,
-    /// Files removed by an update, and when: for the EC-14 note.
+    /// Files removed by an update, and when: for the note that tells the
+    /// files importing one that it was deleted.
     deleted: Arc<BTreeMap<String, SystemTime>>,
     /// Files an update found changed (added or with new text), and their
     /// modification time then: the edits the recency boost counts.
@@ -306,7 +307,7 @@ impl Service {
         }
     }
 
-    /// Appends the warnings not logged yet to `warnings.jsonl` (TDD §3.9.5),
+    /// Appends the warnings not logged yet to `warnings.jsonl`,
     /// unless `enable_warning_logging` is off; returns how many it wrote.
     /// Adapters call it once a session has indexed (the MCP server, the
     /// `index` command), so that merely opening a project writes nothing.
@@ -372,7 +373,7 @@ impl Service {
         relationships::all(&self.engine)
     }
 
-    /// Relationships whose source is `file` (FR-18, FR-20, FR-21).
+    /// Relationships whose source is `file`.
     pub fn dependencies(&self, file: &str) -> Result<Vec<Relationship>, PathError> {
         Ok(self.dependencies_of(&self.resolve_file(file)?))
     }
@@ -411,7 +412,7 @@ impl Service {
         Ok(dependents)
     }
 
-    /// The file's text behind its cross-file context (TDD §3.8.3), for
+    /// The file's text behind its cross-file context, for
     /// an agent: the injection is logged.
     pub fn read_with_context(&self, file: &str) -> Result<String, ReadError> {
         let options = ReadOptions {
@@ -442,7 +443,8 @@ impl Service {
     }
 
     /// How many other project files import (through any re-export chain),
-    /// call or inherit from definition `symbol` of `file` (FR-19, §3.8.2).
+    /// call or inherit from definition `symbol` of `file`: the count the
+    /// context shows beside a widely used definition.
     pub fn usage_count(&self, file: &str, symbol: &str) -> usize {
         self.engine.usage_count(file, symbol)
     }
@@ -486,7 +488,7 @@ impl Service {
         self.all_warnings().of_file(file).to_vec()
     }
 
-    /// Warnings (TDD §3.9) and notices, all or for one file. A file may be
+    /// Warnings and notices, all or for one file. A file may be
     /// one that was not indexed, to see why (its notices).
     pub fn warnings(&self, file: Option<&str>) -> Result<WarningReport, PathError> {
         let file = file
@@ -676,7 +678,7 @@ fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
 }
 
-/// The Python files skipped for their size (EC-17): still modules that
+/// The Python files skipped for their size: still modules that
 /// imports resolve to.
 fn too_large(notices: &[Notice]) -> Vec<String> {
     notices

@@ -1,6 +1,5 @@
 //! A [`Service`] that stays fresh while files change: readers work on
-//! snapshots, updates apply to a master copy (TDD §3.6; issue "live
-//! updates", items 2 and 4).
+//! snapshots, updates apply to a master copy.
 //!
 //! Salsa lets one handle change inputs only when every other handle is
 //! dropped: a write sets the cancellation flag, queries running on

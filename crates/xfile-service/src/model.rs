@@ -1,4 +1,4 @@
-//! The JSON shapes of DESIGN §4: relationships, the graph export and the
+//! The JSON shapes xfile answers in: relationships, the graph export and the
 //! index summary. These are the boundary types every adapter serializes.
 
 use std::collections::BTreeMap;
@@ -63,7 +63,7 @@ pub struct Export {
     pub metadata: ExportMetadata,
     pub files: Vec<FileEntry>,
     pub relationships: Vec<Relationship>,
-    /// Warnings left after suppression (TDD §3.9).
+    /// Warnings left after suppression.
     pub warnings: Vec<Warning>,
     /// File-level indexing notices: skipped files, encoding fallbacks,
     /// configuration problems.
@@ -99,10 +99,10 @@ pub struct FileEntry {
     pub relationship_count: usize,
     pub parse_error: Option<ParseErrorEntry>,
     pub in_import_cycle: bool,
-    /// Test module by DD-3 (default patterns or pytest configuration).
+    /// Test module, by the default patterns or the pytest configuration.
     pub test_module: bool,
     /// Patterns in this file that static analysis cannot follow, so some of
-    /// its relationships may be missing (TDD §3.5.4, FR-42).
+    /// its relationships may be missing: none is guessed.
     pub untrackable_patterns: Vec<Pattern>,
 }
 
@@ -223,7 +223,7 @@ pub enum Severity {
     Warning,
 }
 
-/// One warning in the shape of TDD §3.9.3 (paths root-relative, DESIGN §2).
+/// One warning as users see it (paths root-relative).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Warning {
     #[serde(rename = "type")]
@@ -248,7 +248,7 @@ pub struct Warning {
 pub struct WarningReport {
     pub warnings: Vec<Warning>,
     /// How many warnings configuration suppressed, by the most specific
-    /// suppression that applied (TDD §3.9.4 precedence).
+    /// suppression that applied.
     pub suppressed: BTreeMap<&'static str, usize>,
     pub notices: Vec<Notice>,
 }

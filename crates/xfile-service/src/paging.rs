@@ -1,4 +1,4 @@
-//! Long answers a page at a time (DESIGN invariant 10): at most `limit`
+//! Long answers a page at a time, so no answer is unbounded: at most `limit`
 //! items and the answer budget in tokens, with a cursor for the rest, so
 //! that the pages together are exactly the whole list.
 

@@ -1,4 +1,4 @@
-//! `Relation(arg, _)` patterns over any base or output relation (DESIGN §4).
+//! `Relation(arg, _)` patterns over any base or output relation (`xfile query`).
 
 use std::collections::BTreeMap;
 

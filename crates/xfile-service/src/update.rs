@@ -1,5 +1,5 @@
 //! Applying changes seen on disk to a [`Service`]: the incremental path
-//! behind the watcher and the freshness check (TDD §3.6.3, §3.6.4).
+//! behind the watcher and the freshness check, for edits and deletions alike.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

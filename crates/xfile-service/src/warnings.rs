@@ -1,6 +1,6 @@
-//! Warnings (TDD §3.9): the rules' `Warning` tuples rendered with message,
+//! Warnings: the rules' `Warning` tuples rendered with message,
 //! code line, explanation and guidance, less what configuration suppresses;
-//! and the warning log, `.cross_file_context_logs/warnings.jsonl` (§3.9.5).
+//! and the warning log, `.cross_file_context_logs/warnings.jsonl`.
 //!
 //! Test modules are left out by the rules (rules/warnings.dl), because
 //! that is a fact about the code base. Suppression by file, glob and type is
@@ -28,8 +28,8 @@ const LOG_FILE: &str = "warnings.jsonl";
 /// Source lines quoted in a warning are cut to this many characters.
 const PATTERN_CHARS: usize = 120;
 
-/// Why configuration suppressed a warning, most specific first: the order
-/// of TDD §3.9.4, which decides the reason when several apply.
+/// Why configuration suppressed a warning, most specific first: when
+/// several apply, the first in this order is the reason given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SuppressedBy {
     /// `file_specific_suppressions: {file: [type]}`.
@@ -541,8 +541,7 @@ pub(crate) fn shown_cycle(mut cycle: Vec<String>) -> Vec<String> {
     cycle
 }
 
-/// Severity, explanation and guidance of each warning type (TDD §3.9.1,
-/// §3.9.3).
+/// Severity, explanation and guidance of each warning type.
 fn describe(pattern: Pattern) -> (Severity, &'static str, Option<&'static str>) {
     match pattern {
         Pattern::DynamicImport => (
@@ -596,7 +595,7 @@ fn describe(pattern: Pattern) -> (Severity, &'static str, Option<&'static str>) 
     }
 }
 
-/// One line of the warning log (TDD §3.9.5).
+/// One line of the warning log.
 #[derive(Serialize)]
 struct LogEntry<'a> {
     timestamp: String,

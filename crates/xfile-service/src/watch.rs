@@ -1,5 +1,4 @@
-//! Keeps a [`Live`] service fresh from file system events (TDD §3.6,
-//! §3.11.6; v2 FR-015..021).
+//! Keeps a [`Live`] service fresh from file system events.
 //!
 //! The watcher watches, one by one and not recursively, the directories the
 //! discovery walk entered, so ignored trees (`.git`, `node_modules`, build
@@ -32,7 +31,8 @@ use xfile_workspace::config::CONFIG_FILE;
 use xfile_workspace::discover::{ENV_MARKERS, SUB_PROJECT_MARKERS};
 use xfile_workspace::pytest;
 
-/// Retry delays, in units of [`Options::backoff_unit`] (v2 FR-020).
+/// Retry delays, in units of [`Options::backoff_unit`]: doubling, five
+/// retries at most.
 const BACKOFF: [u32; 5] = [1, 2, 4, 8, 16];
 
 /// Creates the native watcher; replaceable so tests can make it fail.

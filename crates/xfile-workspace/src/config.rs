@@ -1,4 +1,4 @@
-//! `.cross_file_context_links.yml` at the project root (TDD §3.10.5). Every
+//! `.cross_file_context_links.yml` at the project root. Every
 //! key is checked on its own: an unknown key or a bad value gives a notice
 //! and the default, never an error.
 
@@ -24,7 +24,8 @@ pub struct Config {
     pub warn_on_wildcards: bool,
     /// Files (root-relative paths) and globs whose warnings are suppressed.
     pub suppress_warnings: Vec<String>,
-    /// Per file, the warning types suppressed there (TDD §3.9.4 level 4).
+    /// Per file, the warning types suppressed there (the most specific
+    /// suppression).
     pub file_specific_suppressions: BTreeMap<String, Vec<String>>,
     pub suppress_dynamic_import_warnings: bool,
     pub suppress_dynamic_dispatch_warnings: bool,
@@ -39,7 +40,7 @@ pub struct Config {
     pub metrics_anonymize_paths: bool,
     pub enable_injection_logging: bool,
     pub enable_warning_logging: bool,
-    /// Extra module search roots, root-relative (TDD §3.5.2.1).
+    /// Extra module search roots, root-relative.
     pub extra_search_paths: Vec<String>,
     /// Architecture layers, top to bottom (`rules/layers.dl`).
     pub layers: Vec<LayerSpec>,

@@ -1,7 +1,7 @@
-//! Finding and reading the project's Python files (TDD NFR-7, NFR-8, §3.12.2,
-//! EC-17, §3.11.2): `.gitignore`/`.ignore` honoured, environment and build
-//! directories and sensitive files always skipped, symlinks followed only
-//! while they stay inside the root.
+//! Finding and reading the project's Python files: `.gitignore`/`.ignore`
+//! honoured, environment and build directories and sensitive files always
+//! skipped, files too long skipped with a notice, text that is not UTF-8
+//! read as latin-1, symlinks followed only while they stay inside the root.
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +43,7 @@ pub const BUILD_DIRS: &[&str] = &["build", "dist"];
 /// skipped with a notice wherever they are.
 pub const PACKAGE_DIRS: &[&str] = &["node_modules", "site-packages"];
 
-/// Files that may hold secrets (§3.12.2): never read, never served, never
+/// Files that may hold secrets: never read, never served, never
 /// shown by a git answer. The one list every reader asks, through
 /// [`is_sensitive`]: globs on a root-relative path, each matching in any
 /// directory (`name` is a file `name` anywhere, `dir/name` a file `name`
@@ -101,7 +101,7 @@ pub const LOG_DIR: &str = ".cross_file_context_logs";
 /// xfile's own warm-start cache under the root: the same.
 pub const CACHE_DIR: &str = ".xfile_cache";
 
-/// Files longer than this are skipped (EC-17).
+/// Files longer than this are skipped, with a notice.
 pub const MAX_LINES: usize = 10_000;
 
 /// A file that was indexed with a caveat, or not indexed, and why.
@@ -663,7 +663,7 @@ fn refusal_kind(refusal: &Refusal) -> NoticeKind {
 
 /// Reads one Python file of the project at `path` (`relative` to `root`),
 /// through [`read::read_project_file`], decoding it as UTF-8 or else
-/// latin-1 (§3.11.2).
+/// latin-1.
 fn read_source(
     root: &Path,
     relative: String,

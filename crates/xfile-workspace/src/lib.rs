@@ -100,7 +100,7 @@ pub fn canonical_root(root: &Path) -> Result<PathBuf, PathError> {
 
 /// Validates a user-supplied path (root-relative or absolute) and returns it
 /// root-relative with `/` separators. Symlinks are resolved first, so a link
-/// that points out of the root is rejected (invariant 5).
+/// that points out of the root is rejected.
 pub fn resolve_user_path(root: &Path, input: &str) -> Result<String, PathError> {
     plain(input)?;
     validate(root, &root.join(input), input)
@@ -109,7 +109,7 @@ pub fn resolve_user_path(root: &Path, input: &str) -> Result<String, PathError> 
 /// Like [`resolve_user_path`], for a FILE typed on the command line in
 /// `cwd`: a relative path means what the shell means by it when it names an
 /// existing file inside the root (`cd app && xfile deps ./views.py`), and
-/// is root-relative otherwise (DESIGN §4), so commands written from the
+/// is root-relative otherwise, so commands written from the
 /// root keep working from anywhere.
 pub fn resolve_cli_path(root: &Path, cwd: &Path, input: &str) -> Result<String, PathError> {
     plain(input)?;
@@ -144,7 +144,7 @@ pub fn resolve_cli_path(root: &Path, cwd: &Path, input: &str) -> Result<String, 
 /// once symlinks are resolved, and is not a sensitive file. `input` is the
 /// path as the user gave it, for the messages. A path outside the root is
 /// refused the same way whether or not it exists, so the answer tells
-/// nothing about the file system outside (F10).
+/// nothing about the file system outside.
 fn validate(root: &Path, joined: &Path, input: &str) -> Result<String, PathError> {
     let outside = || PathError::OutsideRoot(input.to_string(), root.to_path_buf());
     let Ok(canonical) = joined.canonicalize() else {

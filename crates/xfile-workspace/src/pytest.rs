@@ -1,5 +1,5 @@
-//! The project's pytest settings that say which files are tests (DD-3,
-//! FR-32), read statically: pytest is never imported or run. Files are
+//! The project's pytest settings that say which files are tests, read
+//! statically: pytest is never imported or run. Files are
 //! tried in pytest's own order (pytest.ini, .pytest.ini, pyproject.toml,
 //! tox.ini, setup.cfg) and the first one with a pytest section wins, as in
 //! pytest; only `testpaths` and `python_files` are taken from it.

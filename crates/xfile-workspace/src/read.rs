@@ -1,4 +1,4 @@
-//! The one way xfile reads a file from disk (DESIGN invariant 11): the type
+//! The one way xfile reads a file from disk: the type
 //! is checked on the open descriptor before any byte is read, so a FIFO,
 //! socket or device is never read (and, opened non-blocking, a FIFO never
 //! hangs the open); reads are size-bounded; a project file is confined and
@@ -229,7 +229,7 @@ const SETTINGS_BYTES: u64 = 1024 * 1024;
 
 /// Reads the settings file `name` at `root` as text: `Ok(None)` when there
 /// is none. The error says why it was not read and names only the file, so
-/// nothing of a link's target outside the root is echoed (F10).
+/// nothing of a link's target outside the root is echoed.
 pub fn read_settings(root: &Path, name: &str) -> Result<Option<String>, String> {
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     match read_project_file(&root, &root.join(name), Links::Resolve, SETTINGS_BYTES) {

@@ -23,7 +23,7 @@ impl XfileServer {
         Parameters(args): Parameters<SearchArgs>,
     ) -> CallToolResult {
         // Before any work (waiting for the index included): a query over
-        // the limit is refused as it is (issue 39 F10).
+        // the limit is refused as it is.
         if let Err(error) = crate::service::search::check_query(&args.query) {
             return failure(error.into());
         }

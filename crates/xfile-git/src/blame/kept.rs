@@ -39,7 +39,7 @@ const MAX_ADVANCE: usize = 1_000;
 
 /// How far a blame brings a kept history index forward before answering,
 /// where that costs less than the walk without the index it saves. On the
-/// benchmark (docs/performance.md, issue 16, sixth session), bringing the
+/// git history benchmark (docs/performance.md), bringing the
 /// index forward costs about 0.035 ms a commit on the generated history
 /// (0.06 repacked), a blame through it 41 ms (30) and gix's walk without
 /// it 120 ms (87): forwarding pays up to about 2,200 commits (900

@@ -1,4 +1,4 @@
-//! `read_with_context` (TDD §3.8): a file's content (or a line range of it)
+//! `read_with_context`: a file's content (or a line range of it)
 //! behind a `[Cross-File Context]` section with the definitions of other
 //! project files that those lines use.
 //!
@@ -537,7 +537,7 @@ impl<'s> Context<'s> {
     }
 
     /// The full tier's header, with the line range and, for a definition
-    /// many files use, how many (FR-19), and the docstring line.
+    /// many files use, how many, and the docstring line.
     fn full_pieces(&self, c: &Candidate) -> (Piece, Option<Piece>) {
         let (file, definition) = (c.file.as_str(), c.definition);
         let symbol = definition.qualname.as_str();
@@ -645,7 +645,7 @@ impl<'s> Context<'s> {
         }
     }
 
-    /// Notes on what the lines import that is gone or broken (EC-14), and
+    /// Notes on what the lines import that is deleted or broken, and
     /// the warnings of the lines and of the shown definitions, by type.
     fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> = Vec::new();

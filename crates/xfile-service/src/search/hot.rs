@@ -1,4 +1,4 @@
-//! Hot spots (the clustered-search ADR, section 3): the definitions agents
+//! Hot spots: the definitions agents
 //! most likely search for, scored ahead of time (many dependents, names a
 //! package re-exports or `__all__` lists, handler and service naming, classes),
 //! with their clusters computed with every relationship expanded, so a search

@@ -1,6 +1,6 @@
 //! `search_with_context`: symbols found by name, grouped into clusters of
 //! related definitions with explicit expansion states and tiered previews
-//! held to token budgets (the clustered-search ADR).
+//! held to token budgets.
 //!
 //! A cluster is a file's or a class's matches (its seeds). Its related
 //! containers: `colocated` (the file's other top-level definitions) and
@@ -29,7 +29,7 @@ pub(crate) use index::SymbolIndex;
 use index::{Entry, Kind, Query};
 use xfile_python::{Definition, DefinitionKind};
 
-/// Token allocation of a cluster's sections (the ADR's table).
+/// Token allocation of a cluster's sections.
 const SEED_TOKENS: usize = 400;
 const CALLERS_TOKENS: usize = 300;
 const CALLEES_TOKENS: usize = 300;

@@ -1,4 +1,4 @@
-//! The warm-start cache (issue 18), two files in `.xfile_cache/`:
+//! The warm-start cache, two files in `.xfile_cache/`:
 //!
 //! - `index.bin`: each file's parse and extraction (`ModuleFacts`, the
 //!   costliest part of a cold index) by content hash, so a restart that
@@ -91,7 +91,7 @@ pub fn sweep_leftovers(root: &Path) {
 /// What a cache is valid for: this xfile build (version, the rules and the
 /// front end's sources, hashed by `build.rs`), the configuration and the
 /// search roots. The facts depend only on the text and the front end; the
-/// rest is in the key as the issue asks, and costs at most a rebuild.
+/// rest is in the key to be safe, and costs at most a rebuild.
 #[derive(Clone, Debug)]
 pub(crate) struct Key {
     digest: Hash,
