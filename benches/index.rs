@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use xfile::engine::Engine;
+use xfile::engine::{Change, Engine};
 use xfile::service::Service;
 use xfile::service::live::Live;
 use xfile::service::search::{Expand, SearchOptions};
@@ -57,16 +57,14 @@ fn benches(c: &mut Criterion) {
     group.bench_function("cold_index_in_memory", |b| {
         b.iter(|| {
             let mut engine = Engine::new(Vec::new());
-            engine.set_files(files.iter().cloned());
-            engine.analyze();
+            engine.apply(Change::texts(files.iter().cloned()));
             engine
         })
     });
     group.finish();
 
     let mut engine = Engine::new(Vec::new());
-    engine.set_files(files.iter().cloned());
-    engine.analyze();
+    engine.apply(Change::texts(files.iter().cloned()));
     let original = engine.text(EDITED).expect("edited file").to_string();
     assert!(original.contains(BODY_LINE), "{EDITED} changed upstream");
     let mut flip = false;
@@ -79,8 +77,10 @@ fn benches(c: &mut Criterion) {
             } else {
                 BODY_LINE
             };
-            engine.set_file(EDITED, original.replacen(BODY_LINE, replacement, 1));
-            engine.analyze();
+            engine.apply(Change::text(
+                EDITED,
+                original.replacen(BODY_LINE, replacement, 1),
+            ));
         })
     });
     // An import edit changes the file's base facts: its file rules re-run,
@@ -94,8 +94,7 @@ fn benches(c: &mut Criterion) {
             } else {
                 original.clone()
             };
-            engine.set_file(EDITED, text);
-            engine.analyze();
+            engine.apply(Change::text(EDITED, text));
         })
     });
     // `from m import name` binds a name, so name resolution (over all files)
@@ -108,8 +107,7 @@ fn benches(c: &mut Criterion) {
             } else {
                 original.clone()
             };
-            engine.set_file(EDITED, text);
-            engine.analyze();
+            engine.apply(Change::text(EDITED, text));
         })
     });
     // A new file and a deleted one change the module set: only the
@@ -122,11 +120,9 @@ fn benches(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let start = std::time::Instant::now();
-                engine.set_file(added, body.clone());
-                engine.analyze();
+                engine.apply(Change::text(added, body.clone()));
                 total += start.elapsed();
-                engine.remove_file(added);
-                engine.analyze();
+                engine.apply(Change::removing([added]));
             }
             total
         })
@@ -138,11 +134,9 @@ fn benches(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let start = std::time::Instant::now();
-                engine.remove_file(deleted);
-                engine.analyze();
+                engine.apply(Change::removing([deleted]));
                 total += start.elapsed();
-                engine.set_file(deleted, deleted_text.clone());
-                engine.analyze();
+                engine.apply(Change::text(deleted, deleted_text.clone()));
             }
             total
         })

@@ -317,8 +317,7 @@ fn explanations_do_not_depend_on_interning_order() {
                 engine.interner().node(path);
             }
         }
-        engine.set_files(files.iter().cloned());
-        engine.analyze();
+        engine.apply(xfile::engine::Change::texts(files.iter().cloned()));
         xfile::service::explain::explain(&engine, "InCycle(_)")
             .expect("valid")
             .to_text()

@@ -1,8 +1,10 @@
 //! Salsa early cut-off and incremental-equals-from-scratch (DESIGN invariant 6).
 
+use std::collections::BTreeMap;
+
 use crate::common;
 
-use xfile::engine::{Engine, Recomputation, TestPatterns};
+use xfile::engine::{Change, Engine, Recomputation, TestPatterns};
 use xfile::service::relationships;
 use xfile::workspace::NoticeKind;
 use xfile::workspace::discover;
@@ -15,7 +17,6 @@ fn engine_at(root: &std::path::Path) -> Engine {
     let root = root.canonicalize().unwrap();
     let mut engine = Engine::new(Vec::new());
     let found = discover::discover(&root, &[]);
-    engine.set_sub_projects(discover::sub_project_dirs(&found.markers));
     let entry_points = found
         .markers
         .iter()
@@ -25,17 +26,19 @@ fn engine_at(root: &std::path::Path) -> Engine {
             xfile::engine::parse_entry_points(marker, &text).unwrap()
         })
         .collect();
-    engine.set_entry_points(entry_points);
-    engine.set_unindexed(
-        found
-            .notices
-            .iter()
-            .filter(|n| n.kind == NoticeKind::TooLarge)
-            .map(|n| n.path.clone())
-            .collect(),
-    );
-    engine.set_files(found.files.into_iter().map(|f| (f.path, f.text)));
-    engine.analyze();
+    engine.apply(Change {
+        sub_projects: Some(discover::sub_project_dirs(&found.markers)),
+        entry_points: Some(entry_points),
+        unindexed: Some(
+            found
+                .notices
+                .iter()
+                .filter(|n| n.kind == NoticeKind::TooLarge)
+                .map(|n| n.path.clone())
+                .collect(),
+        ),
+        ..Change::texts(found.files.into_iter().map(|f| (f.path, f.text)))
+    });
     engine
 }
 
@@ -50,24 +53,24 @@ fn count(log: &[String], query: &str) -> usize {
 fn from_scratch(engine: &Engine) -> Engine {
     let mut fresh = Engine::new(Vec::new());
     fresh.record_executions();
-    fresh.set_test_patterns(engine.test_patterns().clone());
-    fresh.set_sub_projects(engine.sub_projects().to_vec());
-    fresh.set_entry_points(engine.entry_points().to_vec());
-    fresh.set_unindexed(engine.unindexed().to_vec());
     let files: Vec<(String, String)> = engine
         .paths()
         .map(|p| (p.to_string(), engine.text(p).unwrap().to_string()))
         .collect();
-    fresh.set_files(files);
-    fresh.analyze();
+    fresh.apply(Change {
+        test_patterns: Some(engine.test_patterns().clone()),
+        sub_projects: Some(engine.sub_projects().to_vec()),
+        entry_points: Some(engine.entry_points().to_vec()),
+        unindexed: Some(engine.unindexed().to_vec()),
+        ..Change::texts(files)
+    });
     fresh
 }
 
-/// What `change` and the analysis after it ran and reused.
-fn recorded(engine: &mut Engine, change: impl FnOnce(&mut Engine)) -> Recomputation {
+/// What applying `change` ran and reused.
+fn recorded(engine: &mut Engine, change: Change) -> Recomputation {
     engine.record_executions();
-    change(engine);
-    engine.analyze();
+    engine.apply(change);
     engine.take_executions()
 }
 
@@ -91,16 +94,13 @@ fn body_only_edit_reruns_no_resolution_and_no_datalog() {
     let mut engine = engine_for("reexport_chain");
     let path = "api/impl/core.py";
     let text = engine.text(path).unwrap().to_string();
-    engine.record_executions();
     // A changed body that also shifts every later line down by one.
     let edited = text.replace(
         "    return request\n",
         "    request = request or {}\n\n    return request\n",
     );
     assert_ne!(edited, text);
-    engine.set_file(path, edited);
-    engine.analyze();
-    let log = engine.take_executions().executed;
+    let log = recorded(&mut engine, Change::text(path, edited)).executed;
     assert_eq!(count(&log, "module_facts"), 1, "{log:?}");
     assert_eq!(count(&log, "file_base_facts"), 0, "{log:?}");
     assert_eq!(count(&log, "program"), 0, "{log:?}");
@@ -116,17 +116,12 @@ fn body_only_edit_reruns_no_resolution_and_no_datalog() {
 #[test]
 fn import_edit_reresolves_only_the_edited_file_then_reruns_datalog() {
     let mut engine = engine_for("reexport_chain");
-    engine.record_executions();
     let text = engine.text("client.py").unwrap().to_string();
-    engine.set_file(
-        "client.py",
-        text.replace(
-            "from api import handler\n",
-            "from api.impl.core import handler\n",
-        ),
+    let edited = text.replace(
+        "from api import handler\n",
+        "from api.impl.core import handler\n",
     );
-    engine.analyze();
-    let log = engine.take_executions().executed;
+    let log = recorded(&mut engine, Change::text("client.py", edited)).executed;
     assert_eq!(count(&log, "file_base_facts"), 1, "{log:?}");
     assert_eq!(count(&log, "file_stage"), 1, "{log:?}");
     // The union of every relation is built only when a query, an
@@ -142,11 +137,8 @@ fn import_edit_reresolves_only_the_edited_file_then_reruns_datalog() {
 fn after_its_first_edit_a_file_edit_does_not_walk_the_other_files_resolutions() {
     let mut engine = engine_for("reexport_chain");
     let text = engine.text("client.py").unwrap().to_string();
-    let edit = |engine: &mut Engine, text: String| {
-        recorded(engine, |e| {
-            e.set_file("client.py", text);
-        })
-    };
+    let edit =
+        |engine: &mut Engine, text: String| recorded(engine, Change::text("client.py", text));
     // The first edit writes over the semantic the index wrote (high
     // durability): salsa walks every file's chain down to the resolutions
     // and directory listings once.
@@ -178,8 +170,8 @@ fn touch_without_change_costs_nothing() {
     let mut engine = engine_for("aliases");
     let text = engine.text("checkout.py").unwrap().to_string();
     engine.record_executions();
-    engine.set_file("checkout.py", text);
-    engine.analyze();
+    let applied = engine.apply(Change::text("checkout.py", text));
+    assert!(applied.modified.is_empty(), "{applied:?}");
     assert!(engine.take_executions().executed.is_empty());
 }
 
@@ -187,8 +179,7 @@ fn touch_without_change_costs_nothing() {
 fn edits_creations_and_deletions_match_a_fresh_index() {
     let mut engine = engine_for("reexport_chain");
     // Delete the defining file: the chain breaks, nothing dangles.
-    engine.remove_file("api/impl/core.py");
-    engine.analyze();
+    engine.apply(Change::removing(["api/impl/core.py"]));
     assert_same_as_scratch(&engine);
     assert!(
         relationships::all(&engine)
@@ -196,23 +187,24 @@ fn edits_creations_and_deletions_match_a_fresh_index() {
             .all(|r| r.target_file != "api/impl/core.py")
     );
     // Re-create it under a new name and point the package at it.
-    engine.set_file(
-        "api/impl/engine.py",
-        "def handler(request):\n    return request\n\n\nclass Resource:\n    pass\n".into(),
-    );
-    engine.set_file(
-        "api/impl/__init__.py",
-        "from .engine import handler, Resource\n".into(),
-    );
-    engine.analyze();
+    engine.apply(Change::texts([
+        (
+            "api/impl/engine.py".to_string(),
+            "def handler(request):\n    return request\n\n\nclass Resource:\n    pass\n"
+                .to_string(),
+        ),
+        (
+            "api/impl/__init__.py".to_string(),
+            "from .engine import handler, Resource\n".to_string(),
+        ),
+    ]));
     assert_same_as_scratch(&engine);
     let rels = relationships::all(&engine);
     assert!(rels.iter().any(|r| r.source_file == "client.py"
         && r.target_file == "api/impl/engine.py"
         && r.relationship_type.as_str() == "function_call"));
     // A syntax error drops the file's facts; fixing it brings them back.
-    engine.set_file("client.py", "from api import (\n".into());
-    engine.analyze();
+    engine.apply(Change::text("client.py", "from api import (\n"));
     assert_same_as_scratch(&engine);
     assert!(
         relationships::all(&engine)
@@ -240,35 +232,23 @@ fn resolved(log: &[String]) -> Vec<&str> {
 fn a_new_or_deleted_file_re_resolves_only_the_files_it_affects() {
     let mut engine = engine_for("granular_resolution");
     // main.py imports pkg.later, which does not exist yet.
-    engine.record_executions();
-    engine.set_file("pkg/later.py", "VALUE = 1\n".into());
-    engine.analyze();
-    let log = engine.take_executions().executed;
+    let log = recorded(&mut engine, Change::text("pkg/later.py", "VALUE = 1\n")).executed;
     assert_eq!(resolved(&log), ["main.py", "pkg/later.py"], "{log:?}");
     assert_eq!(count(&log, "test_matcher"), 0, "{log:?}");
     assert_eq!(count(&log, "layer_matcher"), 0, "{log:?}");
     assert_same_as_scratch(&engine);
     // A module nobody imports, in another directory: only itself.
-    engine.record_executions();
-    engine.set_file("other/extra.py", "import pkg\n".into());
-    engine.analyze();
-    let log = engine.take_executions().executed;
+    let log = recorded(&mut engine, Change::text("other/extra.py", "import pkg\n")).executed;
     assert_eq!(resolved(&log), ["other/extra.py"], "{log:?}");
     assert_same_as_scratch(&engine);
     // Deleting pkg/util.py changes what `from . import util` in
     // pkg/core.py names; other/user.py imports the name `util` from
     // pkg/core.py, which does not depend on the file.
-    engine.record_executions();
-    engine.remove_file("pkg/util.py");
-    engine.analyze();
-    let log = engine.take_executions().executed;
+    let log = recorded(&mut engine, Change::removing(["pkg/util.py"])).executed;
     assert_eq!(resolved(&log), ["pkg/core.py"], "{log:?}");
     assert_same_as_scratch(&engine);
     // A new package directory: only the importer of its name moves.
-    engine.record_executions();
-    engine.set_file("pkg/later/__init__.py", String::new());
-    engine.analyze();
-    let log = engine.take_executions().executed;
+    let log = recorded(&mut engine, Change::text("pkg/later/__init__.py", "")).executed;
     assert_eq!(
         resolved(&log),
         ["main.py", "pkg/later/__init__.py"],
@@ -287,37 +267,41 @@ fn a_new_or_deleted_file_re_resolves_only_the_files_it_affects() {
 #[test]
 fn a_file_nobody_looked_for_walks_no_other_files_chain() {
     let mut engine = engine_for("granular_resolution");
-    let step = |engine: &mut Engine, change: &dyn Fn(&mut Engine)| {
+    let step = |engine: &mut Engine, change: Change| {
         let log = recorded(engine, change);
         assert_same_as_scratch(engine);
         log
     };
-    let first = step(&mut engine, &|e| {
-        e.set_file("other/extra.py", "import pkg\n".into());
-    });
+    let first = step(&mut engine, Change::text("other/extra.py", "import pkg\n"));
     // Every resolution of the index.
     assert_eq!(walked(&first, "resolve"), 8, "{first:?}");
     // Each change, with how many files added since the index exist before it.
-    type Change<'a> = (&'a str, usize, &'a dyn Fn(&mut Engine));
-    let changes: [Change; 5] = [
-        ("renamed", 1, &|e| {
-            e.remove_file("other/extra.py");
-            e.set_file("other/spare.py", "import pkg\n".into());
-        }),
-        ("renamed back", 1, &|e| {
-            e.remove_file("other/spare.py");
-            e.set_file("other/extra.py", "import pkg\n".into());
-        }),
-        ("created beside", 1, &|e| {
-            e.set_file("other/third.py", "import pkg\n".into());
-        }),
-        ("created in a new directory", 2, &|e| {
-            e.set_file("other/sub/deep.py", "import pkg\n".into());
-        }),
-        ("deleted", 3, &|e| {
-            e.remove_file("other/extra.py");
-            e.remove_file("other/sub/deep.py");
-        }),
+    let renamed = |from: &str, to: &str| Change {
+        removed: vec![from.to_string()],
+        ..Change::text(to, "import pkg\n")
+    };
+    let changes: [(&str, usize, Change); 5] = [
+        ("renamed", 1, renamed("other/extra.py", "other/spare.py")),
+        (
+            "renamed back",
+            1,
+            renamed("other/spare.py", "other/extra.py"),
+        ),
+        (
+            "created beside",
+            1,
+            Change::text("other/third.py", "import pkg\n"),
+        ),
+        (
+            "created in a new directory",
+            2,
+            Change::text("other/sub/deep.py", "import pkg\n"),
+        ),
+        (
+            "deleted",
+            3,
+            Change::removing(["other/extra.py", "other/sub/deep.py"]),
+        ),
     ];
     for (what, added, change) in changes {
         let reused = step(&mut engine, change);
@@ -354,13 +338,18 @@ fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
         warned(&engine),
         ["integration/flows.py", "pkg/app.py", "pkg/check_app.py"]
     );
-    engine.record_executions();
-    engine.set_test_patterns(TestPatterns {
+    let patterns = TestPatterns {
         python_files: vec!["check_*.py".into()],
         testpaths: vec!["integration".into()],
-    });
-    engine.analyze();
-    let log = engine.take_executions().executed;
+    };
+    let log = recorded(
+        &mut engine,
+        Change {
+            test_patterns: Some(patterns),
+            ..Change::default()
+        },
+    )
+    .executed;
     // Only integration/flows.py, now a test module outside any package,
     // gets a new search path (its pytest basedir): no other file is
     // re-resolved.
@@ -377,14 +366,20 @@ fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
     assert_eq!(warned(&engine), ["pkg/app.py"]);
     assert_same_as_scratch(&engine);
     // A new file under a testpath is a test module; removing it forgets it.
-    engine.set_file("integration/more.py", "exec(code)\n".into());
-    engine.set_file("pkg/more.py", "exec(code)\n".into());
-    engine.analyze();
+    engine.apply(Change::texts([
+        (
+            "integration/more.py".to_string(),
+            "exec(code)\n".to_string(),
+        ),
+        ("pkg/more.py".to_string(), "exec(code)\n".to_string()),
+    ]));
     assert_eq!(warned(&engine), ["pkg/app.py", "pkg/more.py"]);
     assert_same_as_scratch(&engine);
-    engine.remove_file("pkg/more.py");
-    engine.set_test_patterns(TestPatterns::default());
-    engine.analyze();
+    engine.apply(Change {
+        removed: vec!["pkg/more.py".to_string()],
+        test_patterns: Some(TestPatterns::default()),
+        ..Change::default()
+    });
     assert_eq!(
         warned(&engine),
         [
@@ -432,7 +427,8 @@ const SUB_PROJECTS: &[&str] = &["app", "app/utils", "tests"];
 
 /// DESIGN invariant 6: random edits, creations, renames, deletions,
 /// re-creations and syntax errors; after every batch each relation equals
-/// a fresh index's.
+/// a fresh index's. The engine gets each batch as one change, what the
+/// batch left, as the service hands over what it finds on disk.
 #[test]
 fn randomized_edits_match_a_fresh_index() {
     let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project");
@@ -440,58 +436,61 @@ fn randomized_edits_match_a_fresh_index() {
     let mut rng = common::Lcg(42);
     let mut removed: Vec<(String, String)> = Vec::new();
     for batch in 0..40 {
+        let mut texts: BTreeMap<String, String> = engine
+            .paths()
+            .map(|p| (p.to_string(), engine.text(p).unwrap().to_string()))
+            .collect();
+        let mut sub_projects = engine.sub_projects().to_vec();
+        let mut unindexed = engine.unindexed().to_vec();
         for _ in 0..8 {
-            let paths: Vec<String> = engine.paths().map(str::to_string).collect();
+            let paths: Vec<String> = texts.keys().cloned().collect();
             let path = paths[rng.below(paths.len())].clone();
-            let text = engine.text(&path).unwrap_or_default().to_string();
+            let text = texts[&path].clone();
             match rng.below(8) {
                 0 | 1 => {
                     let snippet = SNIPPETS[rng.below(SNIPPETS.len())];
                     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
                     let at = rng.below(lines.len() + 1);
                     lines.insert(at.min(lines.len()), snippet);
-                    engine.set_file(&path, lines.concat());
+                    texts.insert(path, lines.concat());
                 }
                 2 => {
                     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
                     if !lines.is_empty() {
                         lines.remove(rng.below(lines.len()));
                     }
-                    engine.set_file(&path, lines.concat());
+                    texts.insert(path, lines.concat());
                 }
                 3 => {
                     let renamed = text.replacen("def ", "def renamed_", 1);
-                    engine.set_file(&path, renamed);
+                    texts.insert(path, renamed);
                 }
                 4 if paths.len() > 3 => {
-                    engine.remove_file(&path);
+                    texts.remove(&path);
                     removed.push((path, text));
                 }
                 5 => {
                     // A sub-project marker appears or goes.
                     let dir = SUB_PROJECTS[rng.below(SUB_PROJECTS.len())].to_string();
-                    let mut dirs = engine.sub_projects().to_vec();
-                    match dirs.iter().position(|d| *d == dir) {
+                    match sub_projects.iter().position(|d| *d == dir) {
                         Some(at) => {
-                            dirs.remove(at);
+                            sub_projects.remove(at);
                         }
-                        None => dirs.push(dir),
+                        None => sub_projects.push(dir),
                     }
-                    engine.set_sub_projects(dirs);
                 }
                 6 => {
                     // A module grows past the size limit, or shrinks back.
-                    let huge = if engine.unindexed().is_empty() {
+                    unindexed = if unindexed.is_empty() {
                         vec!["app/huge.py".to_string()]
                     } else {
                         Vec::new()
                     };
-                    engine.set_unindexed(huge);
                 }
                 7 if !removed.is_empty() && rng.below(2) == 0 => {
                     // A deleted file comes back where its importers look.
                     let (path, text) = removed.swap_remove(rng.below(removed.len()));
-                    engine.set_file(&path, text);
+                    texts.insert(path, text);
                 }
                 _ => {
                     // Some new files are test modules (DD-3); some are the
@@ -505,11 +504,21 @@ fn randomized_edits_match_a_fresh_index() {
                     let body: String = (0..3)
                         .map(|_| SNIPPETS[rng.below(SNIPPETS.len())])
                         .collect();
-                    engine.set_file(&new_path, body);
+                    texts.insert(new_path, body);
                 }
             }
         }
-        engine.analyze();
+        let gone = engine
+            .paths()
+            .filter(|p| !texts.contains_key(*p))
+            .map(str::to_string)
+            .collect();
+        engine.apply(Change {
+            removed: gone,
+            sub_projects: Some(sub_projects),
+            unindexed: Some(unindexed),
+            ..Change::texts(texts)
+        });
         assert_same_as_scratch(&engine);
     }
 }
@@ -589,19 +598,17 @@ fn resolution_by_parts_matches_a_fresh_index_after_each_edit() {
             let path = paths[rng.below(paths.len())].clone();
             let text = engine.text(&path).unwrap_or_default().to_string();
             let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
-            match rng.below(6) {
+            let change = match rng.below(6) {
                 0..=2 => {
                     let at = rng.below(lines.len() + 1).min(lines.len());
                     lines.insert(at, resolution_snippet(&mut rng, &modules));
-                    engine.set_file(&path, lines.concat());
+                    Change::text(path, lines.concat())
                 }
                 3 if !lines.is_empty() => {
                     lines.remove(rng.below(lines.len()));
-                    engine.set_file(&path, lines.concat());
+                    Change::text(path, lines.concat())
                 }
-                4 if paths.len() > 3 => {
-                    engine.remove_file(&path);
-                }
+                4 if paths.len() > 3 => Change::removing([path]),
                 _ => {
                     let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
                     let new_path = match dir {
@@ -610,12 +617,10 @@ fn resolution_by_parts_matches_a_fresh_index_after_each_edit() {
                     };
                     let body = resolution_snippet(&mut rng, &modules)
                         + &resolution_snippet(&mut rng, &modules);
-                    engine.set_file(&new_path, body);
+                    Change::text(new_path, body)
                 }
-            }
-            engine.record_executions();
-            engine.analyze();
-            let read = engine.take_executions().resolve_facts_read;
+            };
+            let read = recorded(&mut engine, change).resolve_facts_read;
             let fresh = from_scratch(&engine);
             let whole = fresh.take_executions().resolve_facts_read;
             if read > 0 {
@@ -652,7 +657,7 @@ fn resolution_by_parts_matches_a_fresh_index_after_each_edit() {
 fn a_new_or_deleted_file_visits_only_its_buckets_files() {
     let modules = 256;
     let mut engine = Engine::new(Vec::new());
-    engine.set_files(
+    engine.apply(Change::texts(
         (0..modules)
             .map(|i| {
                 let next = (i + 1) % modules;
@@ -660,25 +665,18 @@ fn a_new_or_deleted_file_visits_only_its_buckets_files() {
                 (format!("pkg/m{i}.py"), text)
             })
             .chain([("pkg/__init__.py".to_string(), String::new())]),
-    );
-    engine.analyze();
-    let step = |engine: &mut Engine, change: &dyn Fn(&mut Engine)| recorded(engine, change);
-    let new_file = |e: &mut Engine| {
-        e.set_file("pkg/extra.py", "from pkg.m0 import f0\n\nf0()\n".into());
-    };
+    ));
+    let new_file = || Change::text("pkg/extra.py", "from pkg.m0 import f0\n\nf0()\n");
     // The first new file in `pkg/` changes what the index wrote of the
     // directory (engine/tree.rs): salsa walks every chain once.
-    step(&mut engine, &new_file);
+    recorded(&mut engine, new_file());
     assert_same_as_scratch(&engine);
-    type Change<'a> = (&'a str, &'a dyn Fn(&mut Engine));
-    let changes: [Change; 2] = [
-        ("deleted", &|e| {
-            e.remove_file("pkg/extra.py");
-        }),
-        ("created", &new_file),
+    let changes = [
+        ("deleted", Change::removing(["pkg/extra.py"])),
+        ("created", new_file()),
     ];
     for (what, change) in changes {
-        let log = step(&mut engine, change);
+        let log = recorded(&mut engine, change);
         assert_same_as_scratch(&engine);
         // One bucket's gathering re-runs, over its few files; before
         // buckets, each gathering re-ran over all 257.
@@ -724,19 +722,18 @@ fn a_new_or_deleted_file_visits_only_its_buckets_files() {
 fn buckets_hold_as_many_files_in_a_large_project_as_in_a_small_one() {
     let checked_by_an_edit_after_another = |modules: usize| {
         let mut engine = Engine::new(Vec::new());
-        engine.set_files(
+        engine.apply(Change::texts(
             (0..modules)
                 .map(|i| (format!("pkg/m{i}.py"), format!("def f{i}():\n    pass\n")))
                 .chain([("pkg/__init__.py".to_string(), String::new())]),
-        );
-        engine.analyze();
+        ));
         for (file, body) in [("pkg/m1.py", "    return 1"), ("pkg/m2.py", "    return 2")] {
-            engine.set_file(file, format!("def f():\n{body}\n"));
-            engine.analyze();
+            engine.apply(Change::text(file, format!("def f():\n{body}\n")));
         }
-        let log = recorded(&mut engine, |e| {
-            e.set_file("pkg/m1.py", "def f():\n    return 3\n".into());
-        });
+        let log = recorded(
+            &mut engine,
+            Change::text("pkg/m1.py", "def f():\n    return 3\n"),
+        );
         walked(&log, "file_base_facts")
     };
     let small = checked_by_an_edit_after_another(1_000);
@@ -757,17 +754,14 @@ fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
         )
     };
     let mut engine = Engine::new(Vec::new());
-    engine.set_files(
+    engine.apply(Change::texts(
         (0..modules)
             .map(|i| (format!("pkg/m{i}.py"), text(i, "")))
             .chain([("pkg/__init__.py".to_string(), String::new())]),
-    );
-    engine.analyze();
+    ));
     // How many files' search paths an edit verified: one per chain walked.
     let edit = |engine: &mut Engine, i: usize, extra: &str| {
-        let log = recorded(engine, |e| {
-            e.set_file(&format!("pkg/m{i}.py"), text(i, extra));
-        });
+        let log = recorded(engine, Change::text(format!("pkg/m{i}.py"), text(i, extra)));
         assert_same_as_scratch(engine);
         walked(&log, "file_search_path")
     };
@@ -804,8 +798,7 @@ fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
         assert!(walked <= 2, "edit {round}: {walked} of 257 chains walked");
     }
     // A file added after the index is low already.
-    engine.set_file("pkg/late.py", "from pkg.m0 import f0\n".into());
-    engine.analyze();
+    engine.apply(Change::text("pkg/late.py", "from pkg.m0 import f0\n"));
     assert!(!engine.needs_preparing("pkg/late.py"));
 }
 
@@ -820,9 +813,7 @@ fn a_line_added_above_a_class_re_runs_no_whole_project_class_stage() {
     let mut engine = engine_for("member_calls");
     let text = engine.text("shop/models.py").unwrap().to_string();
     let executed = |engine: &mut Engine, text: String| {
-        let log = recorded(engine, |e| {
-            e.set_file("shop/models.py", text);
-        });
+        let log = recorded(engine, Change::text("shop/models.py", text));
         assert_same_as_scratch(engine);
         log.executed
     };

@@ -4,6 +4,7 @@
 
 mod base_facts;
 mod buckets;
+mod change;
 mod classes;
 pub mod datalog;
 mod db;
@@ -40,6 +41,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 use salsa::{Durability, Setter};
 
+pub use self::change::{Applied, Change, FileText};
 use self::datalog::Outputs;
 use self::db::{Bucket, Database, Project, SourceFile};
 pub use self::db::{Program, Recomputation};
@@ -50,7 +52,7 @@ pub use self::layers::Layer;
 pub use self::semantic::{CallEdge, RefKind, Reference};
 pub use self::string_links::{LinkSite, LinkTuple};
 pub use self::test_modules::TestPatterns;
-use xfile_python::{ModuleFacts, Semantic};
+use xfile_python::ModuleFacts;
 
 /// An attribute that names a class member for certain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,15 +73,8 @@ pub struct ImportedName {
     pub symbol: String,
 }
 
-/// What [`Engine::set_file`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Change {
-    Added,
-    Modified,
-    Unchanged,
-}
-
-/// One project's model. Several engines can live side by side.
+/// One project's model. Several engines can live side by side. Its inputs
+/// change through [`Engine::apply`] alone.
 ///
 /// A clone is a snapshot: it shares the salsa storage and sees the inputs as
 /// they were when it was taken. Changing an input on one handle cancels the
@@ -112,13 +107,6 @@ pub struct Engine {
     /// ready for an edit ([`Engine::prepare_for_edits`]) or added after the
     /// first index.
     prepared: Arc<FxHashSet<SourceFile>>,
-}
-
-/// A file whose text an update wrote, and the durability of its semantic.
-struct Touched {
-    file: SourceFile,
-    durability: Durability,
-    new: bool,
 }
 
 /// Below this many new files, analysis runs on the calling thread: spawning
@@ -200,31 +188,6 @@ impl Engine {
         self.revisions.get(path).copied()
     }
 
-    fn new_file(
-        &mut self,
-        path: String,
-        text: String,
-        preset: Option<Arc<ModuleFacts>>,
-    ) -> SourceFile {
-        self.unanalyzed += 1;
-        self.stamp(&path);
-        // `resolved` starts low so that its first write (high on the first
-        // index, low for a file added later) reports no high change. So
-        // does the semantic of a file added later: its first write reports
-        // the placeholder's durability, and a medium one walked every
-        // bucket's memos.
-        let placeholder = self.tree.durability(Durability::MEDIUM);
-        let file = SourceFile::builder(path, text, Arc::default(), preset, Arc::default())
-            .path_durability(Durability::HIGH)
-            .semantic_durability(placeholder)
-            .resolved_durability(Durability::LOW)
-            .new(&self.db);
-        if self.tree.settled() {
-            Arc::make_mut(&mut self.prepared).insert(file);
-        }
-        file
-    }
-
     /// Whether [`Engine::prepare_for_edits`] would write the inputs of the
     /// file at `path`.
     pub fn needs_preparing(&self, path: &str) -> bool {
@@ -272,281 +235,16 @@ impl Engine {
         written
     }
 
-    /// Parses `files` (in parallel when there are many) and writes each
-    /// one's `semantic` input where it changed, with the durability it
-    /// comes with: the early cut-off point.
-    ///
-    /// Durability per file: the semantic of a file of the first index is
-    /// HIGH, that of an edited file or of a file added later LOW. An edit then
-    /// changes only LOW inputs, and salsa verifies in O(1) every memo that
-    /// reads no LOW input: the other files' chains (their base facts,
-    /// resolutions, search paths and shares) and the queries of the
-    /// buckets holding no edited file, which read the MEDIUM file lists. A
-    /// MEDIUM semantic would make every bucket query walk its edges (one
-    /// per file) after each edit. The first edit of a file writes over a
-    /// HIGH value (salsa reports the old durability), so it pays that walk
-    /// once; the file stays LOW afterwards, and so does its bucket, whose
-    /// queries a later body-only edit anywhere then checks edge by edge.
-    fn refresh_semantics(&mut self, files: &[Touched]) {
-        // A new file's semantic is written even when it equals the
-        // placeholder (an empty module's does): left unwritten, it would
-        // keep the placeholder's durability, medium on the first index, and
-        // salsa would walk the file's chain after every change.
-        let extract = |db: &mut Database, touched: &Touched| {
-            let file = touched.file;
-            let semantic = &db::module_facts(db, file).semantic;
-            (touched.new || file.semantic(db) != semantic)
-                .then(|| (file, semantic.clone(), touched.durability))
-        };
-        let changed: Vec<(SourceFile, Arc<Semantic>, Durability)> =
-            if files.len() >= PARALLEL_THRESHOLD {
-                files
-                    .par_iter()
-                    .map_with(self.db.clone(), extract)
-                    .flatten()
-                    .collect()
-            } else {
-                let mut db = self.db.clone();
-                let changed = files.iter().filter_map(|f| extract(&mut db, f)).collect();
-                drop(db);
-                changed
-            };
-        for (file, semantic, durability) in changed {
-            file.set_semantic(&mut self.db)
-                .with_durability(durability)
-                .to(semantic);
-        }
-    }
-
-    /// Adds or updates a file. Content equal to what is held changes nothing,
-    /// so a touch without an edit costs nothing downstream.
-    pub fn set_file(&mut self, path: &str, text: String) -> Change {
-        let change = match self.files.get(path) {
-            Some(file) if *file.text(&self.db) == text => return Change::Unchanged,
-            Some(_) => Change::Modified,
-            None => Change::Added,
-        };
-        self.set_files([(path.to_string(), text)]);
-        change
-    }
-
-    /// Adds many files with one change to the file set.
-    pub fn set_files(&mut self, files: impl IntoIterator<Item = (String, String)>) {
-        self.set_files_with_facts(files.into_iter().map(|(path, text)| (path, text, None)));
-    }
-
-    /// [`Engine::set_files`], where a file may come with the facts
-    /// `python::extract` gave for exactly this text (a warm start's cache):
-    /// they stand in for parsing it. Wrong facts give wrong answers, so the
-    /// caller must know they belong to the text (by content hash).
-    pub fn set_files_with_facts(
-        &mut self,
-        files: impl IntoIterator<Item = (String, String, Option<Arc<ModuleFacts>>)>,
-    ) {
-        let files: Vec<_> = files.into_iter().collect();
-        if self.files.is_empty() && !self.tree.settled() {
-            // The first index decides how many buckets there are.
-            let count = buckets::bucket_count(files.len());
-            if count != self.project.buckets(&self.db).len() {
-                let buckets = empty_buckets(&self.db, count);
-                self.project
-                    .set_buckets(&mut self.db)
-                    .with_durability(Durability::HIGH)
-                    .to(buckets);
-            }
-        }
-        let bucket_count = self.project.buckets(&self.db).len();
-        let mut added = Vec::new();
-        let mut touched = Vec::new();
-        for (path, text, preset) in files {
-            match self.files.get(&path) {
-                Some(&file) => {
-                    if *file.text(&self.db) != text {
-                        file.set_text(&mut self.db).to(text);
-                        // Facts handed in for the old text must not outlive it.
-                        file.set_preset(&mut self.db).to(preset);
-                        self.stamp(&path);
-                        touched.push(Touched {
-                            file,
-                            durability: Durability::LOW,
-                            new: false,
-                        });
-                    }
-                }
-                None => {
-                    let file = self.new_file(path.clone(), text, preset);
-                    Arc::make_mut(&mut self.tree).add(&path);
-                    added.push((buckets::bucket_of(&path, bucket_count), file));
-                    Arc::make_mut(&mut self.files).insert(path, file);
-                    touched.push(Touched {
-                        file,
-                        durability: self.tree.durability(Durability::HIGH),
-                        new: true,
-                    });
-                }
-            }
-        }
-        if !added.is_empty() {
-            self.sync_file_set(added, Vec::new());
-        }
-        self.refresh_semantics(&touched);
-    }
-
-    /// Sets the project's pytest test-module settings (DD-3); equal settings
-    /// change nothing.
-    pub fn set_test_patterns(&mut self, patterns: TestPatterns) {
-        if *self.project.test_patterns(&self.db) != patterns {
-            self.changes += 1;
-            self.project
-                .set_test_patterns(&mut self.db)
-                .with_durability(Durability::HIGH)
-                .to(patterns);
-        }
-    }
-
     pub fn test_patterns(&self) -> &TestPatterns {
         self.project.test_patterns(&self.db)
-    }
-
-    pub fn remove_file(&mut self, path: &str) -> bool {
-        self.remove_files([path]) == 1
-    }
-
-    /// Removes many files with one change to the file set (a deleted
-    /// directory), returning how many were indexed.
-    pub fn remove_files<'a>(&mut self, paths: impl IntoIterator<Item = &'a str>) -> usize {
-        let mut changed = Vec::new();
-        let bucket_count = self.project.buckets(&self.db).len();
-        for path in paths {
-            Arc::make_mut(&mut self.revisions).remove(path);
-            self.changes += 1;
-            if let Some(file) = Arc::make_mut(&mut self.files).remove(path) {
-                Arc::make_mut(&mut self.prepared).remove(&file);
-                Arc::make_mut(&mut self.tree).remove(path);
-                changed.push(buckets::bucket_of(path, bucket_count));
-            }
-        }
-        let removed = changed.len();
-        if removed > 0 {
-            self.sync_file_set(Vec::new(), changed);
-        }
-        removed
-    }
-
-    /// Writes the module-tree inputs that changed with the file set, and
-    /// the file lists of the buckets (by index) that gained the `added`
-    /// files or lost files (`emptied`): each from its old list, so the
-    /// cost is the buckets', not the project's.
-    fn sync_file_set(&mut self, added: Vec<(usize, SourceFile)>, mut emptied: Vec<usize>) {
-        Arc::make_mut(&mut self.tree).write(&mut self.db);
-        let buckets = self.project.buckets(&self.db).clone();
-        let mut lists: Vec<Option<Vec<SourceFile>>> = vec![None; buckets.len()];
-        emptied.extend(added.iter().map(|&(index, _)| index));
-        for index in emptied {
-            lists[index].get_or_insert_with(|| {
-                let db = &self.db;
-                let files = &self.files;
-                buckets[index]
-                    .files(db)
-                    .iter()
-                    .copied()
-                    .filter(|&file| files.get(file.path(db)) == Some(&file))
-                    .collect()
-            });
-        }
-        for (index, file) in added {
-            if let Some(list) = &mut lists[index] {
-                let path = file.path(&self.db);
-                let at = list.partition_point(|f| f.path(&self.db) < path);
-                list.insert(at, file);
-            }
-        }
-        // Medium as the first index writes them, so that an edit walks no
-        // bucket's memos; low once a later change rewrites one, so that
-        // the change walks that bucket's, not every bucket's (`tree.rs`).
-        let durability = self.tree.durability(Durability::MEDIUM);
-        for (bucket, list) in buckets.into_iter().zip(lists) {
-            if let Some(files) = list {
-                bucket
-                    .set_files(&mut self.db)
-                    .with_durability(durability)
-                    .to(files);
-            }
-        }
-    }
-
-    /// Sets the sub-project directories (below the root, each holding a
-    /// `pyproject.toml`, `setup.py` or `setup.cfg`), which change the
-    /// search path of the files inside them; equal sets change nothing.
-    pub fn set_sub_projects(&mut self, mut dirs: Vec<String>) {
-        dirs.sort();
-        dirs.dedup();
-        if *self.project.sub_projects(&self.db) != dirs {
-            self.changes += 1;
-            self.project
-                .set_sub_projects(&mut self.db)
-                .with_durability(Durability::HIGH)
-                .to(dirs);
-        }
     }
 
     pub fn sub_projects(&self) -> &[String] {
         self.project.sub_projects(&self.db)
     }
 
-    /// Sets the Python files that exist but are not indexed (too large,
-    /// EC-17): imports resolve to them, they have no facts and are not
-    /// among [`Engine::paths`]. Equal sets change nothing.
-    pub fn set_unindexed(&mut self, mut paths: Vec<String>) {
-        paths.sort();
-        paths.dedup();
-        if *self.unindexed == paths {
-            return;
-        }
-        self.changes += 1;
-        let tree = Arc::make_mut(&mut self.tree);
-        for gone in self
-            .unindexed
-            .iter()
-            .filter(|p| paths.binary_search(p).is_err())
-        {
-            tree.remove(gone);
-        }
-        for new in paths
-            .iter()
-            .filter(|p| self.unindexed.binary_search(p).is_err())
-        {
-            tree.add(new);
-        }
-        tree.write(&mut self.db);
-        self.unindexed = Arc::new(paths);
-    }
-
     pub fn unindexed(&self) -> &[String] {
         &self.unindexed
-    }
-
-    /// Sets the architecture layers (top to bottom) that `InLayer` and
-    /// `LayerAbove` facts come from.
-    pub fn set_layers(&mut self, layers: Vec<layers::Layer>) {
-        if *self.project.layers(&self.db) != layers {
-            self.changes += 1;
-            self.project
-                .set_layers(&mut self.db)
-                .with_durability(Durability::HIGH)
-                .to(layers);
-        }
-    }
-
-    /// Sets the entry points the project's `pyproject.toml` files declare.
-    pub fn set_entry_points(&mut self, entry_points: Vec<EntryPointSpec>) {
-        if *self.project.entry_points(&self.db) != entry_points {
-            self.changes += 1;
-            self.project
-                .set_entry_points(&mut self.db)
-                .with_durability(Durability::HIGH)
-                .to(entry_points);
-        }
     }
 
     /// The declared entry points, in the order they were set.
@@ -560,6 +258,10 @@ impl Engine {
     /// ([`Engine::outputs`], for queries, explanations and exports) is left
     /// until someone asks. Queries are memoized, so this only does what is
     /// out of date.
+    ///
+    /// [`Engine::apply`] ends with this. It is public for the callers that
+    /// write without it and let readers in before the rest:
+    /// [`Engine::apply_inputs`] and [`Engine::prepare_for_edits`].
     pub fn analyze(&mut self) {
         self.resolve();
         let files: Vec<SourceFile> = if std::mem::take(&mut self.many_new) {
@@ -601,7 +303,7 @@ impl Engine {
     /// of [`Engine::analyze`] that writes inputs. So it must run while no
     /// snapshot is held (a write waits for every snapshot to be dropped);
     /// the rest of the analysis can then run beside readers.
-    pub fn resolve(&mut self) {
+    fn resolve(&mut self) {
         let files: Vec<SourceFile> = if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
             self.many_new = true;
             self.files.values().copied().collect()

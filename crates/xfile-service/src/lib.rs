@@ -34,7 +34,7 @@ pub mod watch;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use rustc_hash::FxHashMap;
 
@@ -44,7 +44,7 @@ use self::model::{
     QueryResult, Relationship, Warning, WarningReport,
 };
 use xfile_engine::datalog::Pattern;
-use xfile_engine::{Engine, TestPatterns};
+use xfile_engine::{Change, Engine, Layer, TestPatterns};
 use xfile_workspace::discover::Stamp;
 use xfile_workspace::{self as workspace, Config, Notice, NoticeKind, PathError};
 
@@ -185,25 +185,8 @@ impl Service {
         let sub_projects = workspace::discover::sub_project_dirs(&markers);
         let warm_key = warm::Key::new(&config, &sub_projects);
         let sub_projects_seen = sub_projects.clone();
-        engine.set_sub_projects(sub_projects);
         let (entry_points, entry_point_notices) = links::declared_entry_points(&root, &markers);
-        engine.set_entry_points(entry_points);
         notices.extend(entry_point_notices);
-        engine.set_unindexed(unindexed);
-        engine.set_test_patterns(TestPatterns {
-            python_files: pytest.python_files,
-            testpaths: pytest.testpaths,
-        });
-        engine.set_layers(
-            config
-                .layers
-                .iter()
-                .map(|l| xfile_engine::Layer {
-                    name: l.name.clone(),
-                    globs: l.globs.clone(),
-                })
-                .collect(),
-        );
         let phase = Instant::now();
         let stamps = discovery
             .files
@@ -221,11 +204,29 @@ impl Service {
         if let Some(notice) = &warm.notice {
             tracing::warn!("{notice}");
         }
-        engine.set_files_with_facts(files);
-        let parse_ms = elapsed_ms(phase);
-        let phase = Instant::now();
-        engine.analyze();
-        let analyze_ms = elapsed_ms(phase);
+        let applied = engine.apply(Change {
+            files,
+            sub_projects: Some(sub_projects),
+            unindexed: Some(unindexed),
+            entry_points: Some(entry_points),
+            test_patterns: Some(TestPatterns {
+                python_files: pytest.python_files,
+                testpaths: pytest.testpaths,
+            }),
+            layers: Some(
+                config
+                    .layers
+                    .iter()
+                    .map(|l| Layer {
+                        name: l.name.clone(),
+                        globs: l.globs.clone(),
+                    })
+                    .collect(),
+            ),
+            ..Change::default()
+        });
+        let analyze_ms = ms(applied.analysis_time);
+        let parse_ms = elapsed_ms(phase) - analyze_ms;
         let tree = warm::answers::Tree {
             read_from,
             watched: warm::watched(&root, &dirs, &markers, &notices),
@@ -671,7 +672,11 @@ pub fn of_symbol(dependents: &mut Vec<Relationship>, symbol: &str) {
 
 /// Milliseconds since `since`, for reports and debug timings.
 pub fn elapsed_ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1e3
+    ms(since.elapsed())
+}
+
+pub(crate) fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
 }
 
 fn rfc3339(time: SystemTime) -> String {

@@ -8,8 +8,8 @@ use std::time::{Instant, SystemTime};
 
 use super::live::Involved;
 use super::model::UpdateReport;
-use super::{Service, elapsed_ms, links, rfc3339, warnings};
-use xfile_engine::EntryPointSpec;
+use super::{Service, elapsed_ms, links, ms, rfc3339, warnings};
+use xfile_engine::{self as engine, EntryPointSpec};
 use xfile_workspace::config::CONFIG_FILE;
 use xfile_workspace::discover::{self, Stamp};
 use xfile_workspace::pytest;
@@ -291,8 +291,11 @@ impl Service {
         } = pending;
         let phase = Instant::now();
         self.engine.record_executions();
-        match change {
-            Change::Reload(fresh) => *self = *fresh,
+        let inputs = match change {
+            Change::Reload(fresh) => {
+                *self = *fresh;
+                engine::Change::default()
+            }
             Change::Files {
                 scope,
                 files,
@@ -301,16 +304,15 @@ impl Service {
                 markers,
                 entry_points,
             } => {
-                self.engine
-                    .set_sub_projects(discover::sub_project_dirs(&markers));
-                if let Some((specs, found)) = entry_points {
-                    self.engine.set_entry_points(specs);
+                let sub_projects = discover::sub_project_dirs(&markers);
+                let entry_points = entry_points.map(|(specs, found)| {
                     // The root's own pyproject.toml re-indexes from scratch;
                     // the sub-projects' notices are replaced.
                     let kept = Arc::make_mut(&mut self.notices);
                     kept.retain(|n| !(n.kind == NoticeKind::Config && is_sub_pyproject(&n.path)));
                     kept.extend(found);
-                }
+                    specs
+                });
                 self.markers = Arc::new(markers);
                 let known = Arc::make_mut(&mut self.dirs);
                 for within in &scope {
@@ -328,8 +330,6 @@ impl Service {
                 let now = SystemTime::now();
                 let stamps = Arc::make_mut(&mut self.stamps);
                 let deleted = Arc::make_mut(&mut self.deleted);
-                self.engine
-                    .remove_files(report.removed.iter().map(String::as_str));
                 for path in &report.removed {
                     stamps.remove(path);
                     deleted.insert(path.clone(), now);
@@ -349,29 +349,34 @@ impl Service {
                     deleted.remove(&file.path);
                     updates.push((file.path, file.text));
                 }
-                // Unchanged texts are skipped by the engine (no input write).
-                self.engine.set_files(updates);
-                if !(report.added.is_empty() && report.removed.is_empty()) {
-                    // Suppression entries that name files depend on the file set.
-                    let (suppression, _) =
-                        warnings::Suppression::new(&self.config, &self.root, &self.engine);
-                    self.suppression = Arc::new(suppression);
-                }
                 let kept = Arc::make_mut(&mut self.notices);
                 kept.retain(|n| {
                     n.kind == NoticeKind::Config || !in_scope(&self.root, &scope, &n.path)
                 });
                 kept.extend(notices.into_iter().filter(|n| n.kind != NoticeKind::Config));
                 kept.sort_by(|a, b| a.path.cmp(&b.path));
-                self.engine.set_unindexed(super::too_large(kept));
+                engine::Change {
+                    removed: report.removed.clone(),
+                    sub_projects: Some(sub_projects),
+                    entry_points,
+                    unindexed: Some(super::too_large(kept)),
+                    // Unchanged texts are skipped by the engine (no input write).
+                    ..engine::Change::texts(updates)
+                }
             }
-        }
-        report.durations.parse_ms = elapsed_ms(phase);
+        };
         // Before the service is published again: this writes inputs, which
-        // waits for every snapshot to be dropped.
-        let phase = Instant::now();
-        self.engine.resolve();
-        report.durations.analyze_ms = elapsed_ms(phase);
+        // waits for every snapshot to be dropped. The rest of the analysis
+        // runs in `finish`, beside readers.
+        let applied = self.engine.apply_inputs(inputs);
+        if !(applied.added.is_empty() && applied.removed.is_empty()) {
+            // Suppression entries that name files depend on the file set.
+            let (suppression, _) =
+                warnings::Suppression::new(&self.config, &self.root, &self.engine);
+            self.suppression = Arc::new(suppression);
+        }
+        report.durations.analyze_ms = ms(applied.analysis_time);
+        report.durations.parse_ms = elapsed_ms(phase) - report.durations.analyze_ms;
         Written { report, started }
     }
 

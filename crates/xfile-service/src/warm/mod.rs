@@ -44,7 +44,7 @@ use self::answers::Tree;
 use self::format::{Entry, Hash, sha256};
 pub(crate) use self::stamps::now;
 use crate::model::Relationship;
-use xfile_engine::Engine;
+use xfile_engine::{Engine, FileText};
 use xfile_python::ModuleFacts;
 use xfile_workspace::config::Config;
 use xfile_workspace::{Notice, NoticeKind};
@@ -132,10 +132,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A file's path and text, with its facts when the cache had them for
-/// this text.
-pub(crate) type Attached = (String, String, Option<Arc<ModuleFacts>>);
-
 /// Cached facts by path, for one start.
 pub(crate) struct Loaded {
     facts: FxHashMap<String, (Hash, Arc<ModuleFacts>)>,
@@ -192,17 +188,17 @@ pub(crate) fn load(root: &Path, key: &Key) -> Loaded {
 impl Loaded {
     /// Each file with its cached facts when they were extracted from this
     /// very text, and how many were.
-    pub(crate) fn attach(&self, files: Vec<(String, String)>) -> (Vec<Attached>, Outcome) {
-        let files: Vec<_> = files
+    pub(crate) fn attach(&self, files: Vec<(String, String)>) -> (Vec<FileText>, Outcome) {
+        let files: Vec<FileText> = files
             .into_par_iter()
             .map(|(path, text)| {
                 let facts = self.facts.get(&path).and_then(|(hash, facts)| {
                     (*hash == sha256(text.as_bytes())).then(|| Arc::clone(facts))
                 });
-                (path, text, facts)
+                FileText { path, text, facts }
             })
             .collect();
-        let reused = files.iter().filter(|f| f.2.is_some()).count();
+        let reused = files.iter().filter(|f| f.facts.is_some()).count();
         let outcome = Outcome {
             reused,
             parsed: files.len() - reused,
@@ -538,10 +534,13 @@ pub fn clean(root: &Path) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xfile_engine::Change;
 
     fn engine(texts: &[(&str, &str)]) -> Engine {
         let mut engine = Engine::new(Vec::new());
-        engine.set_files(texts.iter().map(|(p, t)| (p.to_string(), t.to_string())));
+        engine.apply(Change::texts(
+            texts.iter().map(|(p, t)| (p.to_string(), t.to_string())),
+        ));
         engine
     }
 
