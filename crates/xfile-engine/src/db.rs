@@ -635,7 +635,7 @@ fn add_share(
         );
     }
     if after_files {
-        (stage.take_derived)(&mut inputs.derived, file_stage(db, project, file));
+        stage.take_derived(&mut inputs.derived, file_stage(db, project, file));
     }
 }
 
@@ -839,7 +839,7 @@ pub(crate) fn classes_facts(db: &dyn Db, project: Project) -> (Vec<InputFact>, V
 pub(crate) fn classes_resolved(db: &dyn Db, project: Project) -> Outputs {
     let (_, named) = classes_facts(db, project);
     let mut derived = Outputs::default();
-    (datalog::CLASSES.take_derived)(&mut derived, resolve_stage(db, project));
+    datalog::CLASSES.take_derived(&mut derived, resolve_stage(db, project));
     derived
         .resolves_mut()
         .retain(|t| named.binary_search(&(t.0, t.1)).is_ok());
@@ -891,7 +891,8 @@ pub(crate) struct Slices(pub(crate) Vec<(Value, Arc<Outputs>)>);
 impl Slices {
     pub(crate) fn of(outputs: &Outputs) -> Arc<Slices> {
         Arc::new(Slices(
-            (datalog::FILE.derived_keys)(outputs)
+            datalog::FILE
+                .derived_keys(outputs)
                 .into_iter()
                 .map(|key| (key, Self::select(outputs, key)))
                 .collect(),
@@ -899,7 +900,7 @@ impl Slices {
     }
 
     fn select(outputs: &Outputs, key: Value) -> Arc<Outputs> {
-        Arc::new((datalog::FILE.select_derived)(outputs, &[key]))
+        Arc::new(datalog::FILE.select_derived(outputs, &[key]))
     }
 
     /// The slices of `outputs`, whose tuples differ from those `before` was
@@ -981,16 +982,16 @@ pub(crate) fn files_keys(db: &dyn Db, project: Project) -> Vec<PerFile<Arc<[Valu
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolved_for_project(db: &dyn Db, project: Project) -> Outputs {
     let mut derived = Outputs::default();
-    (datalog::PROJECT.take_derived)(&mut derived, resolve_stage(db, project));
-    (datalog::PROJECT.take_derived)(&mut derived, classes_stage(db, project));
+    datalog::PROJECT.take_derived(&mut derived, resolve_stage(db, project));
+    datalog::PROJECT.take_derived(&mut derived, classes_stage(db, project));
     derived
 }
 
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolved_for_report(db: &dyn Db, project: Project) -> Outputs {
     let mut derived = Outputs::default();
-    (datalog::REPORT.take_derived)(&mut derived, resolve_stage(db, project));
-    (datalog::REPORT.take_derived)(&mut derived, classes_stage(db, project));
+    datalog::REPORT.take_derived(&mut derived, resolve_stage(db, project));
+    datalog::REPORT.take_derived(&mut derived, classes_stage(db, project));
     derived
 }
 
@@ -1173,7 +1174,7 @@ fn whole_project_inputs(
 ) -> StageInputs {
     let mut inputs = gathered(db, project, stage, bucket_share);
     for outputs in earlier {
-        (stage.take_derived)(&mut inputs.derived, outputs);
+        stage.take_derived(&mut inputs.derived, outputs);
     }
     inputs
 }
