@@ -6,6 +6,7 @@ use std::process::Command;
 
 /// The workspace's crates, lowest layer first.
 const LAYERS: &[&str] = &[
+    "xfile-rules",
     "xfile-python",
     "xfile-engine",
     "xfile-workspace",

@@ -1,7 +1,14 @@
-//! The Datalog program compiled from `rules/*.dl` by `build.rs`, its value
-//! types, and the tables that make every relation queryable by name.
+//! The Datalog program compiled from `rules/*.dl` by `build.rs` (with
+//! `xfile-rules`), its value types, and the tables that make every relation
+//! queryable by name. What the generated code does the same for every
+//! relation is written once in `tuples`.
+
+mod tuples;
 
 use serde::Serialize;
+
+pub use self::tuples::Outputs;
+use self::tuples::relation_struct;
 
 /// A project file or a marker, interned (see [`super::intern::Interner`]).
 /// Two high bits classify markers, so rules can tell project files from
@@ -172,7 +179,7 @@ pub enum Clause {
         negated: bool,
         args: &'static [Term],
     },
-    /// A Rust guard `( ... )`, compiled by build.rs into `check` over the
+    /// A Rust guard `( ... )`, compiled by `xfile-rules` into `check` over the
     /// variables bound so far (`None` where unbound).
     Guard {
         text: &'static str,
@@ -195,23 +202,37 @@ fn sorted<T: Ord>(set: impl IntoIterator<Item = T>) -> Vec<T> {
     tuples
 }
 
-/// One stage of the rules (`// stage:` in a rules file; build.rs writes a
-/// constant per stage: `RESOLVE`, `CLASSES`, `FILE`, `PROJECT`, `REPORT`): what it
-/// reads and how to run it.
+/// One stage of the rules (`// stage:` in a rules file; the generated code
+/// has a constant per stage: `RESOLVE`, `CLASSES`, `FILE`, `PROJECT`,
+/// `REPORT`): what it reads and how to run it.
 pub struct StageProgram {
     /// Whether it reads any base relation: a stage that reads none need
     /// not scan the files' facts.
     pub reads_facts: bool,
     pub reads_fact: fn(&InputFact) -> bool,
-    /// Appends the tuples of earlier stages' relations it reads.
-    pub take_derived: fn(&mut Outputs, &Outputs),
-    /// Those tuples (of sorted outputs) whose first argument is in `keys`.
-    pub select_derived: fn(&Outputs, &[Value]) -> Outputs,
-    /// The first arguments of those tuples, sorted and without repeats:
-    /// the keys `select_derived` can find something for.
-    pub derived_keys: fn(&Outputs) -> Vec<Value>,
+    /// Whether it reads the relation of these tuples, derived by an earlier
+    /// stage.
+    reads_derived: fn(&Tuples) -> bool,
     /// Evaluates the stage over base facts and earlier stages' tuples.
     pub run: fn(&[InputFact], &Outputs) -> Outputs,
+}
+
+impl StageProgram {
+    /// Appends the tuples of earlier stages' relations it reads.
+    pub fn take_derived(&self, into: &mut Outputs, from: &Outputs) {
+        into.take(from, self.reads_derived);
+    }
+
+    /// Those tuples (of sorted outputs) whose first argument is in `keys`.
+    pub fn select_derived(&self, from: &Outputs, keys: &[Value]) -> Outputs {
+        from.select(keys, self.reads_derived)
+    }
+
+    /// The first arguments of those tuples, sorted and without repeats:
+    /// the keys `select_derived` can find something for.
+    pub fn derived_keys(&self, from: &Outputs) -> Vec<Value> {
+        from.keys(self.reads_derived)
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/rules.rs"));

@@ -3,8 +3,8 @@
 //! relations (every derived relation is materialized, intermediates too).
 //!
 //! For a tuple of a derived relation, each rule with that head is followed
-//! with the head's variables bound, through the [`RulePlan`] that build.rs
-//! generated: body atoms are joined left to right, negated atoms must find no
+//! with the head's variables bound, through the [`RulePlan`] the rules
+//! compiler generated: body atoms are joined left to right, negated atoms must find no
 //! tuple, guards run as compiled Rust. Among all premise sets, the one of
 //! least derivation height wins (a base fact has height 0, a rule adds one
 //! to its highest premise), found by a depth-limited search whose limit
@@ -271,7 +271,7 @@ impl<'p> Explainer<'p> {
         let is_input = datalog::relation(relation).is_some_and(|r| r.kind == RelationKind::Input);
         let tuples = if is_input {
             // `program` sorts the facts, and `InputFact` orders its variants
-            // as `RELATIONS` lists the inputs (build.rs writes both), so one
+            // as `RELATIONS` lists the inputs (the rules compiler writes both), so one
             // relation's facts are one contiguous run.
             let rank = |name: &str| {
                 RELATIONS

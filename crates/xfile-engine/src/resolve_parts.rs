@@ -484,7 +484,7 @@ fn update(
         return None;
     }
     output.merge(&fresh);
-    heads.extend((datalog::FILE.derived_keys)(&fresh));
+    heads.extend(datalog::FILE.derived_keys(&fresh));
     if let Some(pending) = &mut last.heads {
         pending.extend(heads);
     }

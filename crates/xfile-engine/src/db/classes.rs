@@ -203,7 +203,7 @@ pub(crate) fn classes_facts(db: &dyn Db, project: Project) -> (Vec<InputFact>, V
 pub(crate) fn classes_resolved(db: &dyn Db, project: Project) -> Outputs {
     let (_, named) = classes_facts(db, project);
     let mut derived = Outputs::default();
-    (datalog::CLASSES.take_derived)(&mut derived, resolve_stage(db, project));
+    datalog::CLASSES.take_derived(&mut derived, resolve_stage(db, project));
     derived
         .resolves_mut()
         .retain(|t| named.binary_search(&(t.0, t.1)).is_ok());

@@ -21,8 +21,8 @@ pub(crate) fn bucket_project_shares(db: &dyn Db, project: Project, bucket: Bucke
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolved_for_project(db: &dyn Db, project: Project) -> Outputs {
     let mut derived = Outputs::default();
-    (datalog::PROJECT.take_derived)(&mut derived, resolve_stage(db, project));
-    (datalog::PROJECT.take_derived)(&mut derived, classes_stage(db, project));
+    datalog::PROJECT.take_derived(&mut derived, resolve_stage(db, project));
+    datalog::PROJECT.take_derived(&mut derived, classes_stage(db, project));
     derived
 }
 

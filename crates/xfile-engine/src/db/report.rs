@@ -18,8 +18,8 @@ pub(crate) fn bucket_report_shares(db: &dyn Db, project: Project, bucket: Bucket
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolved_for_report(db: &dyn Db, project: Project) -> Outputs {
     let mut derived = Outputs::default();
-    (datalog::REPORT.take_derived)(&mut derived, resolve_stage(db, project));
-    (datalog::REPORT.take_derived)(&mut derived, classes_stage(db, project));
+    datalog::REPORT.take_derived(&mut derived, resolve_stage(db, project));
+    datalog::REPORT.take_derived(&mut derived, classes_stage(db, project));
     derived
 }
 

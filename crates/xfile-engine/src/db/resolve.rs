@@ -67,7 +67,8 @@ pub(crate) struct Slices(pub(crate) Vec<(Value, Arc<Outputs>)>);
 impl Slices {
     pub(crate) fn of(outputs: &Outputs) -> Arc<Slices> {
         Arc::new(Slices(
-            (datalog::FILE.derived_keys)(outputs)
+            datalog::FILE
+                .derived_keys(outputs)
                 .into_iter()
                 .map(|key| (key, Self::select(outputs, key)))
                 .collect(),
@@ -75,7 +76,7 @@ impl Slices {
     }
 
     fn select(outputs: &Outputs, key: Value) -> Arc<Outputs> {
-        Arc::new((datalog::FILE.select_derived)(outputs, &[key]))
+        Arc::new(datalog::FILE.select_derived(outputs, &[key]))
     }
 
     /// The slices of `outputs`, whose tuples differ from those `before` was

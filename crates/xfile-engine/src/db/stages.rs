@@ -32,7 +32,7 @@ pub(crate) fn add_share(
         );
     }
     if after_files {
-        (stage.take_derived)(&mut inputs.derived, file_stage(db, project, file));
+        stage.take_derived(&mut inputs.derived, file_stage(db, project, file));
     }
 }
 
@@ -138,7 +138,7 @@ pub(crate) fn whole_project_inputs(
 ) -> StageInputs {
     let mut inputs = gathered(db, project, stage, bucket_share);
     for outputs in earlier {
-        (stage.take_derived)(&mut inputs.derived, outputs);
+        stage.take_derived(&mut inputs.derived, outputs);
     }
     inputs
 }
