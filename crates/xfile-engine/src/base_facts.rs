@@ -28,7 +28,7 @@ use xfile_python::{
     ImportTarget, Lookup, Name, Reference, Scope, Semantic, TypeSource,
 };
 
-pub fn build(
+pub(crate) fn build(
     interner: &Interner,
     resolver: &Resolver,
     path: &str,

@@ -32,7 +32,7 @@ enum Entry {
 
 /// Everything the member lookups of any file may read, indexed.
 #[derive(Default, PartialEq, Eq, Debug)]
-pub struct ClassTable {
+pub(crate) struct ClassTable {
     /// Each class's order, itself first, cut before the first opaque entry.
     mro: FxHashMap<Class, Vec<Class>>,
     /// (class, name) → the member it binds.

@@ -110,7 +110,7 @@ fn line_text(text: &str, line: u32) -> String {
 
 /// The base facts of `specs`; `find` resolves an absolute module name as
 /// imports from the declaring pyproject's directory would.
-pub fn facts(
+pub(crate) fn facts(
     interner: &Interner,
     specs: &[EntryPointSpec],
     find: impl Fn(&EntryPointSpec, &str) -> ModuleLoc,

@@ -31,7 +31,7 @@ fn glob_set(globs: &[String]) -> GlobSet {
 /// The configured layers, compiled: built once per configuration, asked
 /// per file, so a new file decides only its own layer.
 #[derive(Debug)]
-pub struct LayerMatcher {
+pub(crate) struct LayerMatcher {
     /// What the sets were built from: two matchers are equal when these are.
     layers: Vec<Layer>,
     sets: Vec<GlobSet>,
@@ -46,7 +46,7 @@ impl PartialEq for LayerMatcher {
 impl Eq for LayerMatcher {}
 
 impl LayerMatcher {
-    pub fn new(layers: &[Layer]) -> Self {
+    pub(crate) fn new(layers: &[Layer]) -> Self {
         LayerMatcher {
             layers: layers.to_vec(),
             sets: layers.iter().map(|l| glob_set(&l.globs)).collect(),
@@ -54,7 +54,7 @@ impl LayerMatcher {
     }
 
     /// `LayerAbove(upper, lower)` for every pair of layers in order.
-    pub fn above(&self, interner: &Interner) -> Vec<InputFact> {
+    pub(crate) fn above(&self, interner: &Interner) -> Vec<InputFact> {
         let names: Vec<_> = self.layers.iter().map(|l| interner.sym(&l.name)).collect();
         let mut facts = Vec::new();
         for (i, upper) in names.iter().enumerate() {
@@ -66,7 +66,7 @@ impl LayerMatcher {
     }
 
     /// `InLayer(file, layer)` for the first layer that matches `path`.
-    pub fn in_layer(&self, interner: &Interner, path: &str) -> Option<InputFact> {
+    pub(crate) fn in_layer(&self, interner: &Interner, path: &str) -> Option<InputFact> {
         let i = self.sets.iter().position(|set| set.is_match(path))?;
         let name = interner.sym(&self.layers[i].name);
         Some(InputFact::InLayer(InLayer(interner.node(path), name)))

@@ -2,6 +2,7 @@
 //! and the Datalog program the rules compile to. [`Engine`] is the layer's
 //! one entry point; it knows nothing of the file system or of adapters.
 
+
 mod base_facts;
 mod buckets;
 mod change;

@@ -18,7 +18,7 @@
 
 /// Where a dotted module name leads.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum ModuleLoc {
+pub(crate) enum ModuleLoc {
     /// A module file or a package's `__init__.py`, root-relative.
     File(String),
     /// A namespace package: directories only, no file.
@@ -29,7 +29,7 @@ pub enum ModuleLoc {
 /// The project's module tree as resolution sees it: module files, and
 /// directories that hold module files somewhere below them. Both answers
 /// are `false` when `dir` itself does not exist.
-pub trait Layout {
+pub(crate) trait Layout {
     /// Whether `dir/name` is a module file (`name` ends in `.py`).
     fn has_file(&self, dir: &str, name: &str) -> bool;
     /// Whether `dir/name` is a directory with module files below it.
@@ -39,7 +39,7 @@ pub trait Layout {
 /// The module search path of one importing file: root-relative
 /// directories, `""` being the project root.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct SearchPath {
+pub(crate) struct SearchPath {
     /// Searched in order for absolute imports.
     pub roots: Vec<String>,
     /// The root the file's own module name (and so its package, the base of
@@ -58,7 +58,7 @@ fn is_package(layout: &dyn Layout, dir: &str) -> bool {
 /// The search path of `file` (which need not exist). `is_test` says whether
 /// pytest collects it; `sub_projects` are the sub-project directories,
 /// `extra_roots` the configured search roots.
-pub fn search_path(
+pub(crate) fn search_path(
     layout: &dyn Layout,
     sub_projects: &[String],
     extra_roots: &[String],
@@ -115,7 +115,7 @@ pub fn search_path(
 }
 
 /// Finds the dotted module `components` on `roots`, then on `fallback`.
-pub fn find(
+pub(crate) fn find(
     layout: &dyn Layout,
     roots: &[String],
     fallback: Option<&str>,
@@ -167,7 +167,7 @@ fn find_on(layout: &dyn Layout, start: &[String], components: &[&str]) -> Module
 /// from, counted from the file's own root, or `None` when it reaches above
 /// the top-level package. Resolving that absolute name on the own root
 /// alone is what the relative import does.
-pub fn relative_package(search: &SearchPath, file: &str, level: u32) -> Option<String> {
+pub(crate) fn relative_package(search: &SearchPath, file: &str, level: u32) -> Option<String> {
     let within = within_own(search, file);
     let package_depth = within.matches('/').count();
     if level == 0 || level as usize > package_depth {
@@ -182,7 +182,7 @@ pub fn relative_package(search: &SearchPath, file: &str, level: u32) -> Option<S
 
 /// The dotted name `file` is imported by from its own search root
 /// (`src/pkg/__init__.py` → `pkg`), whether or not the file exists.
-pub fn module_name(search: &SearchPath, file: &str) -> String {
+pub(crate) fn module_name(search: &SearchPath, file: &str) -> String {
     let relative = within_own(search, file);
     let stem = relative.strip_suffix(".py").unwrap_or(relative);
     let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
@@ -203,11 +203,11 @@ fn is_within(path: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-pub fn parent(path: &str) -> &str {
+pub(crate) fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
-pub fn join(dir: &str, name: &str) -> String {
+pub(crate) fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_string()
     } else {

@@ -52,7 +52,7 @@ pub struct Directory {
 /// path's first unseen stem will be recorded, and reading that input is
 /// what makes the untracked table lookup safe.
 #[derive(Clone, Default)]
-pub struct TreeInputs(Arc<RwLock<Table>>);
+pub(crate) struct TreeInputs(Arc<RwLock<Table>>);
 
 #[derive(Default)]
 struct Table {
@@ -140,7 +140,7 @@ pub fn resolve<'db>(db: &'db dyn Db, roots: Roots<'db>, name: ModuleName<'db>) -
 
 /// The module tree through [`directory`] inputs: every answer is a
 /// tracked read of the directories it looked at.
-pub struct DbLayout<'db> {
+pub(crate) struct DbLayout<'db> {
     pub db: &'db dyn Db,
 }
 
@@ -158,7 +158,7 @@ impl Layout for DbLayout<'_> {
 /// Resolves one file's imports: absolute names on its search path,
 /// relative ones turned into absolute names on its own root first, so
 /// every importer of a module shares one memo.
-pub struct Resolver<'db> {
+pub(crate) struct Resolver<'db> {
     db: &'db dyn Db,
     file: &'db str,
     search: &'db SearchPath,
@@ -167,7 +167,7 @@ pub struct Resolver<'db> {
 }
 
 impl<'db> Resolver<'db> {
-    pub fn new(db: &'db dyn Db, file: &'db str, search: &'db SearchPath) -> Self {
+    pub(crate) fn new(db: &'db dyn Db, file: &'db str, search: &'db SearchPath) -> Self {
         Resolver {
             db,
             file,
@@ -182,13 +182,13 @@ impl<'db> Resolver<'db> {
     }
 
     /// Resolves an absolute dotted module name.
-    pub fn absolute(&self, dotted: &str) -> ModuleLoc {
+    pub(crate) fn absolute(&self, dotted: &str) -> ModuleLoc {
         self.find(self.roots, dotted)
     }
 
     /// Resolves `from <level dots><module> import ...`. `None` means the
     /// import reaches above the top-level package.
-    pub fn relative(&self, level: u32, module: Option<&str>) -> Option<ModuleLoc> {
+    pub(crate) fn relative(&self, level: u32, module: Option<&str>) -> Option<ModuleLoc> {
         let package = modules::relative_package(self.search, self.file, level)?;
         let dotted = match module {
             Some(module) => format!("{package}.{module}"),
@@ -198,7 +198,7 @@ impl<'db> Resolver<'db> {
     }
 
     /// Resolves submodule `name` of the package whose file is `package_file`.
-    pub fn submodule(&self, package_file: &str, name: &str) -> ModuleLoc {
+    pub(crate) fn submodule(&self, package_file: &str, name: &str) -> ModuleLoc {
         match package_file.strip_suffix("/__init__.py") {
             Some(dir) => self.find(Roots::new(self.db, vec![dir.to_string()], None), name),
             None => ModuleLoc::Missing,
@@ -207,7 +207,7 @@ impl<'db> Resolver<'db> {
 
     /// Whether the top-level name of `dotted` exists on the search path,
     /// which makes a missing submodule "unresolved" rather than third-party.
-    pub fn has_top_level(&self, dotted: &str) -> bool {
+    pub(crate) fn has_top_level(&self, dotted: &str) -> bool {
         let top = dotted.split('.').next().unwrap_or(dotted);
         self.absolute(top) != ModuleLoc::Missing
     }

@@ -288,7 +288,7 @@ struct Last {
 
 /// The `resolve` stage's last run, shared by a database and its snapshots.
 #[derive(Clone, Default)]
-pub struct ResolveMemo(Arc<Mutex<Option<Last>>>);
+pub(crate) struct ResolveMemo(Arc<Mutex<Option<Last>>>);
 
 /// What a file's share of the stage was and is.
 struct Change<'a> {

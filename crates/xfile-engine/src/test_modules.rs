@@ -26,7 +26,7 @@ pub struct TestPatterns {
 }
 
 #[derive(Debug)]
-pub struct TestMatcher {
+pub(crate) struct TestMatcher {
     /// What the set was built from: two matchers are equal when these are.
     patterns: TestPatterns,
     set: GlobSet,
@@ -43,7 +43,7 @@ impl Eq for TestMatcher {}
 impl TestMatcher {
     /// Invalid globs are skipped here; the workspace reports them when it
     /// reads the configuration.
-    pub fn new(patterns: &TestPatterns) -> Self {
+    pub(crate) fn new(patterns: &TestPatterns) -> Self {
         let python_files = patterns.python_files.iter().map(|p| {
             if p.contains('/') {
                 p.trim_start_matches("./").to_string()
@@ -74,7 +74,7 @@ impl TestMatcher {
     }
 
     /// `path` is root-relative with `/` separators.
-    pub fn is_test(&self, path: &str) -> bool {
+    pub(crate) fn is_test(&self, path: &str) -> bool {
         self.set.is_match(path)
     }
 }

@@ -28,7 +28,7 @@ use super::resolve::{Directory, Entry, Kinds};
 /// Module paths (indexed files and files too large to index), counted per
 /// path stem and per directory.
 #[derive(Clone, Default)]
-pub struct Tree {
+pub(crate) struct Tree {
     /// By stem path: `a/b` stands for `a/b.py` and `a/b/`.
     stems: FxHashMap<String, Stem>,
     /// By directory path (the root, and every stem path).
@@ -78,7 +78,7 @@ fn split_module(path: &str) -> Option<(&str, &str)> {
 impl Tree {
     /// An empty tree with the root's input, so that every lookup has a
     /// directory to read from the start.
-    pub fn new(db: &Database) -> Tree {
+    pub(crate) fn new(db: &Database) -> Tree {
         let input = Directory::builder(Vec::new())
             .stems_durability(Durability::HIGH)
             .new(db);
@@ -94,14 +94,14 @@ impl Tree {
         tree
     }
 
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         self.settled
     }
 
     /// The durability of an input the engine writes: `at_index` while the
     /// first index is written, low from then on, like an edit (see the
     /// module comment; also the file lists and later files' semantics).
-    pub fn durability(&self, at_index: Durability) -> Durability {
+    pub(crate) fn durability(&self, at_index: Durability) -> Durability {
         if self.settled {
             Durability::LOW
         } else {
@@ -111,7 +111,7 @@ impl Tree {
 
     /// Called once the first index is analyzed: from then on, inputs are
     /// written low.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         self.settled = true;
     }
 
@@ -170,11 +170,11 @@ impl Tree {
         }
     }
 
-    pub fn add(&mut self, path: &str) {
+    pub(crate) fn add(&mut self, path: &str) {
         self.count(path, true);
     }
 
-    pub fn remove(&mut self, path: &str) {
+    pub(crate) fn remove(&mut self, path: &str) {
         self.count(path, false);
     }
 
@@ -188,7 +188,7 @@ impl Tree {
     /// Re-run, it reads the new entry instead; were the entry stamped
     /// before that write, salsa would take the new answer for one older
     /// than the importers' memos and keep them.
-    pub fn write(&mut self, db: &mut Database) {
+    pub(crate) fn write(&mut self, db: &mut Database) {
         let durability = self.durability(Durability::HIGH);
         let mut new_entries = Vec::new();
         for path in std::mem::take(&mut self.touched_stems) {

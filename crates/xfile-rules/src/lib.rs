@@ -24,6 +24,10 @@
 //! selected) is hand-written Rust in the engine (`datalog/tuples.rs`); the
 //! generated code holds only what depends on the rules.
 
+// What other crates can reach is declared `pub`; everything else says
+// `pub(crate)`, so a signature tells a reader whether it is the API.
+#![warn(unreachable_pub)]
+
 mod clauses;
 mod error;
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub(crate) struct GitCache {
 impl GitCache {
     /// The repository holding `root`, opened on first use. Not finding one
     /// is not remembered: `git init` may come later.
-    pub fn repo(&self, root: &Path) -> Result<Repo, GitError> {
+    pub(crate) fn repo(&self, root: &Path) -> Result<Repo, GitError> {
         let mut slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(shared) = &*slot {
             return Ok(shared.local());
@@ -67,7 +67,7 @@ impl GitCache {
     /// When each file last changed in a commit, as far as a bounded walk
     /// from the current HEAD saw; computed once per HEAD. `None` without a
     /// repository or commits.
-    pub fn change_times(&self, root: &Path) -> Option<Arc<ChangeTimes>> {
+    pub(crate) fn change_times(&self, root: &Path) -> Option<Arc<ChangeTimes>> {
         let repo = self.repo(root).ok()?;
         let head = repo.head_id()?;
         // Held across the walk, so that answers arriving meanwhile wait
@@ -105,7 +105,7 @@ impl GitCache {
     }
 
     /// The definitions of the blob `id`, parsed once.
-    pub fn base_definitions(
+    pub(crate) fn base_definitions(
         &self,
         id: ObjectId,
         parse: impl FnOnce() -> Result<Vec<Definition>, GitError>,
@@ -136,7 +136,7 @@ impl GitCache {
     /// and content, so a warmed blame is exactly the one a request would
     /// compute. Stops when HEAD moves or after `WARM_TIME`; files it cannot
     /// blame (gone, binary, sensitive) are passed over.
-    pub fn warm_blames(&self, root: &Path) {
+    pub(crate) fn warm_blames(&self, root: &Path) {
         let Ok(repo) = self.repo(root) else { return };
         let Some(head) = repo.head_id() else { return };
         {
@@ -200,7 +200,7 @@ impl GitCache {
 
     /// [`GitCache::warm_blames`] on a thread of its own when HEAD moved
     /// since the last warm-up: the answer that noticed does not wait.
-    pub fn warm_blames_later(self: &Arc<Self>, root: &Path) {
+    pub(crate) fn warm_blames_later(self: &Arc<Self>, root: &Path) {
         let head = match self.repo(root) {
             Ok(repo) => repo.head_id(),
             Err(_) => return,
@@ -220,7 +220,7 @@ impl GitCache {
     }
 
     /// The files whose blames were computed ahead for HEAD `head`.
-    pub fn blamed_ahead(&self, head: ObjectId) -> Vec<String> {
+    pub(crate) fn blamed_ahead(&self, head: ObjectId) -> Vec<String> {
         let warmed = self.warmed.lock().unwrap_or_else(|e| e.into_inner());
         match warmed.as_ref() {
             Some((at, blamed)) if *at == head => blamed.clone(),

@@ -2,6 +2,10 @@
 //! the graph export and relation queries. No protocol types live here; the
 //! CLI and (later) the MCP server are thin adapters over [`Service`].
 
+// What other crates can reach is declared `pub`; everything else says
+// `pub(crate)`, so a signature tells a reader whether it is the API.
+#![warn(unreachable_pub)]
+
 pub mod blame_store;
 pub mod cache;
 pub mod calls;

@@ -17,7 +17,7 @@ pub(super) struct Definitions<'s> {
 }
 
 impl<'s> Definitions<'s> {
-    pub fn new(engine: &'s Engine) -> Self {
+    pub(super) fn new(engine: &'s Engine) -> Self {
         Definitions {
             engine,
             files: RefCell::new(HashMap::new()),
@@ -25,7 +25,7 @@ impl<'s> Definitions<'s> {
     }
 
     /// The definition `qualname` finally binds in `file` (its last one).
-    pub fn get(&self, file: &str, qualname: &str) -> Option<&'s Definition> {
+    pub(super) fn get(&self, file: &str, qualname: &str) -> Option<&'s Definition> {
         let mut files = self.files.borrow_mut();
         if !files.contains_key(file) {
             let index = self.engine.facts(file).map(|facts| {

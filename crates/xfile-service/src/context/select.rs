@@ -29,7 +29,7 @@ pub(super) struct Lines {
 }
 
 impl Lines {
-    pub fn contains(self, line: u32) -> bool {
+    pub(super) fn contains(self, line: u32) -> bool {
         (self.start..=self.end).contains(&line)
     }
 }

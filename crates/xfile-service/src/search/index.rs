@@ -37,7 +37,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Module => "module",
             Kind::Class => "class",
@@ -141,7 +141,7 @@ impl Entry {
     }
 
     /// `path::Qualified.name`, or the path for a module.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         if self.qualname.is_empty() {
             self.file.clone()
         } else {
@@ -244,7 +244,7 @@ pub(crate) struct Query {
 }
 
 impl Query {
-    pub fn new(text: &str) -> Query {
+    pub(crate) fn new(text: &str) -> Query {
         let path = text
             .trim()
             .split_once("::")
@@ -265,7 +265,7 @@ impl Query {
 impl SymbolIndex {
     /// The index of `engine`'s state, reusing `previous`'s entries of the
     /// files whose revision and module name are unchanged.
-    pub fn build(engine: &Engine, previous: Option<&SymbolIndex>) -> SymbolIndex {
+    pub(crate) fn build(engine: &Engine, previous: Option<&SymbolIndex>) -> SymbolIndex {
         let mut reusable: rustc_hash::FxHashMap<&str, &FileEntries> = previous
             .map(|index| {
                 index
@@ -347,14 +347,14 @@ impl SymbolIndex {
         aliases
     }
 
-    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.files.iter().flat_map(|f| f.entries.iter())
     }
 
     /// Every entry `query` matches, with how and how closely; a
     /// qualified query also matches re-exported names (each definition
     /// once, by its best match).
-    pub fn find(&self, query: &Query) -> Vec<((MatchKind, u8), &Entry)> {
+    pub(crate) fn find(&self, query: &Query) -> Vec<((MatchKind, u8), &Entry)> {
         if query.lower.is_empty() {
             return Vec::new();
         }

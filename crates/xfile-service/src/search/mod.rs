@@ -300,7 +300,7 @@ pub(crate) struct ClusterCache {
 }
 
 impl ClusterCache {
-    pub fn new(expiry: Duration) -> ClusterCache {
+    pub(crate) fn new(expiry: Duration) -> ClusterCache {
         ClusterCache {
             clusters: Mutex::new(lru::LruCache::new(
                 std::num::NonZeroUsize::new(KEPT_CLUSTERS).unwrap_or(std::num::NonZeroUsize::MIN),
