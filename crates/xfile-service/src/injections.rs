@@ -31,13 +31,13 @@ pub struct InjectionEvent {
 
 /// Appends events; a failure to log never fails the read, it is returned
 /// for the caller to report.
-pub fn append(root: &Path, events: &[InjectionEvent]) -> std::io::Result<()> {
+pub(crate) fn append(root: &Path, events: &[InjectionEvent]) -> std::io::Result<()> {
     jsonl::append(&jsonl::log_path(root, LOG_FILE), events)
 }
 
 /// The newest `limit` events, newest first, optionally only those injected
 /// into `trigger_file`.
-pub fn recent(root: &Path, trigger_file: Option<&str>, limit: usize) -> Vec<InjectionEvent> {
+pub(crate) fn recent(root: &Path, trigger_file: Option<&str>, limit: usize) -> Vec<InjectionEvent> {
     let mut events: Vec<InjectionEvent> = jsonl::read(&jsonl::log_path(root, LOG_FILE));
     events.retain(|e| trigger_file.is_none_or(|f| e.trigger_file == f));
     events.reverse();

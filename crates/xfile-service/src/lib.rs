@@ -18,7 +18,7 @@ mod git_cache;
 pub mod graph;
 pub mod history;
 pub mod impact;
-pub mod injections;
+pub(crate) mod injections;
 pub mod jsonl;
 pub mod links;
 pub mod live;
@@ -32,7 +32,7 @@ pub mod search;
 pub mod text;
 mod update;
 pub mod warm;
-pub mod warnings;
+pub(crate) mod warnings;
 pub mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
