@@ -239,6 +239,21 @@ impl Registry {
     /// Opens (creating if needed) the registry in directory `dir`,
     /// bringing its schema up to date.
     pub fn open_at(dir: &Path) -> Result<Self, RegistryError> {
+        // SQLite answers "busy" at once, without waiting out the busy
+        // timeout, when processes race to create the file and switch it to
+        // WAL: such an open is tried again until the timeout is spent.
+        let started = std::time::Instant::now();
+        loop {
+            match Self::try_open_at(dir) {
+                Err(RegistryError::Locked(_)) if started.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    fn try_open_at(dir: &Path) -> Result<Self, RegistryError> {
         let dir = location::prepare_dir(dir)?;
         let path = dir.join(location::FILE_NAME);
         // NOFOLLOW: SQLite itself refuses a link at the database's path,
