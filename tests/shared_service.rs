@@ -107,6 +107,40 @@ fn two_sessions_on_one_root_share_one_service_and_its_index() {
 }
 
 #[test]
+fn sessions_started_at_once_share_one_service() {
+    let sample = common::copy_sample();
+    let runtime = std::sync::Arc::new(Runtime::new());
+    let root = sample.path().to_path_buf();
+    let starting: Vec<_> = (0..4)
+        .map(|_| {
+            let (root, runtime) = (root.clone(), runtime.clone());
+            std::thread::spawn(move || {
+                let mut client = session(&root, &runtime);
+                let answer = dependents_of_models(&mut client);
+                (client, answer)
+            })
+        })
+        .collect();
+    let mut clients = Vec::new();
+    for started in starting {
+        let (client, answer) = started.join().expect("a session");
+        assert!(answer.contains("app/bot.py"), "{answer}");
+        clients.push(client);
+    }
+    // The services that lost the race for the lock are gone.
+    wait_until("one service is left", || services(&runtime).len() == 1);
+    assert_eq!(runtime.files("sock").len(), 1);
+    // And no session fell back to an index of its own: what one reads,
+    // every other's cache holds.
+    let (error, _) = clients[0].call("read_with_context", json!({"file_path": "app/bot.py"}));
+    assert!(!error);
+    for client in &mut clients {
+        let seen = cache_statistics(client);
+        assert!(seen["entries"].as_u64() > Some(0), "{seen}");
+    }
+}
+
+#[test]
 fn each_session_keeps_its_own_record_and_reads() {
     let sample = common::copy_sample();
     let runtime = Runtime::new();

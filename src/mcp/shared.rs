@@ -44,12 +44,10 @@ pub fn serve_service(root: PathBuf, no_cache: bool) -> anyhow::Result<()> {
     tracing_to_stderr();
     // Sessions are the connections': nothing is the process's own.
     metrics::global().close_session(PROCESS_SESSION);
-    let outcome = run_service(root, &place);
+    let outcome = run_service(root, &place, lock);
     if let Err(error) = &outcome {
         tracing::error!("the shared service stopped: {error:#}");
     }
-    let _ = rendezvous::remove_if_present(&place.pid);
-    lock.remove();
     outcome
 }
 
@@ -84,7 +82,17 @@ fn idle_time(root: &Path) -> Duration {
     Duration::from_secs(seconds)
 }
 
-fn run_service(root: PathBuf, place: &Place) -> anyhow::Result<()> {
+fn run_service(root: PathBuf, place: &Place, lock: Lock) -> anyhow::Result<()> {
+    let mut lock = Some(lock);
+    let outcome = serve_socket(root, place, &mut lock);
+    // Whatever stopped the service, the root is free for the next one.
+    if let Some(lock) = lock {
+        lock.remove();
+    }
+    outcome
+}
+
+fn serve_socket(root: PathBuf, place: &Place, lock: &mut Option<Lock>) -> anyhow::Result<()> {
     rendezvous::clear_socket(&place.socket).map_err(anyhow::Error::msg)?;
     let idle = idle_time(&root);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -104,30 +112,56 @@ fn run_service(root: PathBuf, place: &Place) -> anyhow::Result<()> {
         );
         let server = XfileServer::new(root);
         server.start_indexing();
-        let why = accept(&listener, &server, idle).await;
+        let stop = CancellationToken::new();
+        let mut sessions = tokio::task::JoinSet::new();
+        let why = accept(&listener, &server, idle, &stop, &mut sessions).await;
         tracing::info!("the shared service leaves: {why}");
-        // New clients start another service from here on.
+        // New clients start another service from here on: its socket
+        // gone, the lock free, while this one ends the sessions it has.
         if std::fs::symlink_metadata(&place.socket)
             .is_ok_and(|now| now.dev() == bound.dev() && now.ino() == bound.ino())
         {
             let _ = std::fs::remove_file(&place.socket);
         }
         drop(listener);
+        if let Some(lock) = lock.take() {
+            lock.remove();
+        }
+        stop.cancel();
+        let _ = tokio::time::timeout(CLOSE_WAIT, async {
+            while sessions.join_next().await.is_some() {}
+        })
+        .await;
         anyhow::Ok(())
     });
-    runtime.shutdown_timeout(CLOSE_WAIT);
+    remove_own_pid(&place.pid);
+    // Work running ahead (hot spots, blames) is not waited for.
+    runtime.shutdown_background();
     outcome
 }
 
-/// Accepts connections until the service has been idle for `idle` or is
-/// asked to stop; then ends the sessions still open (their records
-/// written) and says why it stopped.
-async fn accept(listener: &UnixListener, server: &XfileServer, idle: Duration) -> &'static str {
+/// Removes the pid file if it still names this process (a service that
+/// started after this one left may have written its own).
+fn remove_own_pid(path: &Path) {
+    let own = std::process::id().to_string();
+    if std::fs::read_to_string(path).is_ok_and(|text| text.trim() == own) {
+        let _ = rendezvous::remove_if_present(path);
+    }
+}
+
+/// Accepts connections, each a session in `sessions` ended by `stop`,
+/// until the service has been idle for `idle` or is asked to stop; says
+/// why it stopped.
+async fn accept(
+    listener: &UnixListener,
+    server: &XfileServer,
+    idle: Duration,
+    stop: &CancellationToken,
+    sessions: &mut tokio::task::JoinSet<()>,
+) -> &'static str {
     let (clients, mut count) = watch::channel(0usize);
     let clients = Arc::new(clients);
-    let stop = CancellationToken::new();
-    let mut sessions = tokio::task::JoinSet::new();
-    let why = loop {
+    loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
@@ -143,17 +177,11 @@ async fn accept(listener: &UnixListener, server: &XfileServer, idle: Duration) -
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
-            () = idle_for(&mut count, idle) => break "no client for the idle time",
-            () = crate::ops::terminated() => break "asked to stop",
+            () = idle_for(&mut count, idle) => return "no client for the idle time",
+            () = crate::ops::terminated() => return "asked to stop",
             Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
         }
-    };
-    stop.cancel();
-    let _ = tokio::time::timeout(CLOSE_WAIT, async {
-        while sessions.join_next().await.is_some() {}
-    })
-    .await;
-    why
+    }
 }
 
 /// Whether the peer runs as this user: another user never gets a session,
