@@ -4,7 +4,8 @@
 //! admits connections from the same user only, and runs one MCP session
 //! per connection over the same `Projects`, each with its own session
 //! state (what it read, for ranking and its metrics record). It leaves
-//! after `service_idle_seconds` with no client, removing its files.
+//! after `service_idle_seconds` with no client, removing its socket, lock
+//! and pid file (the log stays, for a look at what it did).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
