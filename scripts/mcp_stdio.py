@@ -1,16 +1,22 @@
 """A minimal MCP client over stdio for the benchmark scripts: spawns
-`xfile serve --root ROOT`, initializes, and sends requests one at a time."""
+`xfile serve --root ROOT`, initializes, and sends requests one at a time.
+
+The server runs standalone (in the spawned process) unless `shared=True`:
+the benchmarks measure one process, its start and its memory, and a
+shared service left running by an earlier run would answer in its place."""
 import json, os, subprocess
 
 
 class Server:
-    def __init__(self, xfile, root):
+    def __init__(self, xfile, root, shared=False, env=None):
         # XFILE_BENCH_LOG=FILE keeps the server's log (with XFILE_LOG=debug,
         # the timings of each update and read) for a look at where time goes.
         log = os.environ.get("XFILE_BENCH_LOG")
         self.log = open(log, "w") if log else subprocess.DEVNULL
-        self.proc = subprocess.Popen([xfile, "serve", "--root", root], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
+        mode = [] if shared else ["--standalone"]
+        self.proc = subprocess.Popen([xfile, "serve", *mode, "--root", root], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
+                                     env=env)
         self.next_id = 0
         self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                     "clientInfo": {"name": "bench", "version": "0"}})

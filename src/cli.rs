@@ -159,6 +159,14 @@ enum Command {
         /// ADDR (HOST:PORT, or a port on 127.0.0.1).
         #[arg(long, value_name = "ADDR", value_parser = crate::http::address)]
         http: Option<std::net::SocketAddr>,
+        /// Index and serve in this process, instead of through the user's
+        /// shared service of the root (what every other session of the
+        /// root uses). Implied by --http and by serving registered projects.
+        #[arg(long, conflicts_with = "service")]
+        standalone: bool,
+        /// Be the shared service of the root (`xfile serve` starts it).
+        #[arg(long, hide = true, conflicts_with_all = ["collection", "projects", "global", "http"])]
+        service: bool,
     },
     /// The project's git history: log, blame, diff.
     Git {
@@ -303,6 +311,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         projects,
         global,
         http,
+        standalone,
+        service,
     } = &cli.command
     {
         let scope = if *global {
@@ -324,7 +334,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             return registry::serve(scope, *http);
         }
         let root = workspace::canonical_root(&root)?;
-        return crate::mcp::serve(root, *http).map_err(|e| Failure {
+        let served = if *service {
+            crate::mcp::serve_service(root, cli.no_cache)
+        } else if *standalone || http.is_some() {
+            crate::mcp::serve(root, *http)
+        } else {
+            crate::mcp::serve_shared(root, cli.no_cache)
+        };
+        return served.map_err(|e| Failure {
             message: format!("MCP server stopped: {e}"),
             status: 1,
         });

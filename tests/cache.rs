@@ -661,8 +661,9 @@ fn a_servers_first_answers_come_from_the_cache_and_equal_the_index() {
     // Outside the root: a file created there changes the tree.
     let logs = tempfile::tempdir().expect("tempdir");
     let log = logs.path().join("server.log");
+    // In process: the test reads the server's own log.
     let mut warm = Client::serve_logging(
-        &["--root", root_arg],
+        &["--standalone", "--root", root_arg],
         &[("XFILE_LOG", "xfile=debug")],
         std::fs::File::create(&log).expect("log").into(),
     );

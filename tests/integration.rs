@@ -42,6 +42,7 @@ mod registry;
 mod resolution;
 mod search;
 mod session_metrics;
+mod shared_service;
 mod string_links;
 mod test_covers;
 mod warnings;

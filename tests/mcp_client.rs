@@ -11,8 +11,14 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-async fn connect(root: &std::path::Path) -> RunningService<RoleClient, ()> {
+/// A client of `xfile serve` on `root`, its session through a shared
+/// service in `runtime`.
+async fn connect(
+    root: &std::path::Path,
+    runtime: &common::runtime::Runtime,
+) -> RunningService<RoleClient, ()> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_xfile"));
+    command.envs(runtime.env());
     command.arg("serve").arg("--root").arg(root);
     // Its log (stderr) stays out of the test output, as in common::mcp_client.
     let (transport, _) = TokioChildProcess::builder(command)
@@ -49,7 +55,8 @@ async fn call(client: &RunningService<RoleClient, ()>, tool: &str, arguments: Va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_lists_the_tools_and_reads_with_context() {
     let sample = common::copy_sample();
-    let client = connect(sample.path()).await;
+    let runtime = common::runtime::Runtime::new();
+    let client = connect(sample.path(), &runtime).await;
 
     let info = client.peer_info().expect("the server introduced itself");
     let server = info.server_info.as_ref().expect("the server names itself");

@@ -1,6 +1,11 @@
 //! MCP server on stdio (`xfile serve`): a thin adapter over
 //! [`Service`](crate::service::Service).
 //!
+//! By default the sessions of one user on one root share a service
+//! (`shared`), which `xfile serve` finds or starts and relays stdio to
+//! (`relay`) through a private socket (`rendezvous`); `--standalone`, and
+//! every server of registered projects, serves in process.
+//!
 //! The first index runs in the background, so `initialize` and `tools/list`
 //! answer at once; a tool called before it finishes waits for it. Every
 //! failure is a tool result with `isError` and a JSON body
@@ -16,11 +21,17 @@
 mod args;
 mod errors;
 mod projects;
+mod relay;
+mod rendezvous;
 mod request;
 mod results;
 mod schema;
+mod shared;
 mod tools;
 mod wire;
+
+pub use relay::serve_shared;
+pub use shared::serve_service;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +47,7 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool_handler};
 
 use crate::federation::Scope;
+use crate::ops::metrics::{PROCESS_SESSION, SessionId};
 use crate::service::text::shortened;
 use crate::workspace::config::Config;
 use errors::{ToolError, cancelled, error_code, failure};
@@ -54,8 +66,11 @@ pub struct XfileServer {
     tool_router: ToolRouter<Self>,
     /// Tools that answer but are not in the tool list.
     unlisted: Arc<Vec<String>>,
-    /// Permits for [`HEAVY_TOOLS`] calls running at once.
+    /// Permits for [`HEAVY_TOOLS`] calls running at once, shared by every
+    /// session of a service.
     heavy: Arc<tokio::sync::Semaphore>,
+    /// The client's session: what it read ranks its own answers only.
+    session: SessionId,
 }
 
 /// Tools whose work spans the whole project (every file, every relation,
@@ -146,6 +161,15 @@ impl XfileServer {
             tool_router,
             unlisted: Arc::new(choice.unlisted),
             heavy: Arc::new(tokio::sync::Semaphore::new(HEAVY_AT_ONCE)),
+            session: PROCESS_SESSION,
+        }
+    }
+
+    /// This server, for the client of `session`.
+    fn in_session(&self, session: SessionId) -> Self {
+        Self {
+            session,
+            ..self.clone()
         }
     }
 
@@ -308,8 +332,8 @@ impl ServerHandler for XfileServer {
     }
 }
 
-/// Serves MCP on stdio for the project at `root` until the client closes
-/// the connection. Logs go to stderr, filtered by `XFILE_LOG` (for example
+/// Serves MCP on stdio for the project at `root`, in this process, until
+/// the client closes the connection. Logs go to stderr, filtered by `XFILE_LOG` (for example
 /// `XFILE_LOG=debug`; default `warn,xfile=info`).
 /// With `http`, the HTTP side (`/metrics`, `/health`, the dashboard)
 /// listens there too.
@@ -393,7 +417,7 @@ fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow
             .into_iter()
             .filter_map(|m| Some((m.name.clone(), m.root.clone(), m.ready_now()?)))
             .collect();
-        crate::ops::end_sessions(ready).await;
+        crate::ops::end_sessions(PROCESS_SESSION, ready).await;
         ended
     });
     // A blocking read of stdin cannot be cancelled (after SIGTERM the

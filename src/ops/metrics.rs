@@ -1,10 +1,13 @@
 //! The counters the MCP tools and the watcher update while a server runs:
-//! Prometheus metrics for `/metrics`, and per project
-//! what one session did, for its session metrics record.
+//! Prometheus metrics for `/metrics`, and per session and project what
+//! that session did, for its session metrics record.
 //!
 //! One instance per process ([`global`]), like Prometheus' default
 //! registry: the MCP server, the watcher callbacks and the HTTP side all
-//! live in one process and report into the same place.
+//! live in one process and report into the same place. A standalone
+//! server is one session ([`PROCESS_SESSION`]); a shared service opens a
+//! session per connection ([`Metrics::begin_session`]), so what one client
+//! read never ranks another's answers.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -95,10 +98,25 @@ pub struct Metrics {
     /// The label values in use, per family, capped at [`MAX_LABEL_VALUES`].
     tool_labels: Mutex<BTreeSet<String>>,
     error_labels: Mutex<BTreeSet<String>>,
-    sessions: Mutex<BTreeMap<PathBuf, SessionLog>>,
+    sessions: Mutex<Sessions>,
     /// When the process's session began: [`global`] is first called as
     /// the server starts.
     started: SystemTime,
+}
+
+/// Which session a tool call belongs to.
+pub type SessionId = u64;
+
+/// The session of a process serving one client (a standalone server, the
+/// dashboard): open from the start.
+pub const PROCESS_SESSION: SessionId = 0;
+
+/// The sessions open, and what each did per project.
+struct Sessions {
+    /// Each open session and when it began.
+    open: BTreeMap<SessionId, SystemTime>,
+    logs: BTreeMap<(SessionId, PathBuf), SessionLog>,
+    next: SessionId,
 }
 
 /// What one session did with one project, kept until the session ends.
@@ -176,6 +194,7 @@ pub fn global() -> &'static Metrics {
 
 impl Metrics {
     fn new() -> Metrics {
+        let started = SystemTime::now();
         let mut registry = Registry::with_prefix("xfile");
         let tool_seconds: Histograms<ToolLabel> = Family::new_with_constructor(latency_histogram);
         let update_seconds = latency_histogram();
@@ -198,8 +217,12 @@ impl Metrics {
             heavy_waiting: Gauge::default(),
             tool_labels: Mutex::new(BTreeSet::new()),
             error_labels: Mutex::new(BTreeSet::new()),
-            sessions: Mutex::new(BTreeMap::new()),
-            started: SystemTime::now(),
+            sessions: Mutex::new(Sessions {
+                open: BTreeMap::from([(PROCESS_SESSION, started)]),
+                logs: BTreeMap::new(),
+                next: PROCESS_SESSION + 1,
+            }),
+            started,
         };
         // Metrics are handles on shared values: the registry keeps clones.
         let m = &metrics;
@@ -295,9 +318,16 @@ impl Metrics {
             .inc();
     }
 
-    /// One `read_with_context` answer for `file` (root-relative) of the
-    /// project `service` holds.
-    pub fn record_read(&self, service: &Service, file: &str, answer: &str, latency: Duration) {
+    /// One `read_with_context` answer of `session` for `file`
+    /// (root-relative) of the project `service` holds.
+    pub fn record_read(
+        &self,
+        session: SessionId,
+        service: &Service,
+        file: &str,
+        answer: &str,
+        latency: Duration,
+    ) {
         let context_tokens = context_section(answer).map(crate::service::context::count_tokens);
         let types: BTreeSet<&'static str> = match context_tokens {
             Some(_) => service
@@ -308,7 +338,7 @@ impl Metrics {
                 .collect(),
             None => BTreeSet::new(),
         };
-        self.with_session(service.root(), |log| {
+        self.with_session(session, service.root(), |log| {
             *log.reads.entry(file.to_string()).or_default() += 1;
             push_sample(&mut log.injection_ms, latency.as_secs_f64() * 1e3);
             if let Some(tokens) = context_tokens {
@@ -320,59 +350,105 @@ impl Metrics {
         });
     }
 
-    /// A call of the git tool `tool` on the project at `root`.
-    pub fn record_git(&self, root: &Path, tool: &str) {
-        self.with_session(root, |log| {
+    /// A call of the git tool `tool` by `session` on the project at `root`.
+    pub fn record_git(&self, session: SessionId, root: &Path, tool: &str) {
+        self.with_session(session, root, |log| {
             *log.git_calls.entry(tool.to_string()).or_default() += 1;
         });
     }
 
-    /// An update the watcher applied to the project at `root`.
+    /// An update the watcher applied to the project at `root`: every open
+    /// session saw it.
     pub fn record_update(&self, root: &Path, report: &UpdateReport) {
         self.update_seconds.observe(report.durations.total_ms / 1e3);
         let files = report.added.len() + report.modified.len() + report.removed.len();
         self.watcher_events.inc_by(files as u64);
-        self.with_session(root, |log| {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let open: Vec<(SessionId, SystemTime)> =
+            sessions.open.iter().map(|(id, at)| (*id, *at)).collect();
+        for (id, started) in open {
+            let log = sessions
+                .logs
+                .entry((id, root.to_path_buf()))
+                .or_insert_with(|| SessionLog::since(started));
             push_sample(&mut log.parse_ms, report.durations.parse_ms);
             log.edited
                 .extend(report.added.iter().chain(&report.modified).cloned());
-        });
+        }
     }
 
-    fn with_session(&self, root: &Path, f: impl FnOnce(&mut SessionLog)) {
+    /// Opens a session (a client connected to a shared service), its clock
+    /// starting now.
+    pub fn begin_session(&self) -> SessionId {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let id = sessions.next;
+        sessions.next += 1;
+        sessions.open.insert(id, SystemTime::now());
+        id
+    }
+
+    /// Closes `session`, forgetting what it did in projects whose log was
+    /// not taken: nothing is recorded for it afterwards.
+    pub fn close_session(&self, session: SessionId) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.open.remove(&session);
+        sessions.logs.retain(|(id, _), _| *id != session);
+    }
+
+    /// The sessions open now.
+    pub fn open_sessions(&self) -> Vec<SessionId> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.open.keys().copied().collect()
+    }
+
+    /// Runs `f` on what `session` did with the project at `root`; nothing
+    /// for a session that is not open.
+    fn with_session(&self, session: SessionId, root: &Path, f: impl FnOnce(&mut SessionLog)) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(started) = sessions.open.get(&session).copied() else {
+            return;
+        };
         f(sessions
-            .entry(root.to_path_buf())
-            .or_insert_with(|| SessionLog::since(self.started)));
+            .logs
+            .entry((session, root.to_path_buf()))
+            .or_insert_with(|| SessionLog::since(started)));
     }
 
     /// The session so far for the project at `root` (empty if nothing
-    /// happened yet).
+    /// happened yet): the oldest open session's, which is the only one
+    /// of a standalone server.
     pub fn session(&self, root: &Path) -> SessionLog {
         let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((&id, &started)) = sessions.open.iter().next() else {
+            return SessionLog::since(self.started);
+        };
         sessions
-            .get(root)
+            .logs
+            .get(&(id, root.to_path_buf()))
             .cloned()
-            .unwrap_or_else(|| SessionLog::since(self.started))
+            .unwrap_or_else(|| SessionLog::since(started))
     }
 
-    /// How often the current session read each file of the project at
-    /// `root` with context: the frequency boost of ranking.
-    pub fn reads(&self, root: &Path) -> BTreeMap<String, u32> {
+    /// How often `session` read each file of the project at `root` with
+    /// context: the frequency boost of ranking.
+    pub fn reads(&self, session: SessionId, root: &Path) -> BTreeMap<String, u32> {
         let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions
-            .get(root)
+            .logs
+            .get(&(session, root.to_path_buf()))
             .map(|log| log.reads.clone())
             .unwrap_or_default()
     }
 
-    /// Ends the session of the project at `root`: what it did, and a fresh
-    /// log for the next.
-    pub fn take_session(&self, root: &Path) -> SessionLog {
+    /// Ends what `session` did with the project at `root`: its log, and a
+    /// fresh one if the session goes on.
+    pub fn take_session(&self, session: SessionId, root: &Path) -> SessionLog {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let started = sessions.open.get(&session).copied().unwrap_or(self.started);
         sessions
-            .remove(root)
-            .unwrap_or_else(|| SessionLog::since(self.started))
+            .logs
+            .remove(&(session, root.to_path_buf()))
+            .unwrap_or_else(|| SessionLog::since(started))
     }
 
     /// The metrics in Prometheus text format, with the index and cache

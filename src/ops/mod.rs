@@ -17,13 +17,16 @@ use std::sync::Arc;
 
 use crate::service::live::Live;
 
-/// Writes the session metrics record of each served project whose index
+/// Writes `session`'s metrics record of each served project whose index
 /// is ready (a project still indexing did nothing to report), off the
 /// async workers.
-pub async fn end_sessions(projects: Vec<(String, PathBuf, Arc<Live>)>) {
+pub async fn end_sessions(
+    session: metrics::SessionId,
+    projects: Vec<(String, PathBuf, Arc<Live>)>,
+) {
     let written = tokio::task::spawn_blocking(move || {
         for (name, root, live) in projects {
-            let log = metrics::global().take_session(&root);
+            let log = metrics::global().take_session(session, &root);
             let record = live.read(|s| session::record(&name, s, &log));
             if let Err(error) = session::append(&root, &record) {
                 // Logged, never fatal.

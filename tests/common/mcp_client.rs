@@ -1,4 +1,6 @@
-//! A raw JSON-RPC client for `xfile serve` over stdio.
+//! A raw JSON-RPC client for `xfile serve` over stdio. Each client has a
+//! runtime directory of its own unless the test names one, so its session
+//! goes through a shared service that no other test reaches.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -8,6 +10,9 @@ use serde_json::{Value, json};
 
 pub struct Client {
     child: Child,
+    /// The client's own runtime directory; its services end with it,
+    /// after the child (fields drop after `Drop::drop`).
+    runtime: Option<super::runtime::Runtime>,
     /// Taken away by [`Client::disconnect`].
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -32,7 +37,13 @@ impl Client {
 
     /// [`Client::serve`], the server's log going to `stderr`.
     pub fn serve_logging(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        let runtime = (!env.iter().any(|(k, _)| *k == "XFILE_RUNTIME_DIR"))
+            .then(super::runtime::Runtime::new);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_xfile"));
+        if let Some(runtime) = &runtime {
+            command.envs(runtime.env());
+        }
+        let mut child = command
             .arg("serve")
             .args(args)
             .stdin(Stdio::piped())
@@ -45,6 +56,7 @@ impl Client {
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut client = Client {
             child,
+            runtime,
             stdin,
             stdout,
             next_id: 0,
@@ -101,9 +113,14 @@ impl Client {
         self.child.wait().unwrap()
     }
 
-    /// The server's process id (to signal it).
+    /// The server's process id (to signal it): the relay's, in shared mode.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The client's own runtime directory, if the test did not name one.
+    pub fn runtime(&self) -> Option<&super::runtime::Runtime> {
+        self.runtime.as_ref()
     }
 
     /// Waits for the server to exit.

@@ -4,6 +4,7 @@ pub mod git_repo;
 pub mod http;
 pub mod mcp_client;
 pub mod raw_mcp;
+pub mod runtime;
 
 use std::path::{Path, PathBuf};
 

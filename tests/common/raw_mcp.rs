@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 /// thread, every line required to be JSON.
 pub struct Raw {
     child: Child,
+    /// Its own runtime directory (see `mcp_client`); dropped after the child.
+    _runtime: super::runtime::Runtime,
     stdin: Option<ChildStdin>,
     lines: Receiver<Result<Value, String>>,
     /// Messages read while waiting for another reply.
@@ -21,7 +23,9 @@ pub struct Raw {
 
 impl Raw {
     pub fn start(root: &Path) -> Raw {
+        let runtime = super::runtime::Runtime::new();
         let mut child = Command::new(env!("CARGO_BIN_EXE_xfile"))
+            .envs(runtime.env())
             .args(["serve", "--root"])
             .arg(root)
             .stdin(Stdio::piped())
@@ -43,6 +47,7 @@ impl Raw {
         });
         Raw {
             child,
+            _runtime: runtime,
             stdin,
             lines,
             pending: Vec::new(),

@@ -54,7 +54,15 @@ pub struct Config {
     /// changes no indexed fact.
     #[serde(skip)]
     pub ranking: Ranking,
+    /// Seconds a shared service (`xfile serve` without `--standalone`)
+    /// stays up with no client connected. Left out of the serialized form
+    /// for the same reason as `ranking`.
+    #[serde(skip)]
+    pub service_idle_seconds: u64,
 }
+
+/// The longest idle time a shared service may be given: a week.
+pub const MAX_SERVICE_IDLE_SECONDS: u64 = 7 * 24 * 3600;
 
 /// `ranking:` — how much each boost counts (0 switches it off; 1, the
 /// default, gives the boosts their full size), or all of them off.
@@ -113,6 +121,7 @@ impl Default for Config {
             enabled_tools: Vec::new(),
             excluded_tools: Vec::new(),
             ranking: Ranking::default(),
+            service_idle_seconds: 300,
         }
     }
 }
@@ -204,6 +213,9 @@ impl Config {
                 "enabled_tools" => check.strings(&mut config.enabled_tools),
                 "excluded_tools" => check.strings(&mut config.excluded_tools),
                 "ranking" => check.ranking(&mut config.ranking),
+                "service_idle_seconds" => {
+                    check.positive(&mut config.service_idle_seconds, MAX_SERVICE_IDLE_SECONDS)
+                }
                 _ => check
                     .notices
                     .push(format!("{CONFIG_FILE}: unknown key `{key}` ignored")),
@@ -384,6 +396,18 @@ mod tests {
         assert!(!config.warn_on_wildcards);
         assert_eq!(config.extra_search_paths, vec!["lib".to_string()]);
         assert_eq!(notices.len(), 3, "{notices:?}");
+    }
+
+    #[test]
+    fn the_service_idle_time_is_bounded_and_left_out_of_the_cache_key() {
+        let (config, notices) = Config::parse("service_idle_seconds: 30\n");
+        assert_eq!((config.service_idle_seconds, notices.len()), (30, 0));
+        let (config, notices) = Config::parse("service_idle_seconds: 0\n");
+        assert_eq!(config.service_idle_seconds, 300);
+        assert!(notices[0].contains("from 1 to 604800"), "{notices:?}");
+        let key = |c: &Config| serde_yaml_ng::to_string(c).unwrap_or_default();
+        assert_eq!(key(&config), key(&Config::default()));
+        assert!(!key(&config).contains("service_idle"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ impl XfileServer {
         description = "Read a Python file with the signatures and locations of the project definitions it uses from other files. Prefer it to a plain read."
     )]
     async fn read_with_context(&self, Parameters(args): Parameters<ReadArgs>) -> CallToolResult {
+        let session = self.session;
         let involved = Involved::Dependencies(args.file_path.clone());
         let path = args.file_path.clone();
         self.fresh_before_edit(path, involved, move |s| {
@@ -27,12 +28,18 @@ impl XfileServer {
                 import_depth: args.import_depth,
                 show_available: args.show_available,
                 log: true,
-                accesses: crate::ops::metrics::global().reads(s.root()),
+                accesses: crate::ops::metrics::global().reads(session, s.root()),
             };
             let started = std::time::Instant::now();
             let answer = s.read_with_options(&args.file_path, &options)?;
             if let Ok(file) = s.resolve_file(&args.file_path) {
-                crate::ops::metrics::global().record_read(s, &file, &answer, started.elapsed());
+                crate::ops::metrics::global().record_read(
+                    session,
+                    s,
+                    &file,
+                    &answer,
+                    started.elapsed(),
+                );
             }
             Ok(text_result(answer))
         })

@@ -41,8 +41,9 @@ impl XfileServer {
         description = "What uncommitted changes may break: changed definitions, their callers, subclasses, importers and tests."
     )]
     async fn impact(&self, Parameters(args): Parameters<ImpactArgs>) -> CallToolResult {
+        let session = self.session;
         self.fresh(Involved::All, move |s| {
-            crate::ops::metrics::global().record_git(s.root(), "impact");
+            crate::ops::metrics::global().record_git(session, s.root(), "impact");
             let depth = crate::service::impact::DEFAULT_DEPTH;
             let impact = s.impact(args.base.as_deref(), depth)?;
             Ok(text_result(impact.to_text(s.answer_token_limit())))
@@ -55,9 +56,10 @@ impl XfileServer {
         description = "Commits that changed a file or directory (default the project), newest first, with author, date and summary."
     )]
     async fn git_log(&self, Parameters(args): Parameters<GitLogArgs>) -> CallToolResult {
+        let session = self.session;
         self.with_live(move |live, _| {
             live.read(|s| {
-                crate::ops::metrics::global().record_git(s.root(), "git_log");
+                crate::ops::metrics::global().record_git(session, s.root(), "git_log");
                 let query = crate::git::LogQuery {
                     path: args.path.as_deref(),
                     limit: args.limit.unwrap_or(crate::git::DEFAULT_LOG_LIMIT),
@@ -77,9 +79,10 @@ impl XfileServer {
         description = "Who last changed each run of lines of a file: commit, author, date and summary."
     )]
     async fn git_blame(&self, Parameters(args): Parameters<GitBlameArgs>) -> CallToolResult {
+        let session = self.session;
         self.with_live(move |live, _| {
             live.read(|s| {
-                crate::ops::metrics::global().record_git(s.root(), "git_blame");
+                crate::ops::metrics::global().record_git(session, s.root(), "git_blame");
                 let text = s.git_blame(&args.file_path, args.start_line, args.end_line)?;
                 Ok(text_result(text))
             })
@@ -92,9 +95,10 @@ impl XfileServer {
         description = "Files added, removed and modified between two revisions, or the working tree and HEAD, with hunks and line counts."
     )]
     async fn git_diff(&self, Parameters(args): Parameters<GitDiffArgs>) -> CallToolResult {
+        let session = self.session;
         self.with_live(move |live, _| {
             live.read(|s| {
-                crate::ops::metrics::global().record_git(s.root(), "git_diff");
+                crate::ops::metrics::global().record_git(session, s.root(), "git_diff");
                 let text = s.git_diff(
                     args.base.as_deref(),
                     args.head.as_deref(),

@@ -22,6 +22,7 @@ impl XfileServer {
         &self,
         Parameters(args): Parameters<SearchArgs>,
     ) -> CallToolResult {
+        let session = self.session;
         // Before any work (waiting for the index included): a query over
         // the limit is refused as it is.
         if let Err(error) = crate::service::search::check_query(&args.query) {
@@ -43,7 +44,7 @@ impl XfileServer {
                     .as_deref()
                     .map(|f| s.resolve_file(f))
                     .transpose()?,
-                accesses: crate::ops::metrics::global().reads(s.root()),
+                accesses: crate::ops::metrics::global().reads(session, s.root()),
             };
             Ok(ok_json(&s.search(&args.query, &options)?))
         })
