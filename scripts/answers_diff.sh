@@ -22,12 +22,14 @@
 # command answers in text and in --json in both passes, plus `explain --dump`
 # of every file, `export --out` and the git commands (`impact`, `git
 # log|diff|blame`) on a copy committed with fixed names and dates and edited.
-# On Django every indexing command costs ~10 s of CPU in a debug build, so
-# the cold pass is the whole-project answers (index, export, warnings, one
-# deps and dependents) and the warm pass the rest, one format each, text and
-# JSON alternating (format and cache path are independent; the sample crosses
-# them all); --full runs both formats of every command in both passes (about
-# four times as long).
+# On Django every command that indexes costs 10-13 s of CPU in a debug
+# build, so the quick run keeps to 15 of them per binary: the cold pass has
+# the whole-project answers (index, export, warnings) and one `deps`, the
+# warm pass the rest, one format each, text and JSON alternating (format and
+# cache path are independent; the sample crosses them all), then `deps` and
+# `dependents`, which answer from the cache at no cost, in both. --full adds
+# more commands and runs every one in both formats (about three times as
+# long).
 #
 # Prints one line per corpus, "N answers, all identical" or the commands
 # whose answers differ, each with the head of its `diff -u`; exits 1 on any
@@ -137,12 +139,13 @@ record() {
 # directory too, so FILE arguments read the same either way), with
 # --no-cache in the cold pass; stdout, stderr and exit status make one
 # answer. Files written under $side/written by the command are part of it.
+# A command that hangs is stopped after 10 minutes (exit 124 in its answer).
 answer() {
     local flags=() status=0
-    [ "$pass" = warm ] || flags=(--no-cache)
+    [ "$pass" = cold ] && flags=(--no-cache)
     rm -rf "$side/written"
     mkdir -p "$side/written"
-    (cd "$tree" && exec "$bin" --root "$tree" "${flags[@]}" "$@") \
+    (cd "$tree" && exec timeout 600 "$bin" --root "$tree" "${flags[@]}" "$@") \
         >"$answers/raw" 2>"$answers/err" || status=$?
     {
         if [ -s "$answers/err" ]; then
@@ -161,15 +164,16 @@ answer() {
 }
 
 # ask FORMAT ARGS...: `xfile ARGS` in text, --json or both; on the sample,
-# and with --full, always both.
+# and with --full, always both. FORMAT `more`: both, but only with --full.
 ask() {
     local format=$1
     shift
+    [ "$format" = more ] && [ "$full" = 0 ] && return
     [ "$all_formats" = 1 ] && format=both
     case $format in
         text) answer "$@" ;;
         json) answer --json "$@" ;;
-        both) answer "$@"; answer --json "$@" ;;
+        both | more) answer "$@"; answer --json "$@" ;;
     esac
 }
 
@@ -279,15 +283,14 @@ sample_git() {
 }
 
 django_cold() {
-    ask both index
+    ask json index
     ask text export
     ask json warnings
     ask text deps django/db/models/query.py
-    ask json dependents django/http/response.py --symbol HttpResponse
+    ask more dependents django/http/response.py --symbol HttpResponse
 }
 
 django_warm() {
-    ask text warnings django/db/models/base.py
     ask text callers QuerySet.filter
     ask json callers Model.save --depth 2
     ask text callers HttpResponse
@@ -295,12 +298,13 @@ django_warm() {
     ask text outline django/db/models/query.py
     ask json show QuerySet.filter
     ask text search HttpRespnse
-    ask json search QuerySet.filter
+    ask more search QuerySet.filter
     ask text query 'Inherits(_, _, "django/http/response.py", _)'
-    ask json query 'Imports("django/http/response.py", _, _)'
+    ask more query 'Imports("django/http/response.py", _, _)'
     ask text explain 'DependsOn("django/shortcuts.py", "django/http/response.py")'
-    ask json read django/http/response.py --start-line 365 --end-line 435 --import-depth 2
     ask text read django/db/models/query.py
+    ask more read django/http/response.py --start-line 365 --end-line 435 --import-depth 2
+    ask more warnings django/db/models/base.py
     # Last, so that the cache holds answers.bin: these answer from it
     # without indexing (both formats: they cost nothing).
     ask both deps django/db/models/query.py
@@ -338,11 +342,12 @@ run_side() {
     pass=cold
     "${corpus}_cold"
     log
-    pass=warm
+    pass="warm, writing the cache"
     answer index
     # The directories the first cached index changed must look settled (100
     # ms past) to the next one, which then writes answers.bin as well.
     sleep 1
+    pass=warm
     "${corpus}_warm"
     ask both cache info
     log
@@ -371,12 +376,15 @@ compare() {
         return 0
     fi
     echo "$1: ${#differing[@]} of $total answers differ ($2 s):"
-    local entry
+    local entry shown=0
     for entry in "${differing[@]}"; do
         echo "  ${entry#*$'\t'}"
+        # The diffs of the first ten; the rest by name only.
+        [ $((shown += 1)) -le 10 ] || continue
         diff -u --label base --label new "$a/${entry%%$'\t'*}" "$b/${entry%%$'\t'*}" |
             head -n 15 | sed 's/^/    /'
     done
+    [ "$shown" -le 10 ] || echo "  (diffs of the first 10 shown; XFILE_ANSWERS_KEEP=1 keeps every answer)"
     return 1
 }
 
