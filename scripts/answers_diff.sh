@@ -42,9 +42,10 @@
 #   XFILE_ANSWERS_NEW_EDIT="sed -i '/^import json/d' app/storage.py" \
 #     scripts/answers_diff.sh --no-django BIN BIN
 #
-# Measured 2026-11-27 with debug binaries on 2 shared cores: sample
-# 203 answers in 20 s; Django 33 answers in 5 min 30 s (the machine busy
-# with other builds; about 190 s of CPU per binary).
+# Measured 2026-11-27, debug binaries (BASE against itself), on 2 cores
+# shared with other builds (load average 6-7): sample, 217 answers in 70 s;
+# Django, 27 answers in 6 min 26 s, about 170 s of CPU per binary (so near
+# 3 min when the two cores are free).
 set -euo pipefail
 
 usage() {
