@@ -1,4 +1,4 @@
-//! Salsa early cut-off and incremental-equals-from-scratch (DESIGN invariant 6).
+//! Salsa early cut-off and incremental-equals-from-scratch: an update gives what a fresh index gives.
 
 use std::collections::BTreeMap;
 
@@ -316,7 +316,7 @@ fn a_file_nobody_looked_for_walks_no_other_files_chain() {
     }
 }
 
-/// DD-3: test modules follow the pytest settings and the file set, and
+/// Test modules follow the pytest settings and the file set, and
 /// changing the settings re-resolves only files whose search path moved.
 #[test]
 fn pytest_settings_and_file_set_changes_match_a_fresh_index() {
@@ -425,7 +425,7 @@ const SNIPPETS: &[&str] = &[
 /// Directories the randomized test turns into sub-projects and back.
 const SUB_PROJECTS: &[&str] = &["app", "app/utils", "tests"];
 
-/// DESIGN invariant 6: random edits, creations, renames, deletions,
+/// Incremental equals from scratch: random edits, creations, renames, deletions,
 /// re-creations and syntax errors; after every batch each relation equals
 /// a fresh index's. The engine gets each batch as one change, what the
 /// batch left, as the service hands over what it finds on disk.
@@ -493,7 +493,7 @@ fn randomized_edits_match_a_fresh_index() {
                     texts.insert(path, text);
                 }
                 _ => {
-                    // Some new files are test modules (DD-3); some are the
+                    // Some new files are test modules; some are the
                     // modules snippets import before they exist.
                     let new_path = match rng.below(5) {
                         0 => format!("tests/test_new_{batch}.py"),
@@ -573,7 +573,7 @@ fn resolution_snippet(rng: &mut common::Lcg, modules: &[String]) -> String {
 }
 
 /// The resolve stage re-runs only over the parts of its facts an edit
-/// reached (`engine/resolve_parts.rs`; DESIGN invariant 6): after each
+/// reached (`engine/resolve_parts.rs`): after each
 /// random edit to re-exports, star imports, `__all__` lists and their
 /// inclusions, ambiguous names, signals and hooks, every relation equals a
 /// fresh index's and every stage's tuples the reference program's. Most

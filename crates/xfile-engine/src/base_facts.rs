@@ -3,7 +3,7 @@
 //! bindings, and the first hop of each call and class base (the module and
 //! name it refers to). Following re-exports from there is the rules' job.
 //!
-//! Fail-safe (FR-42): where Python's binding is uncertain (a conditional
+//! Fail-safe: where Python's binding is uncertain (a conditional
 //! rebinding, a local variable, an attribute of something that is not a
 //! module) no fact is produced, so no relationship can be derived.
 
@@ -433,7 +433,7 @@ impl Builder<'_> {
 
 impl Builder<'_> {
     /// Dynamic patterns, where the callee or target resolves as the pattern
-    /// needs, and star imports (EC-4).
+    /// needs, and star imports.
     fn dynamic(&mut self) {
         let semantic = self.semantic;
         for dynamic in &semantic.dynamic {
@@ -838,7 +838,7 @@ enum Selected<'a> {
 
 /// The module-level bindings by name, so that looking one up costs the
 /// bindings of that name, not all of them: a file binding 100,000 names
-/// (one `from m import (...)`) looks each up once (F6).
+/// (one `from m import (...)`) looks each up once.
 struct BindingIndex<'a> {
     bindings: &'a [Binding],
     /// Per name, the positions of its bindings in `bindings`, ascending.

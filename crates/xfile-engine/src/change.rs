@@ -30,7 +30,7 @@ pub struct Change {
     /// `setup.py` or `setup.cfg`: they change the search path of the files
     /// inside them.
     pub sub_projects: Option<Vec<String>>,
-    /// The Python files that exist but are not indexed (too large, EC-17):
+    /// The Python files that exist but are not indexed (too large to index):
     /// imports resolve to them, they have no facts and are not among
     /// [`Engine::paths`].
     pub unindexed: Option<Vec<String>>,
@@ -39,7 +39,7 @@ pub struct Change {
     pub layers: Option<Vec<Layer>>,
     /// The entry points the project's `pyproject.toml` files declare.
     pub entry_points: Option<Vec<EntryPointSpec>>,
-    /// The project's pytest settings that name test modules (DD-3).
+    /// The project's pytest settings that name test modules.
     pub test_patterns: Option<TestPatterns>,
 }
 
@@ -194,7 +194,7 @@ impl Engine {
         }
     }
 
-    /// Sets the project's pytest test-module settings (DD-3); equal settings
+    /// Sets the project's pytest test-module settings; equal settings
     /// change nothing.
     fn set_test_patterns(&mut self, patterns: TestPatterns) {
         if *self.project.test_patterns(&self.db) != patterns {
@@ -293,7 +293,7 @@ impl Engine {
     }
 
     /// Sets the Python files that exist but are not indexed (too large,
-    /// EC-17): imports resolve to them, they have no facts and are not
+    /// too large): imports resolve to them, they have no facts and are not
     /// among [`Engine::paths`]. Equal sets change nothing.
     fn set_unindexed(&mut self, mut paths: Vec<String>) {
         paths.sort();

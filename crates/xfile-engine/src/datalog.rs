@@ -52,7 +52,7 @@ impl Sym {
 pub struct Site(pub u32);
 
 /// A kind of code static analysis cannot see through, and so the type of a
-/// warning (TDD §3.9.1). Rules name the variants directly.
+/// warning. Rules name the variants directly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pattern {

@@ -104,7 +104,7 @@ fn sym_for(name: &str, id: u32) -> Sym {
     }
 }
 
-/// Markers stand for targets outside the project (DESIGN §4).
+/// Markers stand for targets outside the project.
 pub fn is_marker(node_text: &str) -> bool {
     node_text.starts_with('<')
 }

@@ -2,7 +2,6 @@
 //! and the Datalog program the rules compile to. [`Engine`] is the layer's
 //! one entry point; it knows nothing of the file system or of adapters.
 
-
 mod base_facts;
 mod buckets;
 mod change;
@@ -96,7 +95,7 @@ pub struct Engine {
     unanalyzed: usize,
     /// The module files by directory, behind the per-directory inputs.
     tree: Arc<tree::Tree>,
-    /// Python files too large to index (EC-17), sorted: modules all the
+    /// Python files too large to index, sorted: modules all the
     /// same, so they are in `tree`.
     unindexed: Arc<Vec<String>>,
     /// What every file's `resolved` input was last written from.
@@ -481,7 +480,7 @@ impl Engine {
     }
 
     /// How many other files import (through any re-export chain), call or
-    /// inherit from definition `symbol` of `path` (FR-19).
+    /// inherit from definition `symbol` of `path`.
     pub fn usage_count(&self, path: &str, symbol: &str) -> usize {
         let interner = self.interner();
         let (Some(node), Some(sym)) = (interner.find_node(path), interner.find_sym(symbol)) else {
@@ -566,7 +565,7 @@ impl Engine {
             .collect()
     }
 
-    /// Whether `path` is a test module (DD-3: names, `tests/`, pytest settings).
+    /// Whether `path` is a test module (by name, under `tests/`, or by the pytest settings).
     pub fn is_test_module(&self, path: &str) -> bool {
         db::test_matcher(&self.db, self.project).is_test(path)
     }

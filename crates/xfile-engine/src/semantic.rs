@@ -5,7 +5,7 @@
 //! fail-safe is already applied by the rules (`rules/resolution.dl`: an
 //! ambiguous name resolves to nothing), so what is read here is certain and
 //! a filter by source and a filter by target see the same references
-//! (DESIGN invariant 9). Nothing here renders text: the service formats.
+//! (one place decides what is true). Nothing here renders text: the service formats.
 
 use std::collections::{BTreeSet, VecDeque};
 

@@ -1,4 +1,4 @@
-//! Which files are test modules (DD-3, FR-32): the default pytest patterns
+//! Which files are test modules: the default pytest patterns
 //! always, plus the project's own `python_files` and `testpaths` when its
 //! pytest configuration sets them. Reading that configuration is the
 //! workspace's job; this only matches paths.

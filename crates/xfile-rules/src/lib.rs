@@ -1,5 +1,5 @@
 //! The rules compiler: `rules/*.dl` in, the Rust the engine includes as
-//! `OUT_DIR/rules.rs` out (DESIGN §3, invariant 8: a new relation is a new
+//! `OUT_DIR/rules.rs` out (a new relation is a new
 //! rules file and nothing else). The engine's build script reads the files
 //! and calls [`compile`]; a mistake in the rules comes back as an [`Error`]
 //! that names the file and line.

@@ -247,7 +247,7 @@ impl Tuples {
 /// sorted. Only the relations that hold tuples take room, in relation
 /// order: most values (a file's rules, its slices of other stages) hold a
 /// few of the derived relations, and a struct of a vector per relation cost
-/// 1 KB each before any tuple (docs/performance.md, issue 10).
+/// 1 KB each before any tuple (measured on Django: see docs/performance-history.md).
 #[derive(Clone, Debug, Default)]
 pub struct Outputs {
     relations: Vec<Tuples>,

@@ -32,7 +32,7 @@ pub(crate) fn test_matcher(db: &dyn Db, project: Project) -> TestMatcher {
     TestMatcher::new(project.test_patterns(db))
 }
 
-/// Whether pytest collects `file` as a test module (DD-3): per file, so a
+/// Whether pytest collects `file` as a test module: per file, so a
 /// new file decides only its own membership.
 #[salsa::tracked(returns(copy))]
 pub(crate) fn is_test_module(db: &dyn Db, project: Project, file: SourceFile) -> bool {

@@ -68,7 +68,7 @@ pub(crate) struct Project {
     /// (`pyproject.toml`, `setup.py`, `setup.cfg`), root-relative.
     #[returns(ref)]
     pub sub_projects: Vec<String>,
-    /// The project's pytest settings that name test modules (DD-3).
+    /// The project's pytest settings that name test modules.
     #[returns(ref)]
     pub test_patterns: TestPatterns,
     /// Architecture layers from configuration, top to bottom.
