@@ -168,6 +168,11 @@ enum Command {
         #[arg(long, hide = true, conflicts_with_all = ["collection", "projects", "global", "http"])]
         service: bool,
     },
+    /// Run by an agent after a tool call, with the call as JSON on stdin
+    /// (Claude Code's PostToolUse): after a Read of a Python file, prints
+    /// the context of the lines read as the hook's additionalContext.
+    /// Always exits 0; prints valid JSON or nothing.
+    Hook,
     /// The project's git history: log, blame, diff.
     Git {
         #[command(subcommand)]
@@ -288,6 +293,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Project { command } => return registry::project(command, cli.json),
         Command::Collection { command } => return registry::collection(command, cli.json),
+        // The hook finds its root from the file read, not from the cwd.
+        Command::Hook => {
+            crate::mcp::run_hook();
+            return Ok(());
+        }
         _ => {}
     }
     let root = match &cli.root {
@@ -534,6 +544,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Serve { .. }
+        | Command::Hook
         | Command::Project { .. }
         | Command::Collection { .. }
         | Command::Git { .. }

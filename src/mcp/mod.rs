@@ -20,6 +20,7 @@
 
 mod args;
 mod errors;
+mod hook;
 mod projects;
 mod relay;
 mod rendezvous;
@@ -30,6 +31,7 @@ mod shared;
 mod tools;
 mod wire;
 
+pub use hook::run_hook;
 pub use relay::serve_shared;
 pub use shared::serve_service;
 

@@ -65,7 +65,11 @@ pub fn serve_shared(root: PathBuf, no_cache: bool) -> anyhow::Result<()> {
 }
 
 /// A greeted connection to the service, starting it when none answers.
-fn connect_or_start(root: &Path, place: &Place, no_cache: bool) -> Result<UnixStream, String> {
+pub(super) fn connect_or_start(
+    root: &Path,
+    place: &Place,
+    no_cache: bool,
+) -> Result<UnixStream, String> {
     let deadline = Instant::now() + START_WAIT;
     let mut started: Option<Child> = None;
     let mut starts = 0;

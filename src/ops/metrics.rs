@@ -494,7 +494,7 @@ fn admit(used: &Mutex<BTreeSet<String>>, value: &str) -> String {
 }
 
 /// The context section of a `read_with_context` answer, if it has one.
-fn context_section(answer: &str) -> Option<&str> {
+pub(crate) fn context_section(answer: &str) -> Option<&str> {
     if !answer.starts_with("[Cross-File Context]") {
         return None;
     }

@@ -59,6 +59,10 @@ pub struct Config {
     /// for the same reason as `ranking`.
     #[serde(skip)]
     pub service_idle_seconds: u64,
+    /// Tokens `xfile hook` may add to an agent's turn after a Read. Left
+    /// out of the serialized form for the same reason as `ranking`.
+    #[serde(skip)]
+    pub hook_token_limit: u64,
 }
 
 /// The longest idle time a shared service may be given: a week.
@@ -122,6 +126,11 @@ impl Default for Config {
             excluded_tools: Vec::new(),
             ranking: Ranking::default(),
             service_idle_seconds: 300,
+            // The hook's text arrives unasked on every Read, so it must stay
+            // a small share of the agent's turn; 1,500 tokens holds the
+            // default context (`context_token_limit`, 550) with room for a
+            // raised one, and is the budget the context measurement used.
+            hook_token_limit: 1_500,
         }
     }
 }
@@ -213,6 +222,7 @@ impl Config {
                 "enabled_tools" => check.strings(&mut config.enabled_tools),
                 "excluded_tools" => check.strings(&mut config.excluded_tools),
                 "ranking" => check.ranking(&mut config.ranking),
+                "hook_token_limit" => check.positive(&mut config.hook_token_limit, 9_999),
                 "service_idle_seconds" => {
                     check.positive(&mut config.service_idle_seconds, MAX_SERVICE_IDLE_SECONDS)
                 }
