@@ -125,7 +125,15 @@ fn run_setup(root: &Path, editor: Option<Editor>, yes: bool) -> Result<(), Failu
     let mut out = std::io::stdout().lock();
     for editor in editors {
         let path = root.join(editor.file());
-        if !yes && !confirm(&format!("Write the xfile entry to {}?", path.display()))? {
+        let question = match editor {
+            Editor::ClaudeCode => format!(
+                "Write the xfile entry to {} and its hook to {}?",
+                path.display(),
+                root.join(setup::HOOKS_FILE).display()
+            ),
+            _ => format!("Write the xfile entry to {}?", path.display()),
+        };
+        if !yes && !confirm(&question)? {
             writeln!(out, "{}: left as it is", path.display())?;
             continue;
         }
@@ -133,21 +141,32 @@ fn run_setup(root: &Path, editor: Option<Editor>, yes: bool) -> Result<(), Failu
             message: e.to_string(),
             status: 2,
         })?;
-        match (outcome.changed, outcome.backup) {
-            (false, _) => writeln!(out, "{}: already set up", outcome.path.display())?,
-            (true, Some(backup)) => writeln!(
-                out,
-                "{}: xfile entry written (the previous file is {})",
-                outcome.path.display(),
-                backup.display()
-            )?,
-            (true, None) => writeln!(
-                out,
-                "{}: created with the xfile entry",
-                outcome.path.display()
-            )?,
+        report(&mut out, outcome, "xfile entry")?;
+        // Claude Code also runs xfile's hook after each Read, in the
+        // settings beside its MCP configuration.
+        if editor == Editor::ClaudeCode {
+            let outcome = setup::apply_hook(root, &command).map_err(|e| Failure {
+                message: e.to_string(),
+                status: 2,
+            })?;
+            report(&mut out, outcome, "xfile hook")?;
         }
         writeln!(out, "Next: {}", editor.next_step())?;
+    }
+    Ok(())
+}
+
+/// One line on what `setup` did to a file.
+fn report(out: &mut impl Write, outcome: setup::Outcome, what: &str) -> Result<(), Failure> {
+    match (outcome.changed, outcome.backup) {
+        (false, _) => writeln!(out, "{}: already set up", outcome.path.display())?,
+        (true, Some(backup)) => writeln!(
+            out,
+            "{}: {what} written (the previous file is {})",
+            outcome.path.display(),
+            backup.display()
+        )?,
+        (true, None) => writeln!(out, "{}: created with the {what}", outcome.path.display())?,
     }
     Ok(())
 }

@@ -49,6 +49,8 @@ enum Repair {
     Unlink(PathBuf),
     /// Rewrite the xfile entry of an editor's configuration.
     Editor(Editor),
+    /// Write xfile's hook into Claude Code's settings.
+    Hook,
 }
 
 fn check(name: impl Into<String>, level: Level, detail: impl Into<String>) -> Check {
@@ -99,7 +101,55 @@ fn checks(root: &Path) -> Vec<Check> {
     checks.push(registry());
     checks.push(cache(root));
     checks.extend(Editor::ALL.iter().filter_map(|e| editor(root, *e)));
+    checks.extend(hook(root));
     checks
+}
+
+/// Claude Code's hook, checked where Claude Code is set up (an xfile
+/// entry in `.mcp.json`, or a settings file).
+fn hook(root: &Path) -> Option<Check> {
+    let name = format!("Claude Code hook ({})", setup::HOOKS_FILE);
+    let redo = "xfile setup --editor claude-code --yes (--fix does)";
+    let configured = matches!(setup::current_entry(root, Editor::ClaudeCode), Some(Ok(_)));
+    let commands = match setup::current_hooks(root) {
+        None if !configured => return None,
+        None => Vec::new(),
+        Some(Ok(commands)) => commands,
+        Some(Err(setup::EntryError::Invalid(error))) => {
+            return Some(
+                check(name, Level::Error, format!("does not parse: {error}")).fix(
+                    "repair the JSON by hand, then run `xfile setup --editor claude-code`",
+                    None,
+                ),
+            );
+        }
+        Some(Err(setup::EntryError::Unreadable(why))) => {
+            return Some(check(name, Level::Error, format!("not read: {why}")).fix(
+                "replace it with a regular JSON file, then run `xfile setup --editor claude-code`",
+                None,
+            ));
+        }
+    };
+    let detail = match commands.as_slice() {
+        [] => "no xfile hook: Reads come without their cross-file context".to_string(),
+        [command] => {
+            let program = command.trim_end().trim_end_matches(" hook").trim();
+            let program = program.trim_matches('\'');
+            if runnable(program) {
+                return Some(check(
+                    name,
+                    Level::Ok,
+                    format!("runs `{command}` after each Read"),
+                ));
+            }
+            format!("the command `{command}` does not run an executable")
+        }
+        more => format!(
+            "{} xfile hooks after each Read: each Read gets its context twice",
+            more.len()
+        ),
+    };
+    Some(check(name, Level::Warning, detail).fix(redo, Some(Repair::Hook)))
 }
 
 fn config(root: &Path) -> Vec<Check> {
@@ -365,6 +415,14 @@ fn apply(root: &Path, repair: &Repair) -> Result<String, String> {
         Repair::Unlink(link) => {
             std::fs::remove_file(link).map_err(|e| e.to_string())?;
             Ok(format!("removed the link {}", link.display()))
+        }
+        Repair::Hook => {
+            let outcome =
+                setup::apply_hook(root, &setup::this_binary()).map_err(|e| e.to_string())?;
+            Ok(match outcome.backup {
+                Some(backup) => format!("wrote the xfile hook (backup {})", backup.display()),
+                None => "wrote the xfile hook".to_string(),
+            })
         }
         Repair::Editor(editor) => {
             let outcome =

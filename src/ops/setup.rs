@@ -158,7 +158,157 @@ pub fn current_entry(root: &Path, editor: Editor) -> Option<Result<Value, EntryE
 /// file under `root`: unchanged if it is already there, else the other
 /// contents kept, the old file backed up to `<file>.bak`.
 pub fn apply(root: &Path, editor: Editor, command: &str) -> Result<Outcome, SetupError> {
-    let path = root.join(editor.file());
+    let entry = editor.entry(command, root);
+    let by_hand = json!({ SERVER: entry.clone() }).to_string();
+    rewrite(
+        root,
+        editor.file(),
+        editor.servers_key(),
+        by_hand,
+        |document| {
+            let servers = document
+                .entry(editor.servers_key())
+                .or_insert_with(|| Value::Object(Map::new()));
+            let Value::Object(servers) = servers else {
+                return None;
+            };
+            if servers.get(SERVER) == Some(&entry) {
+                return Some(false);
+            }
+            servers.insert(SERVER.to_string(), entry);
+            Some(true)
+        },
+    )
+}
+
+/// Claude Code's project settings, where its hooks are (root-relative).
+pub const HOOKS_FILE: &str = ".claude/settings.json";
+/// The event and the tool the xfile hook is run after.
+const HOOK_EVENT: &str = "PostToolUse";
+const HOOK_MATCHER: &str = "Read";
+
+/// The shell command that runs the hook with the binary `command`.
+pub fn hook_command(command: &str) -> String {
+    format!("{} hook", shell_quoted(command))
+}
+
+/// `word` as one word for the shell Claude Code runs hooks with.
+fn shell_quoted(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c);
+    match !word.is_empty() && word.chars().all(plain) {
+        true => word.to_string(),
+        false => format!("'{}'", word.replace('\'', r"'\''")),
+    }
+}
+
+/// Whether a hook command is xfile's (of this or any other binary): the
+/// program is named `xfile` and its one argument is `hook`.
+fn is_xfile_hook(command: &str) -> bool {
+    let Some(program) = command.trim().strip_suffix(" hook") else {
+        return false;
+    };
+    let program = program.trim().trim_matches('\'').trim_matches('"');
+    Path::new(program).file_name().is_some_and(|n| n == SERVER)
+}
+
+/// The commands of the xfile hooks run after a Read in Claude Code's
+/// settings under `root`; `None` when there is no settings file.
+pub fn current_hooks(root: &Path) -> Option<Result<Vec<String>, EntryError>> {
+    let text = match read_editor_file(&root.join(HOOKS_FILE)) {
+        Ok(text) => text?,
+        Err(refusal) => return Some(Err(EntryError::Unreadable(refusal.to_string()))),
+    };
+    let parsed = match serde_json::from_str::<Value>(&text) {
+        Ok(value) => value,
+        Err(error) => return Some(Err(EntryError::Invalid(error.to_string()))),
+    };
+    let groups = parsed
+        .pointer(&format!("/hooks/{HOOK_EVENT}"))
+        .and_then(Value::as_array);
+    let commands = groups
+        .into_iter()
+        .flatten()
+        .filter(|group| group.get("matcher").and_then(Value::as_str) == Some(HOOK_MATCHER))
+        .filter_map(|group| group.get("hooks")?.as_array())
+        .flatten()
+        .filter_map(|hook| hook.get("command")?.as_str())
+        .filter(|command| is_xfile_hook(command))
+        .map(str::to_string)
+        .collect();
+    Some(Ok(commands))
+}
+
+/// Writes the xfile hook run after each Read into Claude Code's project
+/// settings under `root`, with the same care as [`apply`]: every other
+/// key and hook kept, an older xfile hook replaced, never two.
+pub fn apply_hook(root: &Path, command: &str) -> Result<Outcome, SetupError> {
+    let ours = json!({
+        "matcher": HOOK_MATCHER,
+        "hooks": [{"type": "command", "command": hook_command(command)}],
+    });
+    let by_hand = json!({ HOOK_EVENT: [ours.clone()] }).to_string();
+    rewrite(root, HOOKS_FILE, "hooks", by_hand, |document| {
+        let hooks = document
+            .entry("hooks")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let groups = hooks
+            .as_object_mut()?
+            .entry(HOOK_EVENT)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()?;
+        let xfile_hooks = |group: &Value| {
+            group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|hook| {
+                    hook.get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(is_xfile_hook)
+                })
+                .count()
+        };
+        let found: usize = groups.iter().map(xfile_hooks).sum();
+        if found == 1 && groups.contains(&ours) {
+            return Some(false);
+        }
+        // Older xfile hooks go; a group left with no hook goes with them.
+        for group in groups.iter_mut() {
+            if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+                list.retain(|hook| {
+                    !hook
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(is_xfile_hook)
+                });
+            }
+        }
+        groups.retain(|group| {
+            group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_none_or(|list| !list.is_empty())
+        });
+        groups.push(ours);
+        Some(true)
+    })
+}
+
+/// Rewrites the JSON object in `file` under `root` with `edit`, which
+/// says whether it changed anything, or `None` when the document's shape
+/// leaves no place for the entry (then the user is told to add
+/// `by_hand` under `key` themselves). The file is backed up to
+/// `<file>.bak` first and replaced whole; links and special files are
+/// refused.
+fn rewrite(
+    root: &Path,
+    file: &str,
+    key: &'static str,
+    by_hand: String,
+    edit: impl FnOnce(&mut Map<String, Value>) -> Option<bool>,
+) -> Result<Outcome, SetupError> {
+    let path = root.join(file);
     let io = |error| SetupError::Io(path.clone(), error);
     let dir = path.parent().unwrap_or(root);
     refuse_symlink(dir)?;
@@ -167,14 +317,7 @@ pub fn apply(root: &Path, editor: Editor, command: &str) -> Result<Outcome, Setu
         Refusal::Io(error) => io(error),
         refusal => SetupError::Unreadable(path.clone(), refusal),
     })?;
-    let entry = editor.entry(command, root);
-    let by_hand = || {
-        SetupError::NotJson(
-            path.clone(),
-            editor.servers_key(),
-            json!({ SERVER: entry.clone() }).to_string(),
-        )
-    };
+    let by_hand = || SetupError::NotJson(path.clone(), key, by_hand.clone());
     let mut document = match &old {
         Some(text) if !text.trim().is_empty() => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => map,
@@ -182,20 +325,17 @@ pub fn apply(root: &Path, editor: Editor, command: &str) -> Result<Outcome, Setu
         },
         _ => Map::new(),
     };
-    let servers = document
-        .entry(editor.servers_key())
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(servers) = servers else {
-        return Err(by_hand());
-    };
-    if servers.get(SERVER) == Some(&entry) {
-        return Ok(Outcome {
-            path,
-            changed: false,
-            backup: None,
-        });
+    match edit(&mut document) {
+        None => return Err(by_hand()),
+        Some(false) => {
+            return Ok(Outcome {
+                path,
+                changed: false,
+                backup: None,
+            });
+        }
+        Some(true) => {}
     }
-    servers.insert(SERVER.to_string(), entry);
     let mut text =
         serde_json::to_string_pretty(&Value::Object(document)).map_err(|e| io(e.into()))?;
     text.push('\n');
