@@ -22,6 +22,7 @@ mod git_index;
 mod git_kept;
 mod git_mcp;
 mod git_shallow;
+mod hook;
 mod hostile;
 mod hostile_round_three;
 mod hostile_round_two;

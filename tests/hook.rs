@@ -1,0 +1,230 @@
+//! `xfile hook`: after a Read of a Python file of a project it prints the
+//! context of exactly the lines read as Claude Code's `additionalContext`,
+//! through the root's shared service; anything else gives nothing, and
+//! always status 0. `setup --editor claude-code` writes the hook, and the
+//! command it wrote answers. Every test has a runtime directory of its
+//! own and kills the services it started.
+
+use crate::common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::runtime::Runtime;
+use serde_json::{Value, json};
+
+/// A cap no test machine reaches: these tests check answers, not time.
+const GENEROUS_MS: &str = "120000";
+
+/// Runs `program args` with `input` on stdin and the runtime's environment.
+fn run(program: &str, args: &[&str], input: &str, env: &[(&str, String)]) -> Output {
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("XFILE_HOOK_TIMEOUT_MS", GENEROUS_MS)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("xfile hook starts");
+    if let Some(mut stdin) = child.stdin.take() {
+        // The hook may stop reading early (it ignores input it cannot use).
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    child.wait_with_output().expect("xfile hook ends")
+}
+
+fn hook(input: &str, runtime: &Runtime) -> Output {
+    run(
+        env!("CARGO_BIN_EXE_xfile"),
+        &["hook"],
+        input,
+        &runtime.env(),
+    )
+}
+
+/// The documented input of a Read of `file`.
+fn read_call(file: &Path, offset: Option<u64>, limit: Option<u64>) -> String {
+    let mut input = json!({"file_path": file});
+    if let Some(offset) = offset {
+        input["offset"] = json!(offset);
+    }
+    if let Some(limit) = limit {
+        input["limit"] = json!(limit);
+    }
+    json!({
+        "session_id": "s-1",
+        "cwd": file.parent(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": input,
+        "tool_response": {"type": "text"},
+    })
+    .to_string()
+}
+
+/// The `additionalContext` of a hook's answer, checking the rest of it.
+fn context(output: &Output) -> String {
+    assert!(output.status.success(), "{output:?}");
+    let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("a context text")
+        .to_string()
+}
+
+fn assert_quiet(output: &Output, what: &str) {
+    assert!(output.status.success(), "{what}: {output:?}");
+    assert!(output.stdout.is_empty(), "{what}: {output:?}");
+}
+
+#[test]
+fn a_read_gets_the_definitions_its_lines_use_and_no_others() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    // Lines 8-10 of app/bot.py: `class EchoBot` and `__init__`, which
+    // builds a `Storage`; `User`, `Message` and the retry helper are used
+    // further down only.
+    let bot = sample.path().join("app/bot.py");
+    let text = context(&hook(&read_call(&bot, Some(8), Some(3)), &runtime));
+    assert!(
+        text.lines()
+            .any(|line| line == "class Storage  # app/storage.py:6-16"),
+        "{text}"
+    );
+    for unused in ["class Message", "class User", "retry_with_backoff"] {
+        assert!(!text.contains(unused), "{unused}: {text}");
+    }
+    // The file read whole: those further down come too.
+    let whole = context(&hook(&read_call(&bot, None, None), &runtime));
+    assert!(
+        whole.contains("class Message(Base)  # app/models.py"),
+        "{whole}"
+    );
+}
+
+#[test]
+fn anything_but_a_read_of_python_in_a_project_gives_nothing() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let bot = sample.path().join("app/bot.py");
+    let edit = read_call(&bot, None, None).replace("\"Read\"", "\"Edit\"");
+    assert_quiet(&hook(&edit, &runtime), "an Edit");
+    let toml = sample.path().join("pyproject.toml");
+    assert_quiet(
+        &hook(&read_call(&toml, None, None), &runtime),
+        "a non-Python file",
+    );
+    assert_quiet(&hook("{\"tool_name\": \"Read\", ", &runtime), "cut JSON");
+    assert_quiet(&hook("not json at all", &runtime), "not JSON");
+    assert_quiet(&hook("", &runtime), "no input");
+    let missing = sample.path().join("app/missing.py");
+    assert_quiet(
+        &hook(&read_call(&missing, None, None), &runtime),
+        "a missing file",
+    );
+    let outside = tempfile::tempdir().expect("tempdir");
+    let loose = outside.path().join("loose.py");
+    std::fs::write(&loose, "from os import path\nx = path.join('a')\n").expect("write");
+    let marked = loose
+        .ancestors()
+        .any(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").exists());
+    if !marked {
+        assert_quiet(
+            &hook(&read_call(&loose, None, None), &runtime),
+            "a file in no project",
+        );
+    }
+    // None of these was worth a service.
+    assert!(
+        runtime.files("sock").is_empty(),
+        "{:?}",
+        runtime.files("sock")
+    );
+}
+
+#[test]
+fn a_hook_that_cannot_reach_a_service_logs_why_and_prints_nothing() {
+    let sample = common::copy_sample();
+    let bot = sample.path().join("app/bot.py");
+    let env = [("XFILE_RUNTIME_DIR", "relative/dir".to_string())];
+    let output = run(
+        env!("CARGO_BIN_EXE_xfile"),
+        &["hook"],
+        &read_call(&bot, Some(1), Some(5)),
+        &env,
+    );
+    assert_quiet(&output, "no runtime directory");
+    let log = std::fs::read_to_string(sample.path().join(".cross_file_context_logs/hook.log"))
+        .expect("the hook log");
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.contains("must be an absolute path"), "{log}");
+}
+
+#[test]
+fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let home = tempfile::tempdir().expect("home");
+    let settings = sample.path().join(".claude/settings.json");
+    std::fs::create_dir_all(sample.path().join(".claude")).expect("mkdir");
+    let theirs = json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "echo ran"}]});
+    std::fs::write(
+        &settings,
+        json!({"model": "sonnet", "hooks": {"PostToolUse": [theirs.clone()]}}).to_string(),
+    )
+    .expect("write settings");
+    let setup = || {
+        let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+            .args(["setup", "--editor", "claude-code", "--yes", "--root"])
+            .arg(sample.path())
+            .env("XFILE_HOME", home.path())
+            .output()
+            .expect("setup runs");
+        assert!(output.status.success(), "{output:?}");
+    };
+    setup();
+    setup();
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).expect("settings")).expect("JSON");
+    assert_eq!(written["model"], "sonnet");
+    let groups = written["hooks"]["PostToolUse"]
+        .as_array()
+        .expect("PostToolUse hooks");
+    assert_eq!(groups.len(), 2, "{written}");
+    assert_eq!(groups[0], theirs);
+    assert_eq!(groups[1]["matcher"], "Read");
+    let ours = groups[1]["hooks"].as_array().expect("hooks");
+    assert_eq!(ours.len(), 1, "{written}");
+    assert_eq!(ours[0]["type"], "command");
+    let command = ours[0]["command"].as_str().expect("a command");
+    assert!(command.ends_with(" hook"), "{command}");
+    // Run as Claude Code runs it: by the shell, the documented JSON on stdin.
+    let bot = sample.path().join("app/bot.py");
+    let output = run(
+        "sh",
+        &["-c", command],
+        &read_call(&bot, Some(8), Some(3)),
+        &runtime.env(),
+    );
+    let text = context(&output);
+    assert!(
+        text.lines()
+            .any(|line| line == "class Storage  # app/storage.py:6-16"),
+        "{text}"
+    );
+    let doctor = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["doctor", "--root"])
+        .arg(sample.path())
+        .env("XFILE_HOME", home.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("doctor runs");
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        report.contains("✓ Claude Code hook (.claude/settings.json): runs `"),
+        "{report}"
+    );
+}
