@@ -228,3 +228,30 @@ fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
         "{report}"
     );
 }
+
+#[test]
+fn setup_refuses_a_settings_file_that_is_a_link() {
+    let sample = common::copy_sample();
+    let home = tempfile::tempdir().expect("home");
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    let target = elsewhere.path().join("settings.json");
+    std::fs::write(&target, "{\"theirs\": true}\n").expect("write");
+    std::fs::create_dir_all(sample.path().join(".claude")).expect("mkdir");
+    std::os::unix::fs::symlink(&target, sample.path().join(".claude/settings.json"))
+        .expect("symlink");
+    let output = Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(["setup", "--editor", "claude-code", "--yes", "--root"])
+        .arg(sample.path())
+        .env("XFILE_HOME", home.path())
+        .output()
+        .expect("setup runs");
+    assert!(!output.status.success(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("symbolic link"),
+        "{output:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("target"),
+        "{\"theirs\": true}\n"
+    );
+}
