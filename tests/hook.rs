@@ -97,6 +97,11 @@ fn a_read_gets_the_definitions_its_lines_use_and_no_others() {
     for unused in ["class Message", "class User", "retry_with_backoff"] {
         assert!(!text.contains(unused), "{unused}: {text}");
     }
+    // Line 1 imports a third-party module only: nothing to add.
+    assert_quiet(
+        &hook(&read_call(&bot, Some(1), Some(1)), &runtime),
+        "a line that uses nothing of the project",
+    );
     // The file read whole: those further down come too.
     let whole = context(&hook(&read_call(&bot, None, None), &runtime));
     assert!(

@@ -280,6 +280,11 @@ fn reply(reader: &mut BufReader<UnixStream>, id: u64) -> Result<Value, String> {
 fn context_of(answer: &str, limit: u64) -> Option<String> {
     let section = crate::ops::metrics::context_section(answer)?;
     let section = section.trim_end().trim_end_matches("---").trim_end();
+    // A header with nothing under it: the lines use nothing from elsewhere.
+    let bare = |text: &str| text.lines().skip(1).all(|line| line.trim().is_empty());
+    if bare(section) {
+        return None;
+    }
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     if count_tokens(section) <= limit {
         return Some(section.to_string()).filter(|s| !s.is_empty());
@@ -293,7 +298,7 @@ fn context_of(answer: &str, limit: u64) -> Option<String> {
         kept = longer;
     }
     let kept = kept.trim_end();
-    (!kept.is_empty()).then(|| kept.to_string())
+    (!bare(kept)).then(|| kept.to_string())
 }
 
 /// Appends one line to the project's hook log, rotating it when large;
@@ -343,10 +348,13 @@ mod tests {
         assert!(whole.ends_with("class B  # b.py:1"), "{whole}");
         let cut = context_of(answer, 12).unwrap_or_default();
         assert!(!cut.contains("class B"), "{cut}");
+        assert_eq!(context_of(answer, 3), None);
         assert_eq!(
             context_of("[File Content: lines 1-2 of 2]\nx\n", 1_000),
             None
         );
+        let empty = "[Cross-File Context]\n\n---\n\n[File Content: lines 1-1 of 2]\nx\n";
+        assert_eq!(context_of(empty, 1_000), None);
     }
 
     #[test]
