@@ -111,6 +111,24 @@ fn a_read_gets_the_definitions_its_lines_use_and_no_others() {
 }
 
 #[test]
+fn hook_token_limit_cuts_the_context_at_a_line() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let bot = sample.path().join("app/bot.py");
+    let call = read_call(&bot, Some(12), Some(5));
+    let full = context(&hook(&call, &runtime));
+    assert!(full.contains("retry_with_backoff"), "{full}");
+    std::fs::write(
+        sample.path().join(".cross_file_context_links.yml"),
+        "hook_token_limit: 40\n",
+    )
+    .expect("write the configuration");
+    let cut = context(&hook(&call, &runtime));
+    assert!(full.starts_with(&cut) && cut.len() < full.len(), "{cut}");
+    assert!(!cut.contains("retry_with_backoff"), "{cut}");
+}
+
+#[test]
 fn anything_but_a_read_of_python_in_a_project_gives_nothing() {
     let sample = common::copy_sample();
     let runtime = Runtime::new();

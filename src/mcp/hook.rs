@@ -125,7 +125,14 @@ fn answer(deadline: Instant, root_found: &mpsc::Sender<(PathBuf, PathBuf)>) -> O
         Ok(text) => text,
         Err(why) => return failed(why),
     };
-    let limit = Config::load(&read.root).0.hook_token_limit;
+    let config = Config::load(&read.root).0;
+    // The service already keeps the section within `context_token_limit`:
+    // when that is the smaller limit the hook need not count again, and
+    // spares the agent the tokenizer's start-up on every Read.
+    let limit = match config.context_token_limit <= config.hook_token_limit {
+        true => None,
+        false => Some(config.hook_token_limit),
+    };
     let Some(context) = context_of(&text, limit) else {
         return Outcome {
             root: Some(read.root),
@@ -276,8 +283,8 @@ fn reply(reader: &mut BufReader<UnixStream>, id: u64) -> Result<Value, String> {
 }
 
 /// The context part of a `read_with_context` answer, cut to `limit`
-/// tokens at a line's end; `None` when there is none.
-fn context_of(answer: &str, limit: u64) -> Option<String> {
+/// tokens (if any) at a line's end; `None` when there is none.
+fn context_of(answer: &str, limit: Option<u64>) -> Option<String> {
     let section = crate::ops::metrics::context_section(answer)?;
     let section = section.trim_end().trim_end_matches("---").trim_end();
     // A header with nothing under it: the lines use nothing from elsewhere.
@@ -285,9 +292,10 @@ fn context_of(answer: &str, limit: u64) -> Option<String> {
     if bare(section) {
         return None;
     }
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    if count_tokens(section) <= limit {
-        return Some(section.to_string()).filter(|s| !s.is_empty());
+    let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    // A token is at least a byte: a short section needs no count.
+    if section.len() <= limit || count_tokens(section) <= limit {
+        return Some(section.to_string());
     }
     let mut kept = String::new();
     for line in section.lines() {
@@ -344,17 +352,17 @@ mod tests {
     #[test]
     fn the_context_is_cut_at_a_line_within_the_limit() {
         let answer = "[Cross-File Context]\nDefinitions:\nclass A  # a.py:1\nclass B  # b.py:1\n\n---\n\n[File Content: lines 1-2 of 2]\nx\n";
-        let whole = context_of(answer, 1_000).unwrap_or_default();
+        let whole = context_of(answer, Some(1_000)).unwrap_or_default();
         assert!(whole.ends_with("class B  # b.py:1"), "{whole}");
-        let cut = context_of(answer, 12).unwrap_or_default();
+        let cut = context_of(answer, Some(12)).unwrap_or_default();
         assert!(!cut.contains("class B"), "{cut}");
-        assert_eq!(context_of(answer, 3), None);
+        assert_eq!(context_of(answer, Some(3)), None);
         assert_eq!(
-            context_of("[File Content: lines 1-2 of 2]\nx\n", 1_000),
+            context_of("[File Content: lines 1-2 of 2]\nx\n", Some(1_000)),
             None
         );
         let empty = "[Cross-File Context]\n\n---\n\n[File Content: lines 1-1 of 2]\nx\n";
-        assert_eq!(context_of(empty, 1_000), None);
+        assert_eq!(context_of(empty, Some(1_000)), None);
     }
 
     #[test]
