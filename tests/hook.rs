@@ -110,6 +110,36 @@ fn a_read_gets_the_definitions_its_lines_use_and_no_others() {
     );
 }
 
+/// The service a hook used is killed: a later call starts another and
+/// answers again (a call may print nothing while that one indexes, since
+/// the hook answers within its cap or not at all).
+#[test]
+fn a_hook_after_its_service_was_killed_starts_another_and_answers() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let call = read_call(&sample.path().join("app/bot.py"), Some(8), Some(3));
+    let before = context(&hook(&call, &runtime));
+    assert!(before.contains("class Storage"), "{before}");
+    let killed = runtime.service_pids();
+    assert_eq!(killed.len(), 1, "one service answered the first call");
+    runtime.kill_services();
+    let mut after = String::new();
+    common::wait_until("a hook call answers again", || {
+        let output = hook(&call, &runtime);
+        assert!(output.status.success(), "a hook always exits 0");
+        after = String::from_utf8_lossy(&output.stdout).into_owned();
+        !after.is_empty()
+    });
+    let answered: Value = serde_json::from_str(&after).expect("the hook prints JSON");
+    assert_eq!(
+        answered["hookSpecificOutput"]["additionalContext"].as_str(),
+        Some(before.as_str())
+    );
+    let running = runtime.service_pids();
+    assert_eq!(running.len(), 1, "one service again");
+    assert_ne!(running, killed);
+}
+
 #[test]
 fn hook_token_limit_cuts_the_context_at_a_line() {
     let sample = common::copy_sample();
