@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""End-to-end latency of `xfile hook` after a Read, with the project's
+service running: process start to JSON on stdout, as an agent's hook
+runner sees it.
+
+    scripts/bench_hook.py ROOT [--reads 50] [--seed 0] [--xfile PATH]
+
+ROOT is copied to a scratch directory (the service writes its cache and
+logs into the tree) and served from a private runtime directory. The first
+call starts the service; calls are repeated until one answers (the hook
+prints nothing rather than late while the first index runs). Then READS
+Python files are sampled with the seed, each read as an agent reads it:
+half whole, half 200 lines from a random offset. Prints each call's
+milliseconds and whether it answered, then p50 / p95 / max and the share
+of reads that got context; the service is killed at the end."""
+import argparse, glob, json, os, random, shutil, signal, statistics, subprocess, sys, tempfile, time
+
+
+def call(xfile, env, path, offset, limit):
+    tool_input = {"file_path": path}
+    if offset is not None:
+        tool_input["offset"] = offset
+        tool_input["limit"] = limit
+    payload = json.dumps({
+        "session_id": "bench",
+        "cwd": os.path.dirname(path),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": tool_input,
+        "tool_response": {"type": "text"},
+    })
+    start = time.perf_counter()
+    done = subprocess.run([xfile, "hook"], input=payload.encode(), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    ms = (time.perf_counter() - start) * 1e3
+    if done.returncode != 0:
+        sys.exit(f"the hook exited {done.returncode}")
+    text = ""
+    if done.stdout:
+        text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    return ms, text
+
+
+def percentile(values, share):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root")
+    parser.add_argument("--reads", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--xfile", default="target/release/xfile")
+    args = parser.parse_args()
+    xfile = os.path.abspath(args.xfile)
+    scratch = tempfile.mkdtemp(prefix="bench-hook-")
+    runtime = os.path.join(scratch, "runtime")
+    os.mkdir(runtime, 0o700)
+    tree = os.path.join(scratch, "tree")
+    shutil.copytree(args.root, tree, symlinks=True)
+    # A project marker, so that the hook finds the copy's root.
+    if not os.path.exists(os.path.join(tree, "pyproject.toml")):
+        open(os.path.join(tree, "pyproject.toml"), "w").close()
+    env = dict(os.environ, XFILE_RUNTIME_DIR=runtime)
+    files = sorted(p for p in glob.glob(os.path.join(tree, "**", "*.py"), recursive=True)
+                   if os.path.getsize(p) > 0)
+    try:
+        started = time.perf_counter()
+        while True:
+            _, text = call(xfile, env, files[0], None, None)
+            if text or time.perf_counter() - started > 120:
+                break
+        print(f"service ready after {time.perf_counter() - started:.1f} s")
+        rng = random.Random(args.seed)
+        times, answered = [], 0
+        for path in rng.sample(files, min(args.reads, len(files))):
+            lines = sum(1 for _ in open(path, encoding="utf-8", errors="replace"))
+            if rng.random() < 0.5 or lines <= 200:
+                offset = limit = None
+            else:
+                offset, limit = rng.randint(1, lines - 199), 200
+            ms, text = call(xfile, env, path, offset, limit)
+            times.append(ms)
+            answered += bool(text)
+            span = "whole" if offset is None else f"{offset}+{limit}"
+            print(f"{ms:7.1f} ms  {'context' if text else 'nothing':7}  {os.path.relpath(path, tree)} {span}")
+        print(json.dumps({
+            "reads": len(times),
+            "p50_ms": round(statistics.median(times), 1),
+            "p95_ms": round(percentile(times, 0.95), 1),
+            "max_ms": round(max(times), 1),
+            "with_context": f"{answered}/{len(times)}",
+        }))
+    finally:
+        for pid_file in glob.glob(os.path.join(runtime, "*.pid")):
+            try:
+                os.kill(int(open(pid_file).read().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
