@@ -140,6 +140,31 @@ fn a_hook_after_its_service_was_killed_starts_another_and_answers() {
     assert_ne!(running, killed);
 }
 
+/// A hook call is a question of the agent's session, not a session: the
+/// service writes no session record for it, only for the MCP session.
+#[test]
+fn hook_calls_leave_no_session_record() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let call = read_call(&sample.path().join("app/bot.py"), Some(8), Some(3));
+    for _ in 0..2 {
+        assert!(context(&hook(&call, &runtime)).contains("class Storage"));
+    }
+    let env = runtime.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let root = sample.path().to_str().expect("UTF-8 test path");
+    let mut session = common::mcp_client::Client::serve(&["--root", root], &env);
+    let (error, text) = session.call("read_with_context", json!({"file_path": "app/bot.py"}));
+    assert!(!error, "{text}");
+    // The session's record is written before its relay sees the end.
+    assert!(session.disconnect().success());
+    let log = sample
+        .path()
+        .join(".cross_file_context_logs/session_metrics.jsonl");
+    let records = std::fs::read_to_string(&log).expect("session records");
+    assert_eq!(records.lines().count(), 1, "{records}");
+}
+
 #[test]
 fn hook_token_limit_cuts_the_context_at_a_line() {
     let sample = common::copy_sample();

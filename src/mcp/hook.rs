@@ -23,6 +23,9 @@ use crate::service::context::count_tokens;
 use crate::service::jsonl::LOG_DIR;
 use crate::workspace::config::Config;
 
+/// The name the hook gives itself to the service, which writes no session
+/// record for it.
+pub(crate) const CLIENT_NAME: &str = "xfile-hook";
 /// Overrides the time cap, in milliseconds (tests, slow machines).
 pub(crate) const TIMEOUT_ENV: &str = "XFILE_HOOK_TIMEOUT_MS";
 /// The time cap: the agent waits for the hook before it goes on, so it
@@ -228,7 +231,7 @@ fn ask_service(read: &ReadCall, deadline: Instant) -> Result<String, String> {
         "params": {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": {"name": "xfile-hook", "version": env!("CARGO_PKG_VERSION")},
+            "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
         }
     }))?;
     reply(&mut reader, 1)?;

@@ -379,11 +379,19 @@ pub(crate) fn tracing_to_stderr() {
 /// Serves the client on `wire` until it closes its side. A handshake
 /// that fails (an `initialize` rmcp cannot accept) is logged and the next
 /// `initialize` starts over: the server stays up whatever arrives.
-async fn session(server: XfileServer, wire: &wire::Wire) -> anyhow::Result<()> {
+/// One MCP session over `wire`, until the client leaves; gives the name the
+/// client gave itself, if it got that far.
+async fn session(server: XfileServer, wire: &wire::Wire) -> anyhow::Result<Option<String>> {
     loop {
         match server.clone().serve(wire.link()).await {
-            Ok(running) => return running.waiting().await.map(drop).map_err(Into::into),
-            Err(_) if wire.input_ended() => return Ok(()),
+            Ok(running) => {
+                let client = running
+                    .peer()
+                    .peer_info()
+                    .map(|i| i.client_info.name.clone());
+                return running.waiting().await.map(|_| client).map_err(Into::into);
+            }
+            Err(_) if wire.input_ended() => return Ok(None),
             Err(error) => {
                 tracing::warn!(%error, "the client's handshake failed; waiting for a new initialize");
                 wire.restart();
@@ -410,7 +418,7 @@ fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow
         // The session ends when the client disconnects or the process is
         // asked to stop; either way its metrics are written.
         let ended = tokio::select! {
-            quit = session(server, &wire) => quit,
+            quit = session(server, &wire) => quit.map(drop),
             () = crate::ops::terminated() => Ok(()),
         };
         wire.finish().await;

@@ -253,17 +253,25 @@ async fn connection(
     let wire = wire::Wire::over(read, write);
     let ended = tokio::select! {
         ended = session(server, &wire) => ended,
-        () = stop.cancelled() => Ok(()),
+        () = stop.cancelled() => Ok(None),
     };
-    if let Err(error) = ended {
-        tracing::warn!(session = id, "a session ended with an error: {error}");
+    let client = match ended {
+        Ok(client) => client,
+        Err(error) => {
+            tracing::warn!(session = id, "a session ended with an error: {error}");
+            None
+        }
+    };
+    // A hook's call is one question of the agent's session, not a session
+    // of its own: it leaves no record to skew the sessions' statistics.
+    if client.as_deref() != Some(super::hook::CLIENT_NAME) {
+        let ready = projects
+            .started()
+            .into_iter()
+            .filter_map(|m| Some((m.name.clone(), m.root.clone(), m.ready_now()?)))
+            .collect();
+        crate::ops::end_sessions(id, ready).await;
     }
-    let ready = projects
-        .started()
-        .into_iter()
-        .filter_map(|m| Some((m.name.clone(), m.root.clone(), m.ready_now()?)))
-        .collect();
-    crate::ops::end_sessions(id, ready).await;
     metrics::global().close_session(id);
     wire.finish().await;
 }
