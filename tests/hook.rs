@@ -44,8 +44,17 @@ fn hook(input: &str, runtime: &Runtime) -> Output {
     )
 }
 
-/// The documented input of a Read of `file`.
+/// The documented input of a Read of `file`, in an agent session of its
+/// own (so that nothing was given to it before).
 fn read_call(file: &Path, offset: Option<u64>, limit: Option<u64>) -> String {
+    static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let session = format!("s-{}-{n}", std::process::id());
+    read_call_in(&session, file, offset, limit)
+}
+
+/// The documented input of a Read of `file` in agent session `session`.
+fn read_call_in(session: &str, file: &Path, offset: Option<u64>, limit: Option<u64>) -> String {
     let mut input = json!({"file_path": file});
     if let Some(offset) = offset {
         input["offset"] = json!(offset);
@@ -54,7 +63,7 @@ fn read_call(file: &Path, offset: Option<u64>, limit: Option<u64>) -> String {
         input["limit"] = json!(limit);
     }
     json!({
-        "session_id": "s-1",
+        "session_id": session,
         "cwd": file.parent(),
         "hook_event_name": "PostToolUse",
         "tool_name": "Read",
@@ -117,15 +126,15 @@ fn a_read_gets_the_definitions_its_lines_use_and_no_others() {
 fn a_hook_after_its_service_was_killed_starts_another_and_answers() {
     let sample = common::copy_sample();
     let runtime = Runtime::new();
-    let call = read_call(&sample.path().join("app/bot.py"), Some(8), Some(3));
-    let before = context(&hook(&call, &runtime));
+    let bot = sample.path().join("app/bot.py");
+    let before = context(&hook(&read_call(&bot, Some(8), Some(3)), &runtime));
     assert!(before.contains("class Storage"), "{before}");
     let killed = runtime.service_pids();
     assert_eq!(killed.len(), 1, "one service answered the first call");
     runtime.kill_services();
     let mut after = String::new();
     common::wait_until("a hook call answers again", || {
-        let output = hook(&call, &runtime);
+        let output = hook(&read_call(&bot, Some(8), Some(3)), &runtime);
         assert!(output.status.success(), "a hook always exits 0");
         after = String::from_utf8_lossy(&output.stdout).into_owned();
         !after.is_empty()
@@ -146,8 +155,9 @@ fn a_hook_after_its_service_was_killed_starts_another_and_answers() {
 fn hook_calls_leave_no_session_record() {
     let sample = common::copy_sample();
     let runtime = Runtime::new();
-    let call = read_call(&sample.path().join("app/bot.py"), Some(8), Some(3));
+    let bot = sample.path().join("app/bot.py");
     for _ in 0..2 {
+        let call = read_call(&bot, Some(8), Some(3));
         assert!(context(&hook(&call, &runtime)).contains("class Storage"));
     }
     let env = runtime.env();
@@ -163,6 +173,60 @@ fn hook_calls_leave_no_session_record() {
         .join(".cross_file_context_logs/session_metrics.jsonl");
     let records = std::fs::read_to_string(&log).expect("session records");
     assert_eq!(records.lines().count(), 1, "{records}");
+}
+
+/// One agent session is not given a definition twice while it is
+/// unchanged: a Read that uses nothing new gives nothing, a later one names
+/// what came before, a changed definition comes again, and another session
+/// gets everything.
+#[test]
+fn a_session_is_given_each_definition_once_until_it_changes() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let bot = sample.path().join("app/bot.py");
+    let first = context(&hook(
+        &read_call_in("agent-a", &bot, Some(8), Some(3)),
+        &runtime,
+    ));
+    assert!(
+        first.contains("class Storage  # app/storage.py:6-16"),
+        "{first}"
+    );
+    assert_quiet(
+        &hook(&read_call_in("agent-a", &bot, Some(8), Some(3)), &runtime),
+        "the same lines again",
+    );
+    let whole = context(&hook(&read_call_in("agent-a", &bot, None, None), &runtime));
+    assert!(whole.contains("class Message(Base)"), "{whole}");
+    assert!(!whole.contains("class Storage  #"), "{whole}");
+    assert!(
+        whole.ends_with("Given earlier in this session, unchanged: class Storage."),
+        "{whole}"
+    );
+    let other = context(&hook(
+        &read_call_in("agent-b", &bot, Some(8), Some(3)),
+        &runtime,
+    ));
+    assert_eq!(other, first, "another session starts with nothing given");
+    let storage = sample.path().join("app/storage.py");
+    let text = std::fs::read_to_string(&storage).unwrap();
+    let changed = text.replace(
+        "def put(self, row: models.Base)",
+        "def put(self, row: models.Base, at: int = 0)",
+    );
+    assert_ne!(
+        changed, text,
+        "the fixture has the signature this test edits"
+    );
+    std::fs::write(&storage, changed).unwrap();
+    let again = context(&hook(
+        &read_call_in("agent-a", &bot, Some(8), Some(3)),
+        &runtime,
+    ));
+    assert!(
+        again.contains("def put(self, row: models.Base, at: int = 0)"),
+        "{again}"
+    );
 }
 
 #[test]

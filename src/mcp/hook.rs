@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::given::Given;
 use super::relay;
 use super::rendezvous;
 use crate::service::context::count_tokens;
@@ -136,7 +137,18 @@ fn answer(deadline: Instant, root_found: &mpsc::Sender<(PathBuf, PathBuf)>) -> O
         true => None,
         false => Some(config.hook_token_limit),
     };
-    let Some(context) = context_of(&text, limit) else {
+    let context = context_of(&text, limit);
+    // What this agent session was given already and is unchanged is not
+    // given again.
+    let context = match (context, read.session.as_deref().and_then(Given::load)) {
+        (Some(context), Some(mut given)) => {
+            let new = given.strip(&context);
+            given.save();
+            new
+        }
+        (context, _) => context,
+    };
+    let Some(context) = context else {
         return Outcome {
             root: Some(read.root),
             ..Outcome::nothing()
@@ -162,6 +174,8 @@ struct ReadCall {
     file: PathBuf,
     start_line: u64,
     end_line: Option<u64>,
+    /// The agent's session, for what it was given already.
+    session: Option<String>,
 }
 
 impl ReadCall {
@@ -199,11 +213,16 @@ impl ReadCall {
         let end_line = number("limit")
             .filter(|&n| n > 0)
             .map(|limit| start_line.saturating_add(limit - 1));
+        let session = call
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         Some(ReadCall {
             root,
             file,
             start_line,
             end_line,
+            session,
         })
     }
 }

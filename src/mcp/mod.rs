@@ -20,6 +20,7 @@
 
 mod args;
 mod errors;
+mod given;
 mod hook;
 mod projects;
 mod relay;

@@ -36,8 +36,7 @@ pub(crate) struct Place {
 /// The place of the service of `root` (canonical), the directory made
 /// ready. `no_cache` services are separate: the flag is the process's.
 pub(crate) fn place(root: &Path, no_cache: bool) -> Result<Place, String> {
-    let dir = runtime_dir()?;
-    ensure_private(&dir)?;
+    let dir = private_dir()?;
     let name = name(root, no_cache);
     let socket = dir.join(format!("{name}.sock"));
     if socket.as_os_str().len() > SOCKET_PATH_MAX {
@@ -53,6 +52,13 @@ pub(crate) fn place(root: &Path, no_cache: bool) -> Result<Place, String> {
         pid: dir.join(format!("{name}.pid")),
         log: dir.join(format!("{name}.log")),
     })
+}
+
+/// The user's private runtime directory, made ready.
+pub(crate) fn private_dir() -> Result<PathBuf, String> {
+    let dir = runtime_dir()?;
+    ensure_private(&dir)?;
+    Ok(dir)
 }
 
 /// `$XFILE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/xfile`, else a directory
