@@ -10,7 +10,8 @@ logs into the tree) and served from a private runtime directory. The first
 call starts the service; calls are repeated until one answers (the hook
 prints nothing rather than late while the first index runs). Then READS
 Python files are sampled with the seed, each read as an agent reads it:
-half whole, half 200 lines from a random offset. Prints each call's
+half whole, half 200 lines from a random offset, all in one agent session
+(so definitions given before are left out, as for an agent). Prints each call's
 milliseconds and whether it answered, then p50 / p95 / max and the share
 of reads that got context; the service is killed at the end."""
 import argparse, glob, json, os, random, shutil, signal, statistics, subprocess, sys, tempfile, time
