@@ -2,7 +2,7 @@
 //! as a cold index of the same tree, whatever happened to the tree or to the
 //! cache file in between.
 
-use crate::common;
+use crate::common::{self, xfile};
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -44,15 +44,6 @@ fn cold(root: &Path) -> Service {
 
 fn cache_file(root: &Path) -> std::path::PathBuf {
     root.join(warm::DIR).join(warm::FILE)
-}
-
-fn xfile(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xfile"))
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .output()
-        .expect("xfile runs")
 }
 
 fn stdout(output: &Output) -> String {

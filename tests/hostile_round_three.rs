@@ -7,7 +7,7 @@
 
 #![cfg(unix)]
 
-use crate::common;
+use crate::common::{self, xfile};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,15 +19,6 @@ fn xfile_in(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_xfile"))
         .args(args)
         .current_dir(cwd)
-        .output()
-        .expect("xfile runs")
-}
-
-fn xfile(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xfile"))
-        .args(args)
-        .arg("--root")
-        .arg(root)
         .output()
         .expect("xfile runs")
 }

@@ -45,48 +45,25 @@ fn main() {
 
 /// Hashes for the warm-start cache's key: the rules, the front end whose
 /// output the cache holds (its sources and the locked parser versions), and
-/// the engine that turns facts into the answers the cache keeps. A
-/// different hash only costs a rebuild, so the std hasher suffices; nothing
-/// adversarial is at stake.
+/// the engine that turns facts into the answers the cache keeps.
 fn write_cache_keys(root: &Path, rules: &[PathBuf]) {
-    use std::hash::{DefaultHasher, Hasher};
-    // Paths are hashed from the workspace's root, so a key does not depend
-    // on where the checkout is.
-    let hash_files = |paths: &[PathBuf]| {
-        let mut hasher = DefaultHasher::new();
-        for path in paths {
-            let named = path.strip_prefix(root).unwrap_or(path);
-            hasher.write(named.to_string_lossy().as_bytes());
-            hasher.write(&std::fs::read(path).expect("unreadable source file"));
-        }
-        format!("{:016x}", hasher.finish())
-    };
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("unreadable source directory") {
-            let path = entry.expect("unreadable source directory").path();
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
+    use xfile_rules::sources::{hash, rust_files};
     let front_end_dir = root.join("crates/xfile-python");
     let lock = root.join("Cargo.lock");
     println!("cargo:rerun-if-changed={}", front_end_dir.display());
     println!("cargo:rerun-if-changed={}", lock.display());
     let mut front_end = vec![lock];
-    rust_files(&front_end_dir, &mut front_end);
+    front_end.extend(rust_files(&front_end_dir));
     front_end.sort();
-    let mut engine = front_end.clone();
     let engine_dir = root.join("crates/xfile-engine/src");
     println!("cargo:rerun-if-changed={}", engine_dir.display());
-    rust_files(&engine_dir, &mut engine);
+    let mut engine = front_end.clone();
+    engine.extend(rust_files(&engine_dir));
     engine.sort();
-    println!("cargo:rustc-env=XFILE_RULES_HASH={}", hash_files(rules));
+    println!("cargo:rustc-env=XFILE_RULES_HASH={}", hash(root, rules));
     println!(
         "cargo:rustc-env=XFILE_FRONT_END_HASH={}",
-        hash_files(&front_end)
+        hash(root, &front_end)
     );
-    println!("cargo:rustc-env=XFILE_ENGINE_HASH={}", hash_files(&engine));
+    println!("cargo:rustc-env=XFILE_ENGINE_HASH={}", hash(root, &engine));
 }

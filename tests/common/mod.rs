@@ -216,3 +216,13 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// `xfile ARGS --root ROOT`, run to its end.
+pub fn xfile(root: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_xfile"))
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .output()
+        .expect("xfile runs")
+}

@@ -34,6 +34,7 @@ mod error;
 mod fixture;
 mod generate;
 mod parse;
+pub mod sources;
 mod stages;
 
 pub use error::{Error, Location, Problem};
