@@ -423,12 +423,7 @@ fn run(server: impl FnOnce() -> XfileServer, http: Option<SocketAddr>) -> anyhow
             () = crate::ops::terminated() => Ok(()),
         };
         wire.finish().await;
-        let ready = projects
-            .started()
-            .into_iter()
-            .filter_map(|m| Some((m.name.clone(), m.root.clone(), m.ready_now()?)))
-            .collect();
-        crate::ops::end_sessions(PROCESS_SESSION, ready).await;
+        projects.end_session(PROCESS_SESSION).await;
         ended
     });
     // A blocking read of stdin cannot be cancelled (after SIGTERM the

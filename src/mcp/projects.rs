@@ -268,6 +268,17 @@ impl Projects {
         }
     }
 
+    /// Writes session `id`'s metrics record of each project whose first
+    /// index is done (a project still indexing did nothing to report).
+    pub(crate) async fn end_session(&self, id: crate::ops::metrics::SessionId) {
+        let ready = self
+            .started()
+            .into_iter()
+            .filter_map(|m| Some((m.name.clone(), m.root.clone(), m.ready_now()?)))
+            .collect();
+        crate::ops::end_sessions(id, ready).await;
+    }
+
     /// The server's scope, or `session`'s (a server of one root has no
     /// sessions and ignores it).
     pub(crate) fn scope(&self, session: Option<&str>) -> Result<Scope, ToolError> {

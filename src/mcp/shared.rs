@@ -265,12 +265,7 @@ async fn connection(
     // A hook's call is one question of the agent's session, not a session
     // of its own: it leaves no record to skew the sessions' statistics.
     if client.as_deref() != Some(super::hook::CLIENT_NAME) {
-        let ready = projects
-            .started()
-            .into_iter()
-            .filter_map(|m| Some((m.name.clone(), m.root.clone(), m.ready_now()?)))
-            .collect();
-        crate::ops::end_sessions(id, ready).await;
+        projects.end_session(id).await;
     }
     metrics::global().close_session(id);
     wire.finish().await;
