@@ -319,14 +319,12 @@ fn context_of(answer: &str, limit: Option<u64>) -> Option<String> {
     if section.len() <= limit || count_tokens(section) <= limit {
         return Some(section.to_string());
     }
-    let mut kept = String::new();
-    for line in section.lines() {
-        let longer = format!("{kept}{line}\n");
-        if count_tokens(&longer) > limit {
-            break;
-        }
-        kept = longer;
-    }
+    // Cut at a line, each line tokenized once, as answers cut part by
+    // part are.
+    use crate::service::paging::{fitting_parts, part_tokens};
+    let lines: Vec<String> = section.lines().map(|line| format!("{line}\n")).collect();
+    let keep = fitting_parts(&part_tokens(&lines), limit);
+    let kept = lines[..keep].concat();
     let kept = kept.trim_end();
     (!bare(kept)).then(|| kept.to_string())
 }
