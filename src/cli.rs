@@ -170,7 +170,8 @@ enum Command {
     },
     /// Run by an agent after a tool call, with the call as JSON on stdin
     /// (Claude Code's PostToolUse): after a Read of a Python file, prints
-    /// the context of the lines read as the hook's additionalContext.
+    /// the context of the lines read as the hook's additionalContext;
+    /// after an Edit, MultiEdit or Write, what the edit may break.
     /// Always exits 0; prints valid JSON or nothing.
     Hook,
     /// The project's git history: log, blame, diff.

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 const GENEROUS_MS: &str = "120000";
 
 /// Runs `program args` with `input` on stdin and the runtime's environment.
-fn run(program: &str, args: &[&str], input: &str, env: &[(&str, String)]) -> Output {
+pub(crate) fn run(program: &str, args: &[&str], input: &str, env: &[(&str, String)]) -> Output {
     let mut child = Command::new(program)
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
@@ -35,7 +35,7 @@ fn run(program: &str, args: &[&str], input: &str, env: &[(&str, String)]) -> Out
     child.wait_with_output().expect("xfile hook ends")
 }
 
-fn hook(input: &str, runtime: &Runtime) -> Output {
+pub(crate) fn hook(input: &str, runtime: &Runtime) -> Output {
     run(
         env!("CARGO_BIN_EXE_xfile"),
         &["hook"],
@@ -46,7 +46,7 @@ fn hook(input: &str, runtime: &Runtime) -> Output {
 
 /// The documented input of a Read of `file`, in an agent session of its
 /// own (so that nothing was given to it before).
-fn read_call(file: &Path, offset: Option<u64>, limit: Option<u64>) -> String {
+pub(crate) fn read_call(file: &Path, offset: Option<u64>, limit: Option<u64>) -> String {
     static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let session = format!("s-{}-{n}", std::process::id());
@@ -74,7 +74,7 @@ fn read_call_in(session: &str, file: &Path, offset: Option<u64>, limit: Option<u
 }
 
 /// The `additionalContext` of a hook's answer, checking the rest of it.
-fn context(output: &Output) -> String {
+pub(crate) fn context(output: &Output) -> String {
     assert!(output.status.success(), "{output:?}");
     let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
     assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PostToolUse");
@@ -84,7 +84,7 @@ fn context(output: &Output) -> String {
         .to_string()
 }
 
-fn assert_quiet(output: &Output, what: &str) {
+pub(crate) fn assert_quiet(output: &Output, what: &str) {
     assert!(output.status.success(), "{what}: {output:?}");
     assert!(output.stdout.is_empty(), "{what}: {output:?}");
 }
@@ -252,8 +252,8 @@ fn anything_but_a_read_of_python_in_a_project_gives_nothing() {
     let sample = common::copy_sample();
     let runtime = Runtime::new();
     let bot = sample.path().join("app/bot.py");
-    let edit = read_call(&bot, None, None).replace("\"Read\"", "\"Edit\"");
-    assert_quiet(&hook(&edit, &runtime), "an Edit");
+    let bash = read_call(&bot, None, None).replace("\"Read\"", "\"Bash\"");
+    assert_quiet(&hook(&bash, &runtime), "a tool the hook does not serve");
     let toml = sample.path().join("pyproject.toml");
     assert_quiet(
         &hook(&read_call(&toml, None, None), &runtime),
@@ -335,19 +335,25 @@ fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
     let groups = written["hooks"]["PostToolUse"]
         .as_array()
         .expect("PostToolUse hooks");
-    assert_eq!(groups.len(), 2, "{written}");
+    assert_eq!(groups.len(), 3, "{written}");
     assert_eq!(groups[0], theirs);
     assert_eq!(groups[1]["matcher"], "Read");
-    let ours = groups[1]["hooks"].as_array().expect("hooks");
-    assert_eq!(ours.len(), 1, "{written}");
-    assert_eq!(ours[0]["type"], "command");
-    let command = ours[0]["command"].as_str().expect("a command");
-    assert!(command.ends_with(" hook"), "{command}");
+    assert_eq!(groups[2]["matcher"], "Edit|MultiEdit|Write");
+    let command_of = |group: &Value| {
+        let ours = group["hooks"].as_array().expect("hooks");
+        assert_eq!(ours.len(), 1, "{written}");
+        assert_eq!(ours[0]["type"], "command");
+        let command = ours[0]["command"].as_str().expect("a command");
+        assert!(command.ends_with(" hook"), "{command}");
+        command.to_string()
+    };
+    let command = command_of(&groups[1]);
+    let edit_command = command_of(&groups[2]);
     // Run as Claude Code runs it: by the shell, the documented JSON on stdin.
     let bot = sample.path().join("app/bot.py");
     let output = run(
         "sh",
-        &["-c", command],
+        &["-c", &command],
         &read_call(&bot, Some(8), Some(3)),
         &runtime.env(),
     );
@@ -356,6 +362,51 @@ fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
         text.lines()
             .any(|line| line == "class Storage  # app/storage.py:6-16"),
         "{text}"
+    );
+    // An Edit that adds a required parameter: the call that does not pass
+    // it is named.
+    let storage = sample.path().join("app/storage.py");
+    let (old, new) = (
+        "def put(self, row: models.Base):",
+        "def put(self, row: models.Base, key):",
+    );
+    let before = std::fs::read_to_string(&storage).expect("read");
+    std::fs::write(&storage, before.replacen(old, new, 1)).expect("write");
+    let edit = json!({
+        "session_id": "setup-session", "cwd": sample.path(),
+        "hook_event_name": "PostToolUse", "tool_name": "Edit",
+        "tool_input": {"file_path": storage, "old_string": old, "new_string": new},
+        "tool_response": {"filePath": storage},
+    });
+    let output = run(
+        "sh",
+        &["-c", &edit_command],
+        &edit.to_string(),
+        &runtime.env(),
+    );
+    assert_eq!(
+        context(&output),
+        "[xfile: what the edit of app/storage.py may break]\n\
+         Storage.put changed at line 12: `def put(self, row: models.Base, key)` (was `def put(self, row: models.Base)`)\n  \
+         app/models.py:21 in User.save: does not pass `key`"
+    );
+    // A Write of a new file breaks nothing.
+    let new_file = sample.path().join("app/extra.py");
+    std::fs::write(&new_file, "X = 1\n").expect("write");
+    let write = json!({
+        "session_id": "setup-session", "cwd": sample.path(),
+        "hook_event_name": "PostToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": new_file, "content": "X = 1\n"},
+        "tool_response": {"filePath": new_file},
+    });
+    assert_quiet(
+        &run(
+            "sh",
+            &["-c", &edit_command],
+            &write.to_string(),
+            &runtime.env(),
+        ),
+        "a new file",
     );
     let doctor = Command::new(env!("CARGO_BIN_EXE_xfile"))
         .args(["doctor", "--root"])
@@ -366,7 +417,8 @@ fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
         .expect("doctor runs");
     let report = String::from_utf8_lossy(&doctor.stdout);
     assert!(
-        report.contains("✓ Claude Code hook (.claude/settings.json): runs `"),
+        report.contains("✓ Claude Code hook (.claude/settings.json): runs `")
+            && report.contains("after each Read and each edit"),
         "{report}"
     );
 }

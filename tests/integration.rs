@@ -12,6 +12,7 @@ mod context;
 mod crate_layers;
 mod dashboard_browser;
 mod doctor_setup;
+mod edit_hook;
 mod explain;
 mod facts;
 mod federation;

@@ -231,6 +231,11 @@ pub(crate) struct GitLogArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+pub(crate) struct EditImpactArgs {
+    pub(crate) file_path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
 pub(crate) struct GitBlameArgs {
     pub(crate) file_path: String,
     pub(crate) start_line: Option<u32>,

@@ -1,8 +1,9 @@
 //! `xfile hook`: run by an agent after one of its tool calls (Claude
 //! Code's `PostToolUse`), with the call as JSON on stdin. After a Read of
 //! a Python file of a project it asks the root's shared service (started
-//! if absent) for the context of the lines read, and prints it as the
-//! hook's `additionalContext`.
+//! if absent) for the context of the lines read; after an Edit, MultiEdit
+//! or Write, for what the edit may break. It prints the answer as the
+//! hook's `additionalContext`, or nothing when there is none.
 //!
 //! It must never get in the agent's way: whatever happens it exits 0 and
 //! prints valid JSON or nothing, and gives up after a hard time cap
@@ -116,7 +117,7 @@ fn answer(deadline: Instant, root_found: &mpsc::Sender<(PathBuf, PathBuf)>) -> O
     let Ok(call) = serde_json::from_slice::<Value>(&input) else {
         return Outcome::nothing();
     };
-    let Some(read) = ReadCall::of(&call) else {
+    let Some(read) = ToolCall::of(&call) else {
         return Outcome::nothing();
     };
     let _ = root_found.send((read.root.clone(), read.file.clone()));
@@ -130,23 +131,30 @@ fn answer(deadline: Instant, root_found: &mpsc::Sender<(PathBuf, PathBuf)>) -> O
         Err(why) => return failed(why),
     };
     let config = Config::load(&read.root).0;
-    // The service already keeps the section within `context_token_limit`:
-    // when that is the smaller limit the hook need not count again, and
-    // spares the agent the tokenizer's start-up on every Read.
-    let limit = match config.context_token_limit <= config.hook_token_limit {
-        true => None,
-        false => Some(config.hook_token_limit),
-    };
-    let context = context_of(&text, limit);
-    // What this agent session was given already and is unchanged is not
-    // given again.
-    let context = match (context, read.session.as_deref().and_then(Given::load)) {
-        (Some(context), Some(mut given)) => {
-            let new = given.strip(&context);
-            given.save();
-            new
+    let context = match read.asked {
+        Asked::Lines { .. } => {
+            // The service already keeps the section within
+            // `context_token_limit`: when that is the smaller limit the hook
+            // need not count again, and spares the agent the tokenizer's
+            // start-up on every Read.
+            let limit = match config.context_token_limit <= config.hook_token_limit {
+                true => None,
+                false => Some(config.hook_token_limit),
+            };
+            let context = context_of(&text, limit);
+            // What this agent session was given already and is unchanged
+            // is not given again.
+            match (context, read.session.as_deref().and_then(Given::load)) {
+                (Some(context), Some(mut given)) => {
+                    let new = given.strip(&context);
+                    given.save();
+                    new
+                }
+                (context, _) => context,
+            }
         }
-        (context, _) => context,
+        // Each answer is about a new edit: nothing to leave out.
+        Asked::Breaks => cut(text.trim(), Some(config.hook_token_limit)),
     };
     let Some(context) = context else {
         return Outcome {
@@ -166,21 +174,33 @@ fn answer(deadline: Instant, root_found: &mpsc::Sender<(PathBuf, PathBuf)>) -> O
     }
 }
 
-/// A Read of a Python file inside a project, as the hook input gives it.
-struct ReadCall {
+/// A Read or an edit of a Python file inside a project, as the hook input
+/// gives it.
+struct ToolCall {
     /// Canonical.
     root: PathBuf,
     /// Canonical, inside `root`.
     file: PathBuf,
-    start_line: u64,
-    end_line: Option<u64>,
+    asked: Asked,
     /// The agent's session, for what it was given already.
     session: Option<String>,
 }
 
-impl ReadCall {
-    /// The Read in `call`, if it is one the hook serves.
-    fn of(call: &Value) -> Option<ReadCall> {
+/// What the hook asks the service for.
+#[derive(Debug, PartialEq)]
+enum Asked {
+    /// The context of these lines (a Read).
+    Lines { start: u64, end: Option<u64> },
+    /// What the edit may break.
+    Breaks,
+}
+
+/// The agent's tools that change a file.
+const EDIT_TOOLS: [&str; 3] = ["Edit", "MultiEdit", "Write"];
+
+impl ToolCall {
+    /// The Read or edit in `call`, if it is one the hook serves.
+    fn of(call: &Value) -> Option<ToolCall> {
         if call
             .get("hook_event_name")
             .and_then(Value::as_str)
@@ -188,7 +208,8 @@ impl ReadCall {
         {
             return None;
         }
-        if call.get("tool_name").and_then(Value::as_str) != Some("Read") {
+        let tool = call.get("tool_name").and_then(Value::as_str)?;
+        if tool != "Read" && !EDIT_TOOLS.contains(&tool) {
             return None;
         }
         let input = call.get("tool_input")?;
@@ -209,26 +230,30 @@ impl ReadCall {
             .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").exists())?
             .to_path_buf();
         let number = |key: &str| input.get(key).and_then(Value::as_u64);
-        let start_line = number("offset").filter(|&n| n > 0).unwrap_or(1);
-        let end_line = number("limit")
+        let start = number("offset").filter(|&n| n > 0).unwrap_or(1);
+        let end = number("limit")
             .filter(|&n| n > 0)
-            .map(|limit| start_line.saturating_add(limit - 1));
+            .map(|limit| start.saturating_add(limit - 1));
+        let asked = match tool {
+            "Read" => Asked::Lines { start, end },
+            _ => Asked::Breaks,
+        };
         let session = call
             .get("session_id")
             .and_then(Value::as_str)
             .map(str::to_string);
-        Some(ReadCall {
+        Some(ToolCall {
             root,
             file,
-            start_line,
-            end_line,
+            asked,
             session,
         })
     }
 }
 
-/// The text of the service's `read_with_context` answer for `read`.
-fn ask_service(read: &ReadCall, deadline: Instant) -> Result<String, String> {
+/// The text of the service's answer to `read`: `read_with_context` for a
+/// Read, `edit_impact` for an edit.
+fn ask_service(read: &ToolCall, deadline: Instant) -> Result<String, String> {
     let place = rendezvous::place(&read.root, false)?;
     let stream = relay::connect_or_start(&read.root, &place, false)?;
     let left = || {
@@ -255,16 +280,20 @@ fn ask_service(read: &ReadCall, deadline: Instant) -> Result<String, String> {
     }))?;
     reply(&mut reader, 1)?;
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-    let mut arguments = json!({
-        "file_path": read.file.to_string_lossy(),
-        "start_line": read.start_line,
-    });
-    if let Some(end) = read.end_line {
-        arguments["end_line"] = json!(end);
-    }
+    let mut arguments = json!({"file_path": read.file.to_string_lossy()});
+    let tool = match read.asked {
+        Asked::Lines { start, end } => {
+            arguments["start_line"] = json!(start);
+            if let Some(end) = end {
+                arguments["end_line"] = json!(end);
+            }
+            "read_with_context"
+        }
+        Asked::Breaks => "edit_impact",
+    };
     send(json!({
         "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "read_with_context", "arguments": arguments},
+        "params": {"name": tool, "arguments": arguments},
     }))?;
     let result = reply(&mut reader, 2)?;
     // The session ends when the service sees the connection close.
@@ -274,7 +303,7 @@ fn ask_service(read: &ReadCall, deadline: Instant) -> Result<String, String> {
         .and_then(Value::as_str)
         .unwrap_or_default();
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(format!("read_with_context failed: {text}"));
+        return Err(format!("{tool} failed: {text}"));
     }
     Ok(text.to_string())
 }
@@ -310,19 +339,32 @@ fn context_of(answer: &str, limit: Option<u64>) -> Option<String> {
     let section = crate::ops::metrics::context_section(answer)?;
     let section = section.trim_end().trim_end_matches("---").trim_end();
     // A header with nothing under it: the lines use nothing from elsewhere.
-    let bare = |text: &str| text.lines().skip(1).all(|line| line.trim().is_empty());
     if bare(section) {
         return None;
     }
+    cut(section, limit)
+}
+
+/// A heading line with nothing under it.
+fn bare(text: &str) -> bool {
+    text.lines().skip(1).all(|line| line.trim().is_empty())
+}
+
+/// `text` cut to `limit` tokens (if any) at a line's end; `None` when
+/// only its heading, or nothing, is left.
+fn cut(text: &str, limit: Option<u64>) -> Option<String> {
+    if text.is_empty() {
+        return None;
+    }
     let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    // A token is at least a byte: a short section needs no count.
-    if section.len() <= limit || count_tokens(section) <= limit {
-        return Some(section.to_string());
+    // A token is at least a byte: a short text needs no count.
+    if text.len() <= limit || count_tokens(text) <= limit {
+        return Some(text.to_string());
     }
     // Cut at a line, each line tokenized once, as answers cut part by
     // part are.
     use crate::service::paging::{fitting_parts, part_tokens};
-    let lines: Vec<String> = section.lines().map(|line| format!("{line}\n")).collect();
+    let lines: Vec<String> = text.lines().map(|line| format!("{line}\n")).collect();
     let keep = fitting_parts(&part_tokens(&lines), limit);
     let kept = lines[..keep].concat();
     let kept = kept.trim_end();
@@ -386,24 +428,29 @@ mod tests {
     }
 
     #[test]
-    fn only_a_read_of_python_in_a_project_is_served() {
+    fn only_reads_and_edits_of_python_in_a_project_are_served() {
         let dir = std::env::temp_dir().join(format!("xfile-hook-test-{}", std::process::id()));
         let _ = std::fs::create_dir_all(dir.join("pkg"));
         let _ = std::fs::write(dir.join("pyproject.toml"), "");
         let _ = std::fs::write(dir.join("pkg/a.py"), "x = 1\n");
         let file = dir.join("pkg/a.py");
         let call = |tool: &str, input: Value| json!({"tool_name": tool, "tool_input": input});
-        let read = ReadCall::of(&call(
+        let read = ToolCall::of(&call(
             "Read",
             json!({"file_path": file, "offset": 10, "limit": 5}),
         ));
-        let read = read.map(|r| (r.start_line, r.end_line));
-        assert_eq!(read, Some((10, Some(14))));
-        let whole = ReadCall::of(&call("Read", json!({"file_path": file})));
-        assert_eq!(whole.map(|r| (r.start_line, r.end_line)), Some((1, None)));
-        assert!(ReadCall::of(&call("Edit", json!({"file_path": file}))).is_none());
+        let read = read.map(|r| r.asked);
+        let lines = |start, end| Some(Asked::Lines { start, end });
+        assert_eq!(read, lines(10, Some(14)));
+        let whole = ToolCall::of(&call("Read", json!({"file_path": file})));
+        assert_eq!(whole.map(|r| r.asked), lines(1, None));
+        for tool in EDIT_TOOLS {
+            let edit = ToolCall::of(&call(tool, json!({"file_path": file})));
+            assert_eq!(edit.map(|r| r.asked), Some(Asked::Breaks));
+        }
+        assert!(ToolCall::of(&call("Bash", json!({"file_path": file}))).is_none());
         assert!(
-            ReadCall::of(&call(
+            ToolCall::of(&call(
                 "Read",
                 json!({"file_path": dir.join("pyproject.toml")})
             ))

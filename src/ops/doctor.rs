@@ -130,26 +130,50 @@ fn hook(root: &Path) -> Option<Check> {
             ));
         }
     };
-    let detail = match commands.as_slice() {
-        [] => "no xfile hook: Reads come without their cross-file context".to_string(),
-        [command] => {
-            let program = command.trim_end().trim_end_matches(" hook").trim();
-            let program = program.trim_matches('\'');
-            if runnable(program) {
-                return Some(check(
-                    name,
-                    Level::Ok,
-                    format!("runs `{command}` after each Read"),
-                ));
-            }
-            format!("the command `{command}` does not run an executable")
+    let detail = match hooks_state(&commands) {
+        Ok(command) => {
+            return Some(check(
+                name,
+                Level::Ok,
+                format!("runs `{command}` after each Read and each edit"),
+            ));
         }
-        more => format!(
-            "{} xfile hooks after each Read: each Read gets its context twice",
-            more.len()
-        ),
+        Err(why) => why,
     };
     Some(check(name, Level::Warning, detail).fix(redo, Some(Repair::Hook)))
+}
+
+/// The one command run after every matcher xfile writes, or what is wrong.
+fn hooks_state(hooks: &[(String, String)]) -> Result<String, String> {
+    let mut command = None;
+    for matcher in setup::HOOK_MATCHERS {
+        let what = match matcher {
+            "Read" => "Reads come without their cross-file context",
+            _ => "edits come without what they may break",
+        };
+        let found: Vec<&String> = hooks
+            .iter()
+            .filter(|(m, _)| m == matcher)
+            .map(|(_, c)| c)
+            .collect();
+        match found.as_slice() {
+            [] => return Err(format!("no xfile hook for `{matcher}`: {what}")),
+            [one] => {
+                let program = one.trim_end().trim_end_matches(" hook").trim();
+                if !runnable(program.trim_matches('\'')) {
+                    return Err(format!("the command `{one}` does not run an executable"));
+                }
+                command = Some(one.to_string());
+            }
+            more => {
+                return Err(format!(
+                    "{} xfile hooks for `{matcher}`: each answer is given twice",
+                    more.len()
+                ));
+            }
+        }
+    }
+    command.ok_or_else(|| "no xfile hook".to_string())
 }
 
 fn config(root: &Path) -> Vec<Check> {

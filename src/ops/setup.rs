@@ -183,9 +183,10 @@ pub fn apply(root: &Path, editor: Editor, command: &str) -> Result<Outcome, Setu
 
 /// Claude Code's project settings, where its hooks are (root-relative).
 pub const HOOKS_FILE: &str = ".claude/settings.json";
-/// The event and the tool the xfile hook is run after.
+/// The event and the tools the xfile hook is run after: a Read, to add
+/// the context of the lines read; an edit, to say what it may break.
 const HOOK_EVENT: &str = "PostToolUse";
-const HOOK_MATCHER: &str = "Read";
+pub const HOOK_MATCHERS: [&str; 2] = ["Read", "Edit|MultiEdit|Write"];
 
 /// The shell command that runs the hook with the binary `command`.
 pub fn hook_command(command: &str) -> String {
@@ -211,9 +212,10 @@ fn is_xfile_hook(command: &str) -> bool {
     Path::new(program).file_name().is_some_and(|n| n == SERVER)
 }
 
-/// The commands of the xfile hooks run after a Read in Claude Code's
-/// settings under `root`; `None` when there is no settings file.
-pub fn current_hooks(root: &Path) -> Option<Result<Vec<String>, EntryError>> {
+/// The xfile hooks in Claude Code's settings under `root`, as (matcher,
+/// command), for the matchers xfile writes; `None` when there is no
+/// settings file.
+pub fn current_hooks(root: &Path) -> Option<Result<Vec<(String, String)>, EntryError>> {
     let text = match read_editor_file(&root.join(HOOKS_FILE)) {
         Ok(text) => text?,
         Err(refusal) => return Some(Err(EntryError::Unreadable(refusal.to_string()))),
@@ -228,25 +230,38 @@ pub fn current_hooks(root: &Path) -> Option<Result<Vec<String>, EntryError>> {
     let commands = groups
         .into_iter()
         .flatten()
-        .filter(|group| group.get("matcher").and_then(Value::as_str) == Some(HOOK_MATCHER))
-        .filter_map(|group| group.get("hooks")?.as_array())
-        .flatten()
-        .filter_map(|hook| hook.get("command")?.as_str())
-        .filter(|command| is_xfile_hook(command))
-        .map(str::to_string)
+        .filter_map(|group| {
+            let matcher = group.get("matcher").and_then(Value::as_str)?;
+            HOOK_MATCHERS
+                .contains(&matcher)
+                .then(|| Some((matcher, group.get("hooks")?.as_array()?)))?
+        })
+        .flat_map(|(matcher, hooks)| {
+            hooks
+                .iter()
+                .filter_map(|hook| hook.get("command")?.as_str())
+                .filter(|command| is_xfile_hook(command))
+                .map(move |command| (matcher.to_string(), command.to_string()))
+        })
         .collect();
     Some(Ok(commands))
 }
 
-/// Writes the xfile hook run after each Read into Claude Code's project
-/// settings under `root`, with the same care as [`apply`]: every other
-/// key and hook kept, an older xfile hook replaced, never two.
+/// Writes the xfile hooks run after each Read and each edit into Claude
+/// Code's project settings under `root`, with the same care as [`apply`]:
+/// every other key and hook kept, older xfile hooks replaced, never two
+/// for one matcher.
 pub fn apply_hook(root: &Path, command: &str) -> Result<Outcome, SetupError> {
-    let ours = json!({
-        "matcher": HOOK_MATCHER,
-        "hooks": [{"type": "command", "command": hook_command(command)}],
-    });
-    let by_hand = json!({ HOOK_EVENT: [ours.clone()] }).to_string();
+    let ours: Vec<Value> = HOOK_MATCHERS
+        .iter()
+        .map(|matcher| {
+            json!({
+                "matcher": matcher,
+                "hooks": [{"type": "command", "command": hook_command(command)}],
+            })
+        })
+        .collect();
+    let by_hand = json!({ HOOK_EVENT: ours.clone() }).to_string();
     rewrite(root, HOOKS_FILE, "hooks", by_hand, |document| {
         let hooks = document
             .entry("hooks")
@@ -270,7 +285,7 @@ pub fn apply_hook(root: &Path, command: &str) -> Result<Outcome, SetupError> {
                 .count()
         };
         let found: usize = groups.iter().map(xfile_hooks).sum();
-        if found == 1 && groups.contains(&ours) {
+        if found == ours.len() && ours.iter().all(|group| groups.contains(group)) {
             return Some(false);
         }
         // Older xfile hooks go; a group left with no hook goes with them.
@@ -290,7 +305,7 @@ pub fn apply_hook(root: &Path, command: &str) -> Result<Outcome, SetupError> {
                 .and_then(Value::as_array)
                 .is_none_or(|list| !list.is_empty())
         });
-        groups.push(ours);
+        groups.extend(ours);
         Some(true)
     })
 }

@@ -18,8 +18,8 @@ mod flow;
 mod links;
 mod own_returns;
 use super::facts::{
-    Binding, BindingKind, CallSite, Class, Condition, Definition, DefinitionKind, DunderAll,
-    Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
+    Binding, BindingKind, CallArguments, CallSite, Class, Condition, Definition, DefinitionKind,
+    DunderAll, Dynamic, DynamicPattern, ExprId, ExprKind, Expression, Import, ImportTarget, Lookup,
     ModuleFacts, Name, NameId, OwnReturn, Reference, Scope, Semantic, Site, SiteId, TypeSource,
     exact,
 };
@@ -179,6 +179,8 @@ impl<'src> Extractor<'src> {
         let mut facts = self.facts;
         exact_in_place(&mut facts.sites);
         exact_in_place(&mut facts.definitions);
+        facts.arguments.sort_unstable_by_key(|a| a.site);
+        exact_in_place(&mut facts.arguments);
         ModuleFacts {
             semantic: std::sync::Arc::new(semantic),
             ..facts
@@ -968,6 +970,9 @@ impl<'src> Extractor<'src> {
             &def.decorator_list,
             TextRange::new(def.name.range.start(), def.range.end()),
         );
+        if let Some(definition) = self.facts.definitions.last_mut() {
+            definition.parameters = Some(Box::new(parameters(&def.parameters)));
+        }
     }
 
     fn record_class(&mut self, class: &StmtClassDef, qualname: &str) {
@@ -1009,6 +1014,7 @@ impl<'src> Extractor<'src> {
                 .collect(),
             start_line: self.site_of(lines.start()).line,
             end_line: self.site_of(lines.end()).line,
+            parameters: None,
         };
         self.facts.definitions.push(definition);
     }
@@ -1048,6 +1054,7 @@ impl<'src> Extractor<'src> {
             decorators: Vec::new(),
             start_line: self.site_of(stmt.range().start()).line,
             end_line: self.site_of(stmt.range().end()).line,
+            parameters: None,
         });
     }
 
@@ -1278,6 +1285,9 @@ impl<'src> Extractor<'src> {
                         callee,
                         caller,
                     });
+                    self.facts
+                        .arguments
+                        .push(call_arguments(site, &call.arguments));
                 }
                 self.dynamic_call(call);
                 self.plugin_call(call);
@@ -1868,6 +1878,42 @@ fn docstring(body: &[Stmt]) -> Option<Box<str>> {
         .map(str::trim)
         .find(|line| !line.is_empty())
         .map(Box::from)
+}
+
+/// What a signature check needs of a `def`'s parameters.
+fn parameters(parameters: &ast::Parameters) -> crate::facts::Parameters {
+    let parameter = |p: &ast::ParameterWithDefault| crate::facts::Parameter {
+        name: Name::from(p.parameter.name.as_str()),
+        required: p.default.is_none(),
+    };
+    crate::facts::Parameters {
+        positional: parameters
+            .posonlyargs
+            .iter()
+            .chain(&parameters.args)
+            .map(parameter)
+            .collect(),
+        positional_only: u32::try_from(parameters.posonlyargs.len()).unwrap_or(u32::MAX),
+        keyword_only: parameters.kwonlyargs.iter().map(parameter).collect(),
+        var_positional: parameters.vararg.is_some(),
+        var_keyword: parameters.kwarg.is_some(),
+    }
+}
+
+/// The shape of the arguments of the call at `site`.
+fn call_arguments(site: SiteId, arguments: &ast::Arguments) -> CallArguments {
+    let starred = arguments.args.iter().any(|a| matches!(a, Expr::Starred(_)));
+    let double_starred = arguments.keywords.iter().any(|k| k.arg.is_none());
+    CallArguments {
+        site,
+        positional: u32::try_from(arguments.args.len()).unwrap_or(u32::MAX),
+        keywords: arguments
+            .keywords
+            .iter()
+            .filter_map(|k| k.arg.as_ref().map(|name| Name::from(name.as_str())))
+            .collect(),
+        unpacked: starred || double_starred,
+    }
 }
 
 /// The longest signature kept whole, in characters: one with a literal of

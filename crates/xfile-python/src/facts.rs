@@ -35,6 +35,10 @@ pub struct ModuleFacts {
     pub parse_error: Option<ParseErrorFact>,
     pub sites: Vec<Site>,
     pub definitions: Vec<Definition>,
+    /// The arguments of each call with a site, by site: what a check of
+    /// calls against a changed signature reads. Kept out of [`Semantic`]:
+    /// an edit of arguments changes no resolution.
+    pub arguments: Vec<CallArguments>,
     /// Shared with the engine's `semantic` input, so it is held once.
     pub semantic: Arc<Semantic>,
 }
@@ -431,6 +435,42 @@ pub struct Definition {
     pub decorators: Vec<String>,
     pub start_line: u32,
     pub end_line: u32,
+    /// A function's or method's parameters; `None` for classes and
+    /// variables.
+    pub parameters: Option<Box<Parameters>>,
+}
+
+/// The parameters of a `def`, as far as they decide which calls fit it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parameters {
+    /// Positional parameters in order, positional-only ones first.
+    pub positional: Box<[Parameter]>,
+    /// How many of `positional` are positional-only (before `/`).
+    pub positional_only: u32,
+    pub keyword_only: Box<[Parameter]>,
+    /// `*args`.
+    pub var_positional: bool,
+    /// `**kwargs`.
+    pub var_keyword: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parameter {
+    pub name: Name,
+    /// No default value.
+    pub required: bool,
+}
+
+/// The shape of one call's arguments (their values do not matter).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallArguments {
+    /// The call's site, as its [`CallSite`] has it.
+    pub site: SiteId,
+    pub positional: u32,
+    pub keywords: Box<[Name]>,
+    /// A `*value` or `**value` argument: how many arguments it holds is
+    /// not known.
+    pub unpacked: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 #![warn(unreachable_pub)]
 
 pub mod blame_store;
+pub mod breaks;
 pub mod cache;
 pub mod calls;
 pub mod changes;
@@ -136,6 +137,8 @@ pub struct Service {
     links: PerState<Vec<links::StringLink>>,
     /// Clusters a search answered with, for expansion by id.
     clusters: Arc<search::ClusterCache>,
+    /// The edited files before their edits, for what an edit may break.
+    befores: Arc<breaks::Befores>,
     /// Clusters of the likeliest searches, computed ahead.
     hot: Arc<search::HotSpots>,
     timings: model::PhaseTimings,
@@ -262,6 +265,7 @@ impl Service {
             ahead: false,
             links: PerState::new(),
             hot: Arc::default(),
+            befores: Arc::default(),
             clusters: Arc::new(search::ClusterCache::new(std::time::Duration::from_secs(
                 config.cache_expiry_minutes.saturating_mul(60),
             ))),

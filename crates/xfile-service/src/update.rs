@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use super::live::Involved;
 use super::model::UpdateReport;
-use super::{Service, elapsed_ms, links, ms, rfc3339, warnings};
+use super::{Service, breaks, elapsed_ms, links, ms, rfc3339, warnings};
 use xfile_engine::{self as engine, EntryPointSpec};
 use xfile_workspace::config::CONFIG_FILE;
 use xfile_workspace::discover::{self, Stamp};
@@ -37,6 +37,9 @@ enum Change {
         /// The declared entry points, read again when a sub-project's
         /// `pyproject.toml` changed or the sub-projects did.
         entry_points: Option<(Vec<EntryPointSpec>, Vec<Notice>)>,
+        /// What the edited files were before (`breaks`), and the facts of
+        /// their new texts.
+        recorded: Box<breaks::Recorded>,
     },
 }
 
@@ -202,6 +205,7 @@ impl Service {
             // So do the edits seen and what is known of the repository.
             fresh.edited = self.edited.clone();
             fresh.git = self.git.clone();
+            fresh.befores = self.befores.clone();
             report.reloaded = true;
             report.durations.read_ms = elapsed_ms(started);
             return Ok(Pending {
@@ -266,6 +270,12 @@ impl Service {
             }
             files.push(file);
         }
+        let modified: Vec<(&str, &str)> = files
+            .iter()
+            .filter(|f| report.modified.contains(&f.path))
+            .map(|f| (f.path.as_str(), f.text.as_str()))
+            .collect();
+        let recorded = Box::new(self.befores(&modified, &report.removed));
         report.durations.read_ms = elapsed_ms(started);
         Ok(Pending {
             report,
@@ -277,6 +287,7 @@ impl Service {
                 dirs: found.dirs,
                 markers,
                 entry_points,
+                recorded,
             },
         })
     }
@@ -303,7 +314,11 @@ impl Service {
                 dirs,
                 markers,
                 entry_points,
+                recorded,
             } => {
+                let breaks::Recorded { befores, presets } = *recorded;
+                self.keep_befores(befores);
+                let mut presets: std::collections::HashMap<_, _> = presets.into_iter().collect();
                 let sub_projects = discover::sub_project_dirs(&markers);
                 let entry_points = entry_points.map(|(specs, found)| {
                     // The root's own pyproject.toml re-indexes from scratch;
@@ -355,14 +370,18 @@ impl Service {
                 });
                 kept.extend(notices.into_iter().filter(|n| n.kind != NoticeKind::Config));
                 kept.sort_by(|a, b| a.path.cmp(&b.path));
-                engine::Change {
+                let mut change = engine::Change {
                     removed: report.removed.clone(),
                     sub_projects: Some(sub_projects),
                     entry_points,
                     unindexed: Some(super::too_large(kept)),
                     // Unchanged texts are skipped by the engine (no input write).
                     ..engine::Change::texts(updates)
+                };
+                for file in &mut change.files {
+                    file.facts = presets.remove(&file.path);
                 }
+                change
             }
         };
         // Before the service is published again: this writes inputs, which

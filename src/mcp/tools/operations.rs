@@ -6,18 +6,22 @@ use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router};
 
 use crate::mcp::XfileServer;
-use crate::mcp::args::InjectionArgs;
+use crate::mcp::args::{EditImpactArgs, InjectionArgs};
 use crate::mcp::results::ok_json;
+use crate::mcp::results::text_result;
 use crate::service::Service;
+use crate::service::live::Involved;
 use crate::service::paging;
 
 /// Tools left out of the tool list unless `enabled_tools` names them, but
 /// still answering when called by name: the operations tools serve
-/// whoever operates xfile, not the agent's task.
-pub(super) const UNLISTED_TOOLS: [&str; 3] = [
+/// whoever operates xfile, not the agent's task; `edit_impact` serves the
+/// edit hook, which calls it after every edit without the agent asking.
+pub(super) const UNLISTED_TOOLS: [&str; 4] = [
     "get_recent_injections",
     "get_cache_statistics",
     "explain_recomputation",
+    "edit_impact",
 ];
 
 #[tool_router(router = operations_tools, vis = "pub(super)")]
@@ -64,6 +68,19 @@ impl XfileServer {
                 "watcher": watcher,
                 "updates": live.recent_updates(),
             })))
+        })
+        .await
+    }
+
+    #[tool(
+        title = "Edit impact",
+        description = "What the edits of a file since it was last asked about may break: calls that no longer fit a changed signature, overrides left with the old one, uses of what was removed or renamed, names the file no longer defines. Empty when nothing."
+    )]
+    async fn edit_impact(&self, Parameters(args): Parameters<EditImpactArgs>) -> CallToolResult {
+        let involved = Involved::Dependencies(args.file_path.clone());
+        self.fresh(involved, move |s| {
+            let path = crate::workspace::resolve_user_path(s.root(), &args.file_path)?;
+            Ok(text_result(s.edit_breaks(&path, s.answer_token_limit())))
         })
         .await
     }

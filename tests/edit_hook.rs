@@ -1,0 +1,200 @@
+//! `xfile hook` after an Edit, MultiEdit or Write: what the edit may
+//! break, from the shared service that saw the file before it, in exact
+//! text; nothing for a compatible change. The project is
+//! `tests/fixtures/edit_breaks`, a copy per case with a service of its own.
+
+use crate::common;
+use crate::hook::{assert_quiet, context, hook, read_call};
+
+use std::path::Path;
+
+use common::runtime::Runtime;
+use serde_json::json;
+
+/// The documented input of an edit of `file` by `tool`.
+fn edit_call(tool: &str, file: &Path, old: &str, new: &str) -> String {
+    let input = match tool {
+        "Write" => json!({"file_path": file, "content": new}),
+        "MultiEdit" => {
+            json!({"file_path": file, "edits": [{"old_string": old, "new_string": new}]})
+        }
+        _ => json!({"file_path": file, "old_string": old, "new_string": new}),
+    };
+    json!({
+        "session_id": "edit-session",
+        "cwd": file.parent(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_response": {"filePath": file},
+    })
+    .to_string()
+}
+
+/// Starts the project's service (the hook's first call is answered once
+/// the index is built, and says nothing: nothing was edited), replaces
+/// `old` by `new` in `file` as `tool` would, and returns what the hook
+/// then says; empty when it prints nothing.
+fn after_edit(tool: &str, file: &str, old: &str, new: &str) -> String {
+    let project = common::copy_fixture("edit_breaks");
+    let runtime = Runtime::new();
+    let path = project.path().join(file);
+    assert_quiet(
+        &hook(&edit_call(tool, &path, old, old), &runtime),
+        "before the edit",
+    );
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains(old), "{old} in {file}");
+    std::fs::write(&path, text.replacen(old, new, 1)).expect("write");
+    let output = hook(&edit_call(tool, &path, old, new), &runtime);
+    let said = match output.stdout.is_empty() {
+        true => {
+            assert_quiet(&output, "no break");
+            String::new()
+        }
+        false => context(&output),
+    };
+    // Asked once, an edit is not told again.
+    assert_quiet(
+        &hook(&edit_call(tool, &path, old, new), &runtime),
+        "the same edit asked about again",
+    );
+    runtime.kill_services();
+    said
+}
+
+#[test]
+fn a_compatible_change_says_nothing() {
+    let said = after_edit(
+        "Edit",
+        "shop/pricing.py",
+        "def net_price(amount, rate=0.2):",
+        "def net_price(amount, rate=0.2, *, currency=\"EUR\"):",
+    );
+    assert_eq!(said, "");
+    let body = after_edit(
+        "Edit",
+        "shop/pricing.py",
+        "return round(value, 2)",
+        "return round(value + 0.0, 2)",
+    );
+    assert_eq!(body, "");
+}
+
+#[test]
+fn a_removed_default_names_the_calls_that_relied_on_it() {
+    let said = after_edit(
+        "Edit",
+        "shop/pricing.py",
+        "def net_price(amount, rate=0.2):",
+        "def net_price(amount, rate):",
+    );
+    // report.py passes `rate` by keyword: it still fits.
+    assert_eq!(
+        said,
+        "[xfile: what the edit of shop/pricing.py may break]\n\
+         net_price changed at line 4: `def net_price(amount, rate)` (was `def net_price(amount, rate=0.2)`)\n  \
+         shop/orders.py:12 in checkout: does not pass `rate`"
+    );
+}
+
+#[test]
+fn a_renamed_keyword_names_the_call_and_the_override_left_behind() {
+    let said = after_edit(
+        "MultiEdit",
+        "shop/pricing.py",
+        "    def add(self, item, quantity=1):\n        self.items.append((item, quantity))",
+        "    def add(self, item, count=1):\n        self.items.append((item, count))",
+    );
+    assert_eq!(
+        said,
+        "[xfile: what the edit of shop/pricing.py may break]\n\
+         Basket.add changed at line 22: `def add(self, item, count=1)` (was `def add(self, item, quantity=1)`)\n  \
+         shop/orders.py:11 in checkout: passes `quantity=`, no such parameter\n  \
+         shop/orders.py:5 GiftBasket.add overrides it with the old parameters"
+    );
+}
+
+#[test]
+fn an_init_change_reaches_the_constructor_calls_of_the_class_and_its_subclasses() {
+    let said = after_edit(
+        "Edit",
+        "shop/pricing.py",
+        "def __init__(self, owner, currency=\"EUR\"):",
+        "def __init__(self, owner, currency, vat):",
+    );
+    assert_eq!(
+        said,
+        "[xfile: what the edit of shop/pricing.py may break]\n\
+         Basket.__init__ changed at line 17: `def __init__(self, owner, currency, vat)` (was `def __init__(self, owner, currency=\"EUR\")`)\n  \
+         shop/orders.py:10 in checkout: does not pass `currency`\n  \
+         shop/orders.py:18 in gift: does not pass `vat`"
+    );
+}
+
+#[test]
+fn a_removed_function_names_its_importers_and_callers() {
+    let said = after_edit(
+        "Edit",
+        "shop/pricing.py",
+        "def round_cents(value):\n    return round(value, 2)\n",
+        "",
+    );
+    assert_eq!(
+        said,
+        "[xfile: what the edit of shop/pricing.py may break]\n\
+         round_cents removed; still used:\n  \
+         shop/orders.py:1 imports it\n  \
+         shop/orders.py:14 in checkout calls it"
+    );
+}
+
+#[test]
+fn a_renamed_function_is_named_with_its_new_name() {
+    let said = after_edit(
+        "Write",
+        "shop/pricing.py",
+        "def discount(amount, percent):",
+        "def apply_discount(amount, percent):",
+    );
+    assert_eq!(
+        said,
+        "[xfile: what the edit of shop/pricing.py may break]\n\
+         discount renamed to apply_discount; still used as before:\n  \
+         shop/orders.py:1 imports it\n  \
+         shop/orders.py:13 in checkout calls it"
+    );
+}
+
+#[test]
+fn a_name_the_file_no_longer_imports_is_named_where_it_is_used() {
+    let said = after_edit(
+        "Edit",
+        "shop/orders.py",
+        "from shop.pricing import Basket, discount, net_price, round_cents",
+        "from shop.pricing import Basket, discount, net_price",
+    );
+    assert_eq!(
+        said,
+        "[xfile: what the edit of shop/orders.py may break]\n\
+         shop/orders.py uses names it no longer defines or imports:\n  \
+         `round_cents` at line 14"
+    );
+}
+
+#[test]
+fn a_new_file_written_says_nothing() {
+    let project = common::copy_fixture("edit_breaks");
+    let runtime = Runtime::new();
+    let orders = project.path().join("shop/orders.py");
+    let read = context(&hook(&read_call(&orders, None, None), &runtime));
+    assert!(read.contains("def discount(amount, percent)"), "{read}");
+    let new = project.path().join("shop/coupons.py");
+    let text = "from shop.pricing import discount\n\n\ndef coupon(total):\n    return discount(total, 5)\n";
+    std::fs::write(&new, text).expect("write");
+    assert_quiet(
+        &hook(&edit_call("Write", &new, "", text), &runtime),
+        "a new file",
+    );
+    runtime.kill_services();
+}
