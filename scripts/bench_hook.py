@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""End-to-end latency of `xfile hook` after a Read, with the project's
-service running: process start to JSON on stdout, as an agent's hook
-runner sees it.
+"""End-to-end latency of `xfile hook` after a Read, and after an Edit that
+changes a signature, with the project's service running: process start to
+JSON on stdout (or to its exit, when it has nothing to say), as an agent's
+hook runner sees it.
 
-    scripts/bench_hook.py ROOT [--reads 50] [--seed 0] [--xfile PATH]
+    scripts/bench_hook.py ROOT [--reads 50] [--edits 0] [--seed 0] [--xfile PATH]
 
 ROOT is copied to a scratch directory (the service writes its cache and
 logs into the tree) and served from a private runtime directory. The first
@@ -13,8 +14,99 @@ Python files are sampled with the seed, each read as an agent reads it:
 half whole, half 200 lines from a random offset, all in one agent session
 (so definitions given before are left out, as for an agent). Prints each call's
 milliseconds and whether it answered, then p50 / p95 / max and the share
-of reads that got context; the service is killed at the end."""
-import argparse, glob, json, os, random, shutil, signal, statistics, subprocess, sys, tempfile, time
+of reads that got context; the service is killed at the end.
+
+With --edits N, N `def` lines (one line each, of a name called in another
+file, sampled with the seed) then
+get a new required parameter, `xfile_probe`, the way an agent's Edit
+writes the file; the hook is called with the Edit's JSON and timed, then
+the file is restored and the hook called again (untimed), so each edit is
+compared with the file as it was. Prints each edit's milliseconds and how
+many lines of breaks it named, then p50 / p95 / max."""
+import argparse, glob, json, os, random, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+
+DEF = re.compile(r"^(\s*)def (\w+)\((.*)\)(\s*->.*)?:\s*$")
+
+
+def call_edit(xfile, env, path, old, new):
+    payload = json.dumps({
+        "session_id": "bench",
+        "cwd": os.path.dirname(path),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": path, "old_string": old, "new_string": new},
+        "tool_response": {"filePath": path},
+    })
+    start = time.perf_counter()
+    done = subprocess.run([xfile, "hook"], input=payload.encode(), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    ms = (time.perf_counter() - start) * 1e3
+    if done.returncode != 0:
+        sys.exit(f"the hook exited {done.returncode}")
+    text = ""
+    if done.stdout:
+        text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    return ms, text
+
+
+def with_probe(line):
+    """The `def` line with a new required parameter, or None when the line
+    is not one simple enough to change safely."""
+    match = DEF.match(line)
+    if not match:
+        return None
+    indent, name, params, returns = match.group(1), match.group(2), match.group(3), match.group(4) or ""
+    params = params.strip()
+    if params.startswith(("*", "/")) or "lambda" in params:
+        return None
+    if indent and (params == "self" or params.startswith("self,")):
+        params = "self, xfile_probe" + params[4:]
+    elif indent:
+        return None
+    else:
+        params = "xfile_probe" + (", " + params if params else "")
+    return f"{indent}def {name}({params}){returns}:"
+
+
+CALL = re.compile(r"(\w+)\(")
+
+
+def edits(xfile, env, tree, files, rng, count):
+    # Definitions whose name is called in another file: an edit of a
+    # definition nobody calls tells nothing of the hook's cost.
+    calling = {}
+    for path in files:
+        for name in set(CALL.findall(open(path, encoding="utf-8", errors="replace").read())):
+            calling[name] = calling.get(name, 0) + 1
+    candidates = []
+    for path in files:
+        for number, line in enumerate(open(path, encoding="utf-8", errors="replace")):
+            line = line.rstrip("\n")
+            new = with_probe(line)
+            if new and calling.get(DEF.match(line).group(2), 0) >= 2:
+                candidates.append((path, line, new))
+    times, named = [], 0
+    for path, old, new in rng.sample(candidates, min(count, len(candidates))):
+        original = open(path, encoding="utf-8").read()
+        if original.count(old) != 1:
+            continue
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(original.replace(old, new, 1))
+        ms, text = call_edit(xfile, env, path, old, new)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(original)
+        call_edit(xfile, env, path, new, old)
+        times.append(ms)
+        lines = max(0, len(text.splitlines()) - 1)
+        named += bool(text)
+        print(f"{ms:7.1f} ms  {lines:3} lines  {os.path.relpath(path, tree)}: {old.strip()}")
+    return {
+        "edits": len(times),
+        "p50_ms": round(statistics.median(times), 1),
+        "p95_ms": round(percentile(times, 0.95), 1),
+        "max_ms": round(max(times), 1),
+        "with_breaks": f"{named}/{len(times)}",
+    }
 
 
 def call(xfile, env, path, offset, limit):
@@ -51,6 +143,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("root")
     parser.add_argument("--reads", type=int, default=50)
+    parser.add_argument("--edits", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--xfile", default="target/release/xfile")
     args = parser.parse_args()
@@ -86,13 +179,16 @@ def main():
             answered += bool(text)
             span = "whole" if offset is None else f"{offset}+{limit}"
             print(f"{ms:7.1f} ms  {'context' if text else 'nothing':7}  {os.path.relpath(path, tree)} {span}")
-        print(json.dumps({
-            "reads": len(times),
-            "p50_ms": round(statistics.median(times), 1),
-            "p95_ms": round(percentile(times, 0.95), 1),
-            "max_ms": round(max(times), 1),
-            "with_context": f"{answered}/{len(times)}",
-        }))
+        if times:
+            print(json.dumps({
+                "reads": len(times),
+                "p50_ms": round(statistics.median(times), 1),
+                "p95_ms": round(percentile(times, 0.95), 1),
+                "max_ms": round(max(times), 1),
+                "with_context": f"{answered}/{len(times)}",
+            }))
+        if args.edits:
+            print(json.dumps(edits(xfile, env, tree, files, rng, args.edits)))
     finally:
         for pid_file in glob.glob(os.path.join(runtime, "*.pid")):
             try:

@@ -970,9 +970,6 @@ impl<'src> Extractor<'src> {
             &def.decorator_list,
             TextRange::new(def.name.range.start(), def.range.end()),
         );
-        if let Some(definition) = self.facts.definitions.last_mut() {
-            definition.parameters = Some(Box::new(parameters(&def.parameters)));
-        }
     }
 
     fn record_class(&mut self, class: &StmtClassDef, qualname: &str) {
@@ -1014,7 +1011,6 @@ impl<'src> Extractor<'src> {
                 .collect(),
             start_line: self.site_of(lines.start()).line,
             end_line: self.site_of(lines.end()).line,
-            parameters: None,
         };
         self.facts.definitions.push(definition);
     }
@@ -1054,7 +1050,6 @@ impl<'src> Extractor<'src> {
             decorators: Vec::new(),
             start_line: self.site_of(stmt.range().start()).line,
             end_line: self.site_of(stmt.range().end()).line,
-            parameters: None,
         });
     }
 
@@ -1881,7 +1876,7 @@ fn docstring(body: &[Stmt]) -> Option<Box<str>> {
 }
 
 /// What a signature check needs of a `def`'s parameters.
-fn parameters(parameters: &ast::Parameters) -> crate::facts::Parameters {
+pub(crate) fn parameters(parameters: &ast::Parameters) -> crate::facts::Parameters {
     let parameter = |p: &ast::ParameterWithDefault| crate::facts::Parameter {
         name: Name::from(p.parameter.name.as_str()),
         required: p.default.is_none(),
@@ -1906,7 +1901,7 @@ fn call_arguments(site: SiteId, arguments: &ast::Arguments) -> CallArguments {
     let double_starred = arguments.keywords.iter().any(|k| k.arg.is_none());
     CallArguments {
         site,
-        positional: u32::try_from(arguments.args.len()).unwrap_or(u32::MAX),
+        positional: u16::try_from(arguments.args.len()).unwrap_or(u16::MAX),
         keywords: arguments
             .keywords
             .iter()

@@ -211,6 +211,8 @@ pub struct Expression {
 /// Index into [`Semantic::expressions`].
 pub type ExprId = u32;
 
+const _: () = assert!(std::mem::size_of::<CallArguments>() == 24);
+
 // Every file holds hundreds of these (320k on Django): keep them small.
 const _: () = assert!(std::mem::size_of::<Expression>() == 16);
 
@@ -435,12 +437,10 @@ pub struct Definition {
     pub decorators: Vec<String>,
     pub start_line: u32,
     pub end_line: u32,
-    /// A function's or method's parameters; `None` for classes and
-    /// variables.
-    pub parameters: Option<Box<Parameters>>,
 }
 
-/// The parameters of a `def`, as far as they decide which calls fit it.
+/// The parameters of a `def`, as far as they decide which calls fit it
+/// (read from its signature when asked: [`crate::parameters_of`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Parameters {
     /// Positional parameters in order, positional-only ones first.
@@ -461,12 +461,14 @@ pub struct Parameter {
     pub required: bool,
 }
 
-/// The shape of one call's arguments (their values do not matter).
+/// The shape of one call's arguments (their values do not matter). One
+/// per call: kept small.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallArguments {
     /// The call's site, as its [`CallSite`] has it.
     pub site: SiteId,
-    pub positional: u32,
+    /// Saturated: a count past this is no real call.
+    pub positional: u16,
     pub keywords: Box<[Name]>,
     /// A `*value` or `**value` argument: how many arguments it holds is
     /// not known.

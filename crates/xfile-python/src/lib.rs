@@ -71,6 +71,27 @@ fn too_deep(line: u32, column: u32) -> ModuleFacts {
     }
 }
 
+/// The parameters of the `def` whose signature (as
+/// [`Definition::signature`] holds it) is `signature`; `None` for a
+/// signature that was shortened, is not a `def`'s, or does not parse.
+/// Parsed when asked, not kept: few definitions are ever checked.
+pub fn parameters_of(signature: &str) -> Option<Parameters> {
+    if signature.ends_with('…')
+        || !(signature.starts_with("def ") || signature.starts_with("async def "))
+    {
+        return None;
+    }
+    let source = format!("{signature}: ...\n");
+    if nesting::too_deep_to_parse(&source) {
+        return None;
+    }
+    let parsed = ruff_python_parser::parse_module(&source).ok()?;
+    match parsed.syntax().body.first()? {
+        ruff_python_ast::Stmt::FunctionDef(def) => Some(extract::parameters(&def.parameters)),
+        _ => None,
+    }
+}
+
 /// Where `source` names something (its `Name` tokens, keywords excluded),
 /// in order; syntax errors do not stop it. Empty for a file nested too
 /// deeply to parse safely.

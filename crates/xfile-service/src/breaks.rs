@@ -364,9 +364,13 @@ impl Service {
         new: &Definition,
         breaks: &mut Breaks,
     ) {
-        let (Some(before), Some(after)) = (&old.parameters, &new.parameters) else {
+        let (Some(before), Some(after)) = (
+            xfile_python::parameters_of(&old.signature),
+            xfile_python::parameters_of(&new.signature),
+        ) else {
             return;
         };
+        let (before, after) = (&before, &after);
         if before == after || is_property(new) {
             return;
         }
@@ -479,7 +483,7 @@ impl Service {
                 continue;
             };
             if let Some(method) = facts.definitions.iter().find(|d| d.qualname == qualname)
-                && method.parameters.as_deref() == Some(old)
+                && xfile_python::parameters_of(&method.signature).as_ref() == Some(old)
             {
                 found.push(Override {
                     file,
@@ -645,7 +649,8 @@ fn renamed_to(gone: &Definition, old: &ModuleFacts, now: &[Definition]) -> Optio
     let mut candidates = now.iter().filter(|d| {
         d.kind == gone.kind
             && scope(&d.qualname) == scope(&gone.qualname)
-            && d.parameters == gone.parameters
+            && xfile_python::parameters_of(&d.signature)
+                == xfile_python::parameters_of(&gone.signature)
             && d.end_line - d.start_line == gone.end_line - gone.start_line
             && !old.definitions.iter().any(|o| o.qualname == d.qualname)
     });
@@ -888,7 +893,7 @@ mod tests {
         }
     }
 
-    fn call(positional: u32, keywords: &[&str]) -> CallArguments {
+    fn call(positional: u16, keywords: &[&str]) -> CallArguments {
         CallArguments {
             site: 0,
             positional,
