@@ -669,7 +669,8 @@ def main():
     totals = {k: 0 for k in ("expected", "named", "broken", "broken_named", "lib_expected",
                              "lib_named", "lib_broken", "lib_broken_named", "with_extra",
                              "errors", "first_not_quiet", "cases_silent", "new_callers",
-                             "unchanged_subject", "cases_unchanged_subject")}
+                             "unchanged_subject", "cases_unchanged_subject",
+                             "calls_broken", "calls_broken_named")}
     records = []
     for i, case in enumerate(cases, 1):
         verdicts, new_callers = {}, []
@@ -707,6 +708,9 @@ def main():
         totals["named"] += len(hit)
         totals["broken"] += len(broken)
         totals["broken_named"] += sum(p in named for p in broken)
+        calls = [p for p in broken if verdicts[p][0] == "broken"]
+        totals["calls_broken"] += len(calls)
+        totals["calls_broken_named"] += sum(p in named for p in calls)
         lib = [p for p in expected if not is_test(p)]
         totals["lib_expected"] += len(lib)
         totals["lib_named"] += sum(p in named for p in lib)
@@ -761,6 +765,7 @@ def main():
     print(f"    non-test callers:                      {share(totals['lib_named'], totals['lib_expected'])}")
     print(f"  oracle-broken caller files / named:      {share(totals['broken_named'], totals['broken'])}")
     print(f"    non-test callers:                      {share(totals['lib_broken_named'], totals['lib_broken'])}")
+    print(f"    by a call (overrides left out):        {share(totals['calls_broken_named'], totals['calls_broken'])}")
     print(f"  commits where the hook said nothing:     {totals['cases_silent']}")
     print(f"  caller files created by the commit (not counted): {totals['new_callers']}")
     print(f"  commits naming a file not expected:      {totals['with_extra']}")
