@@ -198,3 +198,31 @@ fn a_new_file_written_says_nothing() {
     );
     runtime.kill_services();
 }
+
+/// A constructor call runs `__init__`: the callers of `Basket.__init__`
+/// are the calls of `Basket` and of `GiftBasket`, which inherits it.
+#[test]
+fn the_callers_of_an_init_are_the_constructor_calls() {
+    use xfile::service::calls::Direction;
+    let service = common::open("edit_breaks");
+    let graph = service
+        .call_graph(
+            "shop/pricing.py::Basket.__init__",
+            Direction::Callers,
+            1,
+            100,
+        )
+        .expect("a symbol");
+    let calls: Vec<String> = graph
+        .calls
+        .iter()
+        .map(|c| format!("{}:{} {} -> {}", c.file, c.line, c.caller, c.callee))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "shop/orders.py:10 shop/orders.py::checkout -> shop/pricing.py::Basket",
+            "shop/orders.py:18 shop/orders.py::gift -> shop/orders.py::GiftBasket",
+        ]
+    );
+}

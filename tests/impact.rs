@@ -233,3 +233,72 @@ fn no_change_and_no_repository_are_said() {
         "{error}"
     );
 }
+
+/// A removed function is still imported and called elsewhere: those uses
+/// are what the removal breaks, found by name since nothing resolves to
+/// it any more; the callers of the caller follow.
+#[test]
+fn a_removed_function_reaches_what_still_imports_and_calls_it() {
+    let repo = project();
+    repo.write(
+        "app/models.py",
+        &MODELS.replace("def helper():\n    return 2\n\n\n", ""),
+    );
+    let impact = impact_of(&repo, 2);
+    assert_eq!(changed(&impact), ["app/models.py::helper Removed 11-12"]);
+    assert_eq!(
+        dependents(&impact.dependents),
+        [
+            "app/service.py::<module> Imports app/models.py::helper :1 d1 r1",
+            "app/service.py::register Calls app/models.py::helper :7 d1 r1",
+            "app/service.py::main Calls app/service.py::register :11 d2 r1",
+        ]
+    );
+    assert_eq!(
+        dependents(&impact.test_dependents),
+        [
+            "tests/test_service.py::<module> Imports app/service.py::register :1 d2 r1",
+            "tests/test_service.py::test_register Calls app/service.py::register :5 d2 r1",
+        ]
+    );
+}
+
+/// A deleted module, and one moved away with `git mv`: their importers
+/// still name the old module.
+#[test]
+fn a_deleted_or_moved_module_reaches_its_importers() {
+    let repo = project();
+    std::fs::remove_file(repo.path().join("app/admin.py")).expect("rm");
+    let impact = impact_of(&repo, 1);
+    // Nothing imports admin.py.
+    assert!(impact.dependents.is_empty(), "{:?}", impact.dependents);
+    repo.git(&["mv", "app/models.py", "app/entities.py"]);
+    let impact = impact_of(&repo, 1);
+    assert!(
+        changed(&impact).contains(&"app/models.py::<module> Removed 1-1".to_string()),
+        "{:?}",
+        changed(&impact)
+    );
+    let importers: Vec<String> = dependents(&impact.dependents)
+        .into_iter()
+        .filter(|d| d.contains("Imports app/models.py::<module>"))
+        .collect();
+    assert_eq!(
+        importers,
+        ["app/service.py::<module> Imports app/models.py::<module> :1 d1 r1"]
+    );
+}
+
+/// A new file git does not track yet is part of the change.
+#[test]
+fn an_untracked_file_is_a_change() {
+    let repo = project();
+    repo.write("app/extra.py", "def extra():\n    return 1\n");
+    let impact = impact_of(&repo, 2);
+    assert!(
+        impact.files.contains(&"app/extra.py".to_string()),
+        "{:?}",
+        impact.files
+    );
+    assert_eq!(changed(&impact), ["app/extra.py::extra Added 1-2"]);
+}

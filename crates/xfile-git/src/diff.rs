@@ -210,6 +210,42 @@ impl Repo {
         })
     }
 
+    /// The files of the root that git does not track (nor ignore), each
+    /// as an addition: part of a change in progress that `diff` leaves
+    /// out, as `git diff` does.
+    pub fn untracked(&self) -> Result<Vec<FileDiff>, GitError> {
+        let status = self
+            .repo
+            .status(gix::progress::Discard)
+            .map_err(failed)?
+            .untracked_files(gix::status::UntrackedFiles::Files)
+            .index_worktree_submodules(None);
+        let patterns: Vec<BString> = match self.prefix.trim_end_matches('/') {
+            "" => Vec::new(),
+            dir => vec![format!(":(top,literal){dir}").into()],
+        };
+        let mut files = Vec::new();
+        for item in status.into_index_worktree_iter(patterns).map_err(failed)? {
+            let item = item.map_err(failed)?;
+            let gix::status::index_worktree::Item::DirectoryContents { entry, .. } = &item else {
+                continue;
+            };
+            if !matches!(entry.status, gix::dir::entry::Status::Untracked) {
+                continue;
+            }
+            let repo_path = entry.rela_path.to_str_lossy().into_owned();
+            let Some(relative) = self.root_relative(&repo_path).map(str::to_string) else {
+                continue;
+            };
+            let new = Side::Worktree(relative.clone());
+            if let Some(file) = self.file_diff(None, Some(relative), Side::Absent, new)? {
+                files.push(file);
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(files)
+    }
+
     /// Work-tree paths whose index or working-tree state differs from
     /// `tree`: a superset of what differs between the tree and the
     /// working tree (a file changed and changed back is compared later).

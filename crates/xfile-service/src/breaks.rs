@@ -273,6 +273,41 @@ impl Service {
             .map_or(0, |d| d.start_line)
     }
 
+    /// Who used `qualname` (`<module>`: the module) of `path` before an
+    /// update removed it, as the service saw it then; nothing when it saw
+    /// no such update or the edit hook was told already.
+    pub(crate) fn users_before(
+        &self,
+        path: &str,
+        qualname: &str,
+    ) -> Vec<(super::calls::Symbol, super::impact::Via, u32)> {
+        use super::impact::Via;
+        let Some(before) = self.befores.get(path) else {
+            return Vec::new();
+        };
+        let key = if qualname == "<module>" { "" } else { qualname };
+        let Some(referrers) = before.referrers.get(key) else {
+            return Vec::new();
+        };
+        let symbol = |file: &str, qualname: &str| super::calls::Symbol {
+            file: file.to_string(),
+            qualname: qualname.to_string(),
+        };
+        let module = self.engine.module_name(path);
+        let name = match key {
+            "" => module.rsplit('.').next().unwrap_or_default(),
+            _ => last_name(qualname),
+        };
+        self.still_referring(referrers, name)
+            .into_iter()
+            .map(|r| match r.how {
+                How::Imports => (symbol(&r.file, "<module>"), Via::Imports, r.line),
+                How::Calls(caller) => (symbol(&r.file, &caller), Via::Calls, r.line),
+                How::Subclasses(class) => (symbol(&r.file, &class), Via::Subclasses, r.line),
+            })
+            .collect()
+    }
+
     /// Keeps the states before an update that is being written.
     pub(crate) fn keep_befores(&self, befores: Vec<(String, Before)>) {
         for (path, before) in befores {
@@ -376,47 +411,26 @@ impl Service {
         }
         let mut misfits = Vec::new();
         let method = new.kind == DefinitionKind::Method;
-        for edge in self.engine.callers(path, &new.qualname) {
+        // A constructor call of the class passes `__init__`'s arguments.
+        for edge in self.calls_of(path, &new.qualname) {
             let interner = self.engine.interner();
             let file = interner.node_text(edge.file).to_string();
             if file == path {
                 continue;
             }
-            let bound = match method {
-                true => self.binding_at(&file, edge.site.0, new),
-                false => Bound::No,
+            let bound = match (method, *interner.sym_text(edge.name) == new.qualname) {
+                (_, false) => Bound::Yes,
+                (true, true) => self.binding_at(&file, edge.site.0, new),
+                (false, true) => Bound::No,
             };
             let caller = interner.sym_text(edge.caller).to_string();
-            if let Some(misfit) = self.misfit(&file, edge.site.0, before, after, bound) {
+            if let Some(why) = self.misfit(&file, edge.site.0, before, after, bound) {
                 misfits.push(Misfit {
                     line: self.site_line(&file, edge.site.0),
                     file,
                     caller,
-                    why: misfit,
+                    why,
                 });
-            }
-        }
-        // A constructor call passes `__init__`'s arguments.
-        if let Some(class) = new.qualname.strip_suffix(".__init__") {
-            for (file, class) in self.constructed_classes(path, class) {
-                for edge in self.engine.callers(&file, &class) {
-                    let interner = self.engine.interner();
-                    let caller_file = interner.node_text(edge.file).to_string();
-                    if caller_file == path {
-                        continue;
-                    }
-                    let caller = interner.sym_text(edge.caller).to_string();
-                    if let Some(why) =
-                        self.misfit(&caller_file, edge.site.0, before, after, Bound::Yes)
-                    {
-                        misfits.push(Misfit {
-                            line: self.site_line(&caller_file, edge.site.0),
-                            file: caller_file,
-                            caller,
-                            why,
-                        });
-                    }
-                }
             }
         }
         misfits.sort();
@@ -435,36 +449,6 @@ impl Service {
                 overrides,
             });
         }
-    }
-
-    /// `class` of `path` and its subclasses that inherit its `__init__`
-    /// (neither they nor a class between define one), leaving out those
-    /// whose construction a decorator may change (dataclasses).
-    fn constructed_classes(&self, path: &str, class: &str) -> Vec<(String, String)> {
-        let mut found = vec![(path.to_string(), class.to_string())];
-        for (file, sub) in self.engine.subclasses(path, class) {
-            let mro = self.engine.mro(&file, &sub);
-            let inherits = mro
-                .iter()
-                .take_while(|(f, c)| !(f == path && c == class))
-                .all(|(f, c)| {
-                    self.engine.facts(f).is_some_and(|facts| {
-                        let init = format!("{c}.__init__");
-                        let new = format!("{c}.__new__");
-                        // A decorated class (a dataclass) may get another
-                        // `__init__`.
-                        facts.definitions.iter().all(|d| {
-                            d.qualname != init
-                                && d.qualname != new
-                                && (d.qualname != *c || d.decorators.is_empty())
-                        })
-                    })
-                });
-            if inherits && mro.iter().any(|(f, c)| f == path && c == class) {
-                found.push((file, sub));
-            }
-        }
-        found
     }
 
     /// Methods named `name` of subclasses of `class` whose parameters are

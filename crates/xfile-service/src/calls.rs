@@ -256,6 +256,49 @@ impl Service {
         })
     }
 
+    /// The calls of `qualname` of `path`; for an `__init__`, the
+    /// constructor calls of its class and of the subclasses that inherit
+    /// it too, since each runs it.
+    pub(crate) fn calls_of(&self, path: &str, qualname: &str) -> Vec<CallEdge> {
+        let mut edges = self.engine.callers(path, qualname);
+        if let Some(class) = qualname.strip_suffix(".__init__") {
+            for (file, class) in self.constructed_classes(path, class) {
+                edges.extend(self.engine.callers(&file, &class));
+            }
+        }
+        edges
+    }
+
+    /// `class` of `path` and its subclasses that inherit its `__init__`
+    /// (neither they nor a class between define one), leaving out those
+    /// whose construction a decorator may change (dataclasses).
+    pub(crate) fn constructed_classes(&self, path: &str, class: &str) -> Vec<(String, String)> {
+        let mut found = vec![(path.to_string(), class.to_string())];
+        for (file, sub) in self.engine.subclasses(path, class) {
+            let mro = self.engine.mro(&file, &sub);
+            let inherits = mro
+                .iter()
+                .take_while(|(f, c)| !(f == path && c == class))
+                .all(|(f, c)| {
+                    self.engine.facts(f).is_some_and(|facts| {
+                        let init = format!("{c}.__init__");
+                        let new = format!("{c}.__new__");
+                        // A decorated class (a dataclass) may get another
+                        // `__init__`.
+                        facts.definitions.iter().all(|d| {
+                            d.qualname != init
+                                && d.qualname != new
+                                && (d.qualname != *c || d.decorators.is_empty())
+                        })
+                    })
+                });
+            if inherits && mro.iter().any(|(f, c)| f == path && c == class) {
+                found.push((file, sub));
+            }
+        }
+        found
+    }
+
     /// The callers or callees of `symbol`, breadth first to `depth`
     /// (1..=`MAX_DEPTH`), at most `limit` calls.
     pub fn call_graph(
@@ -278,7 +321,7 @@ impl Service {
                 break;
             }
             let edges: Vec<CallEdge> = match direction {
-                Direction::Callers => self.engine.callers(&symbol.file, &symbol.qualname),
+                Direction::Callers => self.calls_of(&symbol.file, &symbol.qualname),
                 Direction::Callees => self.engine.callees(&symbol.file, &symbol.qualname),
             };
             let mut level_calls = Vec::new();

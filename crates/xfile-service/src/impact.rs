@@ -111,7 +111,10 @@ impl Service {
     /// HEAD), dependents followed to `depth` (1..=5).
     pub fn impact(&self, base: Option<&str>, depth: usize) -> Result<Impact, GitError> {
         let repo = self.git.repo(self.root())?;
-        let diff = repo.diff(base, None, None)?;
+        let mut diff = repo.diff(base, None, None)?;
+        // New files git does not track yet are part of the change too.
+        diff.files.extend(repo.untracked()?);
+        diff.files.sort_by(|a, b| a.path.cmp(&b.path));
         self.git.warm_blames_later(self.root());
         let base = diff.base.clone();
         let depth = depth.clamp(1, MAX_DEPTH);
@@ -125,13 +128,32 @@ impl Service {
         {
             changed.extend(self.changed_symbols(&repo, &base, file)?);
         }
+        // A module the change deletes or moves away is one more thing gone.
+        for file in diff.files.iter().filter(|f| f.path.ends_with(".py")) {
+            let gone = match &file.status {
+                FileStatus::Deleted => Some(file.path.as_str()),
+                FileStatus::Renamed { from } => Some(from.as_str()),
+                _ => None,
+            };
+            if let Some(path) = gone.filter(|p| !self.engine.contains(p)) {
+                changed.push(ChangedSymbol {
+                    symbol: format!("{path}::<module>"),
+                    change: Change::Removed,
+                    start_line: 1,
+                    end_line: 1,
+                });
+            }
+        }
         let mut walk = Walk::new(self);
         for (origin, symbol) in changed.iter().enumerate() {
-            if symbol.change != Change::Removed
-                && let Some((file, qualname)) = symbol.symbol.split_once("::")
-            {
-                walk.start(symbol_of(file, qualname), origin, depth);
-            }
+            let Some((file, qualname)) = symbol.symbol.split_once("::") else {
+                continue;
+            };
+            let users = match symbol.change {
+                Change::Removed => Some(self.users_of_removed(file, qualname)),
+                _ => None,
+            };
+            walk.start(symbol_of(file, qualname), users, origin, depth);
         }
         let complete = walk.complete;
         let (test_dependents, dependents) = walk.ranked();
@@ -267,6 +289,118 @@ impl Service {
     }
 }
 
+impl Service {
+    /// What, in other files, still uses `qualname` of `file` (`<module>`:
+    /// the module itself), which the change removed: nothing resolves to
+    /// it any more, so the uses are found by name, through the imports
+    /// that name its module, and from what the service saw before the
+    /// removal (`breaks`).
+    fn users_of_removed(&self, file: &str, qualname: &str) -> Vec<(Symbol, Via, u32)> {
+        let mut users = self.users_before(file, qualname);
+        if qualname == "<module>" {
+            let marker = format!("<unresolved:{}>", self.engine.module_name(file));
+            for (importer, line) in self.importers_of_marker(&marker) {
+                users.push((symbol_of(&importer, "<module>"), Via::Imports, line));
+            }
+        } else if !qualname.contains('.') {
+            users.extend(self.users_by_name(file, qualname));
+        }
+        users.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
+        users.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        users
+    }
+
+    /// The imports of a module no file provides (`marker`, as
+    /// `<unresolved:a.b>`): (importing file, line). Each file's own
+    /// imports are read: the dependents index holds files only.
+    fn importers_of_marker(&self, marker: &str) -> Vec<(String, u32)> {
+        let interner = self.engine.interner();
+        let mut found = Vec::new();
+        for path in self.engine.paths() {
+            for reference in self.engine.references_from(path) {
+                if reference.kind == RefKind::Import
+                    && &*interner.node_text(reference.target) == marker
+                {
+                    let line = self
+                        .engine
+                        .facts(path)
+                        .and_then(|f| f.sites.get(reference.site.0 as usize))
+                        .map_or(0, |s| s.line);
+                    found.push((path.to_string(), line));
+                }
+            }
+        }
+        found
+    }
+
+    /// The imports and calls, in other files, of module-level `name` of
+    /// `file`, by name: `from m import name` and what calls the name it
+    /// binds, or `import m` / `from p import m` and `m.name(...)`.
+    fn users_by_name(&self, file: &str, name: &str) -> Vec<(Symbol, Via, u32)> {
+        use xfile_python::ImportTarget;
+        let interner = self.engine.interner();
+        let mut users = Vec::new();
+        let mut importers: BTreeSet<String> = BTreeSet::new();
+        for reference in self.engine.references_to(file) {
+            if reference.kind == RefKind::Import {
+                importers.insert(interner.node_text(reference.source).to_string());
+            }
+        }
+        let module = self.engine.module_name(file);
+        for importer in importers.into_iter().filter(|i| i != file) {
+            let Some(facts) = self.engine.facts(&importer) else {
+                continue;
+            };
+            let semantic = &facts.semantic;
+            let line = |site: u32| facts.sites.get(site as usize).map_or(0, |s| s.line);
+            // The chains that name `name` in this file: `[binding]` for
+            // `from m import name`, `[m.., name]` for a module import.
+            let mut chains: Vec<Vec<&str>> = Vec::new();
+            for import in &semantic.imports {
+                match &import.target {
+                    ImportTarget::From { name: imported, .. } if imported == name => {
+                        users.push((
+                            symbol_of(&importer, "<module>"),
+                            Via::Imports,
+                            line(import.site),
+                        ));
+                        chains.push(vec![import.alias.as_deref().unwrap_or(name)]);
+                    }
+                    ImportTarget::From { name: imported, .. }
+                        if module.rsplit('.').next() == Some(imported.as_str()) =>
+                    {
+                        let bound = import.alias.as_deref().unwrap_or(imported);
+                        chains.push(vec![bound, name]);
+                    }
+                    ImportTarget::Module { dotted } if *dotted == module => {
+                        let mut chain: Vec<&str> = match &import.alias {
+                            Some(alias) => vec![alias.as_str()],
+                            None => dotted.split('.').collect(),
+                        };
+                        chain.push(name);
+                        chains.push(chain);
+                    }
+                    _ => {}
+                }
+            }
+            for call in &semantic.calls {
+                let path: Vec<&str> = call.path.iter().map(|n| n.as_str()).collect();
+                if !chains.iter().any(|c| path.starts_with(c)) {
+                    continue;
+                }
+                let caller = semantic
+                    .call_sites
+                    .iter()
+                    .find(|c| c.site == call.site)
+                    .and_then(|c| semantic.scopes.get(c.caller as usize))
+                    .map_or("<module>", |s| s.as_str());
+                users.push((symbol_of(&importer, caller), Via::Calls, line(call.site)));
+            }
+        }
+        users
+    }
+}
+
 /// One version of a file: its lines and its symbol definitions.
 struct Side<'a> {
     lines: Vec<&'a str>,
@@ -335,14 +469,27 @@ impl<'s> Walk<'s> {
         }
     }
 
-    fn start(&mut self, from: Symbol, origin: usize, depth: usize) {
+    /// Walks from `from` to its dependents; what depends on it directly is
+    /// `first` when given instead of looked up: what still uses a
+    /// definition or module that is gone, which nothing resolves to.
+    fn start(
+        &mut self,
+        from: Symbol,
+        mut first: Option<Vec<(Symbol, Via, u32)>>,
+        origin: usize,
+        depth: usize,
+    ) {
         self.starts.insert(from.clone());
         let mut queue = VecDeque::from([(from, 0)]);
         while let Some((symbol, level)) = queue.pop_front() {
             if level == depth {
                 continue;
             }
-            for (next, via, line) in self.direct(&symbol) {
+            let direct = match first.take() {
+                Some(given) => given,
+                None => self.direct(&symbol),
+            };
+            for (next, via, line) in direct {
                 if self.starts.contains(&next) || next == symbol {
                     continue;
                 }
@@ -380,7 +527,7 @@ impl<'s> Walk<'s> {
         let interner = engine.interner();
         let mut direct = Vec::new();
         if symbol.qualname != "<module>" {
-            for edge in engine.callers(&symbol.file, &symbol.qualname) {
+            for edge in self.service.calls_of(&symbol.file, &symbol.qualname) {
                 let file = interner.node_text(edge.file).to_string();
                 let line = engine
                     .facts(&file)
