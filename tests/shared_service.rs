@@ -1,7 +1,7 @@
 //! `xfile serve` through the user's shared service of a root: sessions
 //! on one root share one service (one index), the service's directory and
-//! socket are owner-only and refused when unsafe, a stale socket or a
-//! killed service is replaced by the next session, the service leaves
+//! socket are owner-only and refused when unsafe, a stale socket is
+//! replaced, a killed service is replaced and its sessions go on, the service leaves
 //! after its idle time, and `--standalone` starts none. Every test has a
 //! runtime directory of its own and kills the services it started.
 
@@ -294,8 +294,12 @@ fn a_stale_socket_file_is_replaced() {
     assert_eq!(services(&runtime).len(), 1);
 }
 
+/// The service is killed while a session is open: the session goes on
+/// with another service, which it opened the session with again (a
+/// request it had sent and not had answered is told to ask again), and a
+/// later session shares that one.
 #[test]
-fn a_service_killed_mid_session_is_replaced_by_the_next_session() {
+fn a_service_killed_mid_session_is_replaced_and_the_session_goes_on() {
     let sample = common::copy_sample();
     let runtime = Runtime::new();
     let mut first = session(sample.path(), &runtime);
@@ -303,15 +307,38 @@ fn a_service_killed_mid_session_is_replaced_by_the_next_session() {
     let killed = services(&runtime);
     assert_eq!(killed.len(), 1);
     runtime.kill_services();
-    // The session that lost its service ends with an error the client
-    // sees as its server exiting.
-    assert!(!first.wait().success());
-
-    let mut next = session(sample.path(), &runtime);
-    assert_eq!(dependents_of_models(&mut next), answer);
+    // A request may reach the relay before it sees the service gone: it
+    // is answered with an error saying to ask again, never lost.
+    let mut again = None;
+    for _ in 0..2 {
+        let response = first.request(
+            "tools/call",
+            json!({"name": "get_dependents", "arguments": {"file_path": "app/models.py"}}),
+        );
+        match response.get("error") {
+            Some(error) => assert!(
+                error["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("ask again")),
+                "{response}"
+            ),
+            None => {
+                again = response["result"]["content"][0]["text"]
+                    .as_str()
+                    .map(str::to_string);
+                break;
+            }
+        }
+    }
+    assert_eq!(again.as_deref(), Some(answer.as_str()));
     let running = services(&runtime);
     assert_eq!(running.len(), 1);
     assert_ne!(running, killed);
+
+    let mut next = session(sample.path(), &runtime);
+    assert_eq!(dependents_of_models(&mut next), answer);
+    assert_eq!(services(&runtime), running, "the next session shares it");
+    assert!(first.disconnect().success());
 }
 
 #[test]

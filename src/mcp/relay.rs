@@ -1,11 +1,14 @@
 //! `xfile serve` in shared mode: finds the user's service of the root, or
-//! starts it, and relays bytes between stdin/stdout and its socket
-//! without reading them, so the client speaks to the service as it would
-//! to a server of its own. When no service can be had (the runtime
+//! starts it, and relays messages between stdin/stdout and its socket as
+//! they are, so the client speaks to the service as it would to a server
+//! of its own. It reads only what it needs to hand the session to
+//! another service if this one goes away: how the session opened, and
+//! which requests wait. When no service can be had (the runtime
 //! directory is unsafe, the service does not come up), it serves
 //! standalone and says why on stderr.
 
 use std::io::{self, Read};
+
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -31,8 +34,8 @@ const MAX_STARTS: usize = 3;
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
 /// Serves `root` (canonical) through its shared service until the client
-/// closes stdin, or the service goes away (an error: the client sees the
-/// server exit, and the next session starts a new service).
+/// closes stdin. A service that goes away meanwhile is replaced (a few
+/// times at most; then the session ends with an error).
 pub fn serve_shared(root: PathBuf, no_cache: bool) -> anyhow::Result<()> {
     tracing_to_stderr();
     let found = rendezvous::place(&root, no_cache)
@@ -57,7 +60,7 @@ pub fn serve_shared(root: PathBuf, no_cache: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let outcome = runtime.block_on(relay(stream, &place));
+    let outcome = runtime.block_on(relay(stream, &root, &place, no_cache));
     // A blocking read of stdin cannot be cancelled: the process exits
     // without it.
     runtime.shutdown_background();
@@ -166,41 +169,188 @@ fn reap(mut child: Child) {
     std::thread::spawn(move || child.wait());
 }
 
-/// Copies stdin to the service and the service to stdout. When stdin
-/// ends (or the process is asked to stop) the service is told by closing
-/// the socket's writing side, and has [`CLOSE_WAIT`] to finish.
-async fn relay(stream: UnixStream, place: &Place) -> anyhow::Result<()> {
-    stream.set_nonblocking(true)?;
-    let stream = tokio::net::UnixStream::from_std(stream)?;
-    let (mut from_service, mut to_service) = stream.into_split();
-    let mut upstream = tokio::spawn(async move {
-        let mut stdin = tokio::io::stdin();
-        tokio::select! {
-            _ = tokio::io::copy(&mut stdin, &mut to_service) => {}
-            () = crate::ops::terminated() => {}
-        }
-        let _ = to_service.shutdown().await;
-    });
-    let mut downstream = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        let copied = tokio::io::copy(&mut from_service, &mut stdout).await;
-        let _ = stdout.flush().await;
-        copied
-    });
-    tokio::select! {
-        _ = &mut upstream => {
-            if tokio::time::timeout(CLOSE_WAIT, &mut downstream).await.is_err() {
-                tracing::warn!("the shared service did not close the session in time");
+/// Client lines inspected whole at most: a longer one (which the service
+/// refuses anyway) is passed on in pieces, unread.
+const INSPECTED_LINE: u64 = 1 << 20;
+/// Services replaced at most in one session: a service that dies at once
+/// every time is not started again and again.
+const MAX_REPLACED: usize = 3;
+/// The id of the `initialize` replayed to a replacement service; its
+/// answer is the relay's, not the client's.
+const REPLAYED_ID: &str = "xfile-relay-initialize";
+
+/// What the relay must know of the session to hand it to another service:
+/// how the client opened it, and which requests wait for an answer.
+#[derive(Default)]
+struct Session {
+    initialize: Option<serde_json::Value>,
+    initialized: Option<Vec<u8>>,
+    /// The ids of requests sent and not answered yet, as JSON text.
+    waiting: std::collections::BTreeSet<String>,
+}
+
+/// The fields of a JSON-RPC message the relay looks at.
+#[derive(serde::Deserialize)]
+struct Head {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+}
+
+impl Session {
+    /// Notes what a whole client line says: the session's opening, a
+    /// request now waiting.
+    fn client_line(&mut self, line: &[u8]) {
+        let Ok(head) = serde_json::from_slice::<Head>(line) else {
+            return;
+        };
+        match (head.method.as_deref(), head.id) {
+            (Some("initialize"), Some(_)) => {
+                self.initialize = serde_json::from_slice(line).ok();
             }
-            Ok(())
+            (Some("notifications/initialized"), None) => self.initialized = Some(line.to_vec()),
+            (Some(_), Some(id)) => {
+                self.waiting.insert(id.to_string());
+            }
+            _ => {}
         }
-        copied = &mut downstream => {
-            let why = match copied {
-                Ok(Ok(_)) => "the shared service closed the connection".to_string(),
-                Ok(Err(error)) => format!("the connection to the shared service failed: {error}"),
-                Err(error) => format!("relaying stopped: {error}"),
-            };
-            anyhow::bail!("{why}; its log is {}", place.log.display())
+    }
+
+    /// Whether a service line is for the client (not the answer to the
+    /// replayed `initialize`), noting the request it answers.
+    fn service_line(&mut self, line: &[u8]) -> bool {
+        let Ok(head) = serde_json::from_slice::<Head>(line) else {
+            return true;
+        };
+        match (head.method, head.id) {
+            (None, Some(id)) if id.as_str() == Some(REPLAYED_ID) => false,
+            (None, Some(id)) => {
+                self.waiting.remove(&id.to_string());
+                true
+            }
+            _ => true,
         }
+    }
+}
+
+/// Relays between stdin/stdout and the service, one line (one JSON-RPC
+/// message) at a time. When the service goes away while the client is
+/// still there, another is found or started and given the session's
+/// `initialize` again; requests it had not answered get an error saying to
+/// ask again. When stdin ends (or the process is asked to stop) the
+/// service is told by closing the socket's writing side, and has
+/// [`CLOSE_WAIT`] to finish.
+async fn relay(
+    stream: UnixStream,
+    root: &Path,
+    place: &Place,
+    no_cache: bool,
+) -> anyhow::Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    let session = std::sync::Arc::new(tokio::sync::Mutex::new(Session::default()));
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut stdout = tokio::io::stdout();
+    let mut stream = stream;
+    let mut replaced = 0;
+    let mut replay: Option<Vec<Vec<u8>>> = None;
+    loop {
+        stream.set_nonblocking(true)?;
+        let connection = tokio::net::UnixStream::from_std(stream)?;
+        let (from_service, mut to_service) = connection.into_split();
+        for line in replay.take().unwrap_or_default() {
+            to_service.write_all(&line).await?;
+        }
+        let reading = session.clone();
+        let mut downstream = tokio::spawn(async move {
+            let mut from_service = BufReader::new(from_service);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match from_service.read_until(b'\n', &mut line).await {
+                    Ok(0) => return (stdout, Ok(())),
+                    Ok(_) => {}
+                    Err(error) => return (stdout, Err(error)),
+                }
+                if reading.lock().await.service_line(&line) {
+                    if let Err(error) = stdout.write_all(&line).await {
+                        return (stdout, Err(error));
+                    }
+                    let _ = stdout.flush().await;
+                }
+            }
+        });
+        let mut line = Vec::new();
+        let mut whole = true;
+        let lost = loop {
+            line.clear();
+            let mut limited = (&mut stdin).take(INSPECTED_LINE);
+            tokio::select! {
+                read = limited.read_until(b'\n', &mut line) => {
+                    match read {
+                        Ok(0) | Err(_) => {
+                            let _ = to_service.shutdown().await;
+                            if tokio::time::timeout(CLOSE_WAIT, &mut downstream).await.is_err() {
+                                tracing::warn!("the shared service did not close the session in time");
+                            }
+                            return Ok(());
+                        }
+                        Ok(_) => {}
+                    }
+                    // Only a line read whole from its start is a message.
+                    if whole {
+                        session.lock().await.client_line(&line);
+                    }
+                    whole = line.last() == Some(&b'\n');
+                    if to_service.write_all(&line).await.is_err() {
+                        break (&mut downstream).await.ok();
+                    }
+                }
+                ended = &mut downstream => break ended.ok(),
+                () = crate::ops::terminated() => {
+                    let _ = to_service.shutdown().await;
+                    let _ = tokio::time::timeout(CLOSE_WAIT, &mut downstream).await;
+                    return Ok(());
+                }
+            }
+        };
+        let Some((given_back, _)) = lost else {
+            anyhow::bail!(
+                "relaying stopped; the service's log is {}",
+                place.log.display()
+            );
+        };
+        stdout = given_back;
+        replaced += 1;
+        if replaced > MAX_REPLACED {
+            anyhow::bail!(
+                "the shared service went away {MAX_REPLACED} times; its log is {}",
+                place.log.display()
+            );
+        }
+        tracing::warn!("the shared service went away; starting another");
+        let mut held = session.lock().await;
+        let waiting = std::mem::take(&mut held.waiting);
+        for id in waiting {
+            let error = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\
+                 \"message\":\"the shared service restarted before answering; ask again\"}}}}\n"
+            );
+            stdout.write_all(error.as_bytes()).await?;
+        }
+        stdout.flush().await?;
+        let mut lines = Vec::new();
+        if let Some(mut initialize) = held.initialize.clone() {
+            initialize["id"] = serde_json::Value::from(REPLAYED_ID);
+            lines.push(format!("{initialize}\n").into_bytes());
+        }
+        if let Some(initialized) = held.initialized.clone() {
+            lines.push(initialized);
+        }
+        drop(held);
+        replay = Some(lines);
+        let (root, place_again, no_cache) = (root.to_path_buf(), place.clone(), no_cache);
+        stream =
+            tokio::task::spawn_blocking(move || connect_or_start(&root, &place_again, no_cache))
+                .await?
+                .map_err(|why| anyhow::anyhow!("{why}"))?;
     }
 }
