@@ -81,7 +81,7 @@ touched call) and the files the hook named that were not expected
 (`?`, with whether the commit changed them). Then a summary. --json
 writes every case, the hook's full text included.
 """
-import argparse, ast, json, os, random, re, shutil, signal, subprocess, sys, tempfile, time
+import argparse, ast, hashlib, io, json, os, random, re, shutil, signal, subprocess, sys, tempfile, time, tokenize
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEF_RE = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)", re.M)
@@ -256,6 +256,32 @@ def signature_text(node):
     return f"{node.name}({ast.unparse(node.args)})"
 
 
+def header_notes(text, node):
+    """What in the source of `node`'s def header (from `def` to the colon)
+    may keep the hook from reading its parameters: a comment inside it
+    (xfile folds the header to one line, where the comment swallows the
+    rest), or a folded length over 1,000 characters (xfile shortens it)."""
+    lines = text.splitlines()
+    end = node.body[0].lineno - 1 if node.body else node.lineno
+    header = "\n".join(lines[node.lineno - 1:max(end, node.lineno)])
+    notes = []
+    try:
+        depth = 0
+        for t in tokenize.generate_tokens(io.StringIO(header + "\n").readline):
+            if t.type == tokenize.OP and t.string in "([{":
+                depth += 1
+            elif t.type == tokenize.OP and t.string in ")]}":
+                depth -= 1
+            elif t.type == tokenize.COMMENT and depth > 0:
+                notes.append("comment in its parameter list")
+                break
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    if len(" ".join(header.split())) > 1000:
+        notes.append("header over 1,000 characters")
+    return notes
+
+
 def changed_signatures(old_text, new_text):
     old, new = definitions(old_text), definitions(new_text)
     if old is None or new is None:
@@ -280,6 +306,7 @@ def changed_signatures(old_text, new_text):
             "qualname": q, "kind": kind, "names": names, "decorators": adec,
             "old": pb, "new": pa, "was": signature_text(bnode), "now": signature_text(anode),
             "line": anode.lineno,
+            "notes": sorted(set(header_notes(old_text, bnode) + header_notes(new_text, anode))),
         })
     return changed
 
@@ -306,8 +333,20 @@ def fit(p, positional, keywords, skip):
     return None
 
 
-def call_matches(call, change):
-    """The skips to try when `call` calls `change` by name, else None."""
+def calls_in(tree):
+    """(call, enclosing class or None) for every call of the tree."""
+    stack = [(tree, None)]
+    while stack:
+        node, cls = stack.pop()
+        if isinstance(node, ast.Call):
+            yield node, cls
+        inner = node if isinstance(node, ast.ClassDef) else cls
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+
+def call_matches(call, change, enclosing=None):
+    """The skips to try when `call` calls `change` by name, else None.
+    `enclosing`: the class the call is in, for `super().__init__()`."""
     f = call.func
     last = change["qualname"].rsplit(".", 1)[-1]
     cls = change["qualname"].rsplit(".", 2)[-2] if "." in change["qualname"] else None
@@ -320,14 +359,21 @@ def call_matches(call, change):
         if isinstance(f, ast.Attribute) and f.attr == last:
             base = f.value
             if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super":
-                return [1]
-            return [0]
+                # Only in a direct subclass (by base name) of the class.
+                return [1] if enclosing is not None and cls in base_names(enclosing) else None
+            if isinstance(base, ast.Name) and base.id == cls:
+                return [0]
         return None
     if isinstance(f, ast.Name):
         if f.id != last:
             return None
         return [0] if not method or static else ([1] if classm else [0, 1])
     if isinstance(f, ast.Attribute) and f.attr == last:
+        receiver = f.value
+        if not method and (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")
+                           or isinstance(receiver, ast.Call)):
+            # `self.NAME()` is a method, not the module's function.
+            return None
         if not method or static:
             return [0]
         if classm:
@@ -371,10 +417,8 @@ def oracle(parent_text, touched_lines, change):
                             and parameters(fn) == change["old"]
                             and any(fn.lineno <= n <= fn.body[0].lineno for n in touched_lines)):
                         return "override", f"L{fn.lineno}: {node.name}.{last} overrides {cls}.{last}"
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        skips = call_matches(node, change)
+    for node, enclosing in calls_in(tree):
+        skips = call_matches(node, change, enclosing)
         if skips is None:
             continue
         if not any(node.lineno <= n <= (node.end_lineno or node.lineno) for n in touched_lines):
@@ -408,12 +452,13 @@ def touched_use(tree, touched, change):
     override there had its def changed, else None."""
     last = change["qualname"].rsplit(".", 1)[-1]
     cls = change["qualname"].rsplit(".", 2)[-2] if "." in change["qualname"] else None
+    for node, enclosing in calls_in(tree):
+        if (call_matches(node, change, enclosing) is not None
+                and any(node.lineno <= n <= (node.end_lineno or node.lineno) for n in touched)):
+            return "call"
     found = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and call_matches(node, change) is not None:
-            if any(node.lineno <= n <= (node.end_lineno or node.lineno) for n in touched):
-                return "call"
-        elif (change["kind"] == "method" and cls and isinstance(node, ast.ClassDef)
+        if (change["kind"] == "method" and cls and isinstance(node, ast.ClassDef)
               and cls in base_names(node)):
             for fn in node.body:
                 if (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == last
@@ -658,7 +703,12 @@ def main():
     xfile = os.path.abspath(args.xfile)
     began = time.perf_counter()
     print("command:", " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]))
-    print("xfile:", xfile)
+    def identity():
+        st = os.stat(xfile)
+        digest = hashlib.sha256(open(xfile, "rb").read()).hexdigest()[:12]
+        return f"sha256 {digest}, modified {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(st.st_mtime))}"
+    binary = identity()
+    print(f"xfile: {xfile} ({binary})")
     cases, scanned = find_cases(gitdir, args.max_commits)
     print(f"{scanned} non-merge commits touching .py scanned; {len(cases)} change a signature "
           f"and a name-matched caller in another file ({time.perf_counter() - began:.1f} s)")
@@ -731,6 +781,12 @@ def main():
               f"named {len(hit)}; oracle-broken {len(broken)}, named {sum(p in named for p in broken)}"
               f"  (start {result['start_s']} s, answer {result['answer_s']} s)")
         print(f"    {sigs[:400]}")
+        for c in case["changes"]:
+            if c["notes"]:
+                print(f"    note: {c['qualname']}: {', '.join(c['notes'])}")
+        cut = re.findall(r"^  … (\d+) more$", result["text"], re.M)
+        if cut:
+            print(f"    note: the hook's lists were cut ({' + '.join(cut)} more not shown)")
         if result["error"]:
             print(f"    ERROR: {result['error']}")
         if result["first"]:
@@ -773,6 +829,8 @@ def main():
           f"{totals['unchanged_subject']} in {totals['cases_unchanged_subject']} commits")
     print(f"  errors: {totals['errors']}, first calls not quiet: {totals['first_not_quiet']}")
     print(f"  total time {time.perf_counter() - began:.0f} s")
+    if identity() != binary:
+        print(f"  WARNING: the binary changed during the run (now {identity()})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"repo": gitdir, "totals": totals, "cases": records}, f, indent=1, default=list)
