@@ -88,9 +88,9 @@ fn a_main_block_binds_nothing_importers_see() {
     assert_relationships(
         "main_block",
         &[
-            "pkg/live.py:7:9 import pkg/live.py Live 1 alias=Live condition=other defined_in=pkg/live.py",
-            "pkg/live.py:8:9 import pkg/other.py Helper 5 condition=other defined_in=pkg/other.py",
-            "pkg/live.py:8:9 import pkg/other.py helper 1 condition=other defined_in=pkg/other.py",
+            "pkg/live.py:7:9 import pkg/live.py Live 1 alias=Live condition=main_block defined_in=pkg/live.py",
+            "pkg/live.py:8:9 import pkg/other.py Helper 5 condition=main_block defined_in=pkg/other.py",
+            "pkg/live.py:8:9 import pkg/other.py helper 1 condition=main_block defined_in=pkg/other.py",
             "pkg/live.py:10:4 function_call pkg/other.py helper 1",
             // Its names hold their values, as a function's locals do.
             "pkg/live.py:12:13 function_call pkg/other.py Helper 5",

@@ -531,3 +531,30 @@ fn warnings_after_edits_match_a_fresh_index_and_are_logged_once_fr41() {
     let count = live.read(|s| s.warnings(None).unwrap().warnings.len());
     assert_eq!(live.read(Service::log_warnings).unwrap(), count);
 }
+
+/// An import in `if __name__ == "__main__":` runs only when the file is
+/// executed, never when it is imported: it closes no import cycle (even
+/// under a further condition), though it is still an import. Two modules
+/// importing each other at the top are a cycle.
+#[test]
+fn a_main_block_import_closes_no_cycle() {
+    let service = open("main_block_cycle");
+    let all = rows(&service.warnings(None).unwrap().warnings);
+    assert_eq!(
+        all,
+        [
+            "app/c.py:1:5 circular_import warning",
+            "app/d.py:1:5 circular_import warning",
+        ]
+    );
+    let imports: Vec<String> = lines(&service)
+        .into_iter()
+        .filter(|l| l.starts_with("app/b.py:8"))
+        .collect();
+    assert_eq!(
+        imports,
+        ["app/b.py:8:13 import app/a.py a - condition=main_block"],
+        "{:?}",
+        lines(&service)
+    );
+}

@@ -52,6 +52,18 @@ pub fn serve_service(root: PathBuf, no_cache: bool) -> anyhow::Result<()> {
     outcome
 }
 
+/// The service's log is started again (the last one kept as `.old`) once
+/// past this size, checked at each new connection: the runtime directory
+/// is often in memory, and a service may run for days.
+const LOG_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Starts the log again if it has grown past [`LOG_BYTES`].
+fn rotate_log(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.len() > LOG_BYTES) {
+        log_to(path);
+    }
+}
+
 /// Sends this process's stderr (the log, panics) to the service's log.
 fn log_to(path: &Path) {
     use std::os::fd::AsRawFd;
@@ -115,7 +127,7 @@ fn serve_socket(root: PathBuf, place: &Place, lock: &mut Option<Lock>) -> anyhow
         server.start_indexing();
         let stop = CancellationToken::new();
         let mut sessions = tokio::task::JoinSet::new();
-        let why = accept(&listener, &server, idle, &stop, &mut sessions).await;
+        let why = accept(&listener, &server, idle, &stop, &mut sessions, &place.log).await;
         tracing::info!("the shared service leaves: {why}");
         // New clients start another service from here on: its socket
         // gone, the lock free, while this one ends the sessions it has.
@@ -159,6 +171,7 @@ async fn accept(
     idle: Duration,
     stop: &CancellationToken,
     sessions: &mut tokio::task::JoinSet<()>,
+    log: &Path,
 ) -> &'static str {
     let (clients, mut count) = watch::channel(0usize);
     let clients = Arc::new(clients);
@@ -169,6 +182,7 @@ async fn accept(
                     if !admitted(&stream) {
                         continue;
                     }
+                    rotate_log(log);
                     let client = Client::counted(&clients);
                     sessions.spawn(connection(server.clone(), stream, stop.clone(), client));
                 }

@@ -226,7 +226,13 @@ impl Builder<'_> {
                 self.facts
                     .push(InputFact::ImportName(ImportName(self.me, site, node, sym)));
             }
-            if import.scope == Scope::Module && import.condition != Some(Condition::TypeChecking) {
+            // A `TYPE_CHECKING` import never runs; a `__main__` block's only
+            // when the file runs as a script, not when it is imported.
+            let never_on_import = matches!(
+                import.condition,
+                Some(Condition::TypeChecking | Condition::MainBlock)
+            );
+            if import.scope == Scope::Module && !never_on_import {
                 self.facts
                     .push(InputFact::RuntimeImport(RuntimeImport(self.me, site)));
             }

@@ -679,7 +679,12 @@ impl<'src> Extractor<'src> {
             target,
             alias: alias.map(|a| Name::from(a.id.as_str())),
             site,
-            condition: self.conditions.last().copied(),
+            // Within a `__main__` block, whatever the nearer condition: the
+            // import never runs when the module is imported.
+            condition: match self.conditions.contains(&Condition::MainBlock) {
+                true => Some(Condition::MainBlock),
+                false => self.conditions.last().copied(),
+            },
             scope: self.current_scope(),
         };
         let bound = import.bound_name().map(str::to_string);
@@ -1092,7 +1097,7 @@ impl<'src> Extractor<'src> {
             let mut frame = Frame::new(FrameKind::Immediate, FxHashMap::default());
             collect_locals(&stmt.body, &mut frame);
             self.scopes.push(frame);
-            self.conditional_suite(condition, &stmt.body);
+            self.conditional_suite(Condition::MainBlock, &stmt.body);
             self.scopes.pop();
         } else {
             self.conditional_suite(condition, &stmt.body);

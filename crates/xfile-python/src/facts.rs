@@ -373,6 +373,9 @@ pub enum Condition {
     VersionCheck,
     TryExcept,
     Other,
+    /// Inside `if __name__ == "__main__":` at module level: runs when the
+    /// file is executed as a script, never when it is imported.
+    MainBlock,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -256,6 +256,7 @@ fn condition_name(condition: Condition) -> &'static str {
         Condition::VersionCheck => "version_check",
         Condition::TryExcept => "try_except",
         Condition::Other => "other",
+        Condition::MainBlock => "main_block",
     }
 }
 
