@@ -13,8 +13,8 @@ Selection. The last MAX_COMMITS non-merge commits touching Python files
 (`git log --no-merges -p -U0 --no-renames -- '*.py'`). A commit is a case
 when a .py file F that exists before and after it (and either defines a
 name called on a changed line of another file, or lost a `def` line) has
-a definition whose
-parameters changed while its qualified name stayed: module-level functions
+a definition whose parameters changed while its qualified name stayed:
+module-level functions
 and methods (nested classes too), compared with `ast` on both versions of
 F, so multi-line defs are handled. "Parameters" are what a call can notice:
 the names and order of the positional parameters, which are required,
@@ -42,17 +42,18 @@ Oracle. The expected files come from a name match in a diff, which also
 catches other functions of the same name and calls the commit touched
 without the signature requiring it (a new optional argument passed). So
 each expected file also gets a verdict from the parent version of the
-file: "broken" when a call `NAME(...)` / `x.NAME(...)` (for `__init__`:
-`Class(...)`, `super().__init__(...)`, `X.__init__(...)`) on a line the
-commit removed or changed fits the old parameters and not the new ones,
+file: "broken" when a call `NAME(...)` / `x.NAME(...)` (not `self.NAME()`
+for a module-level function; for `__init__`: `Class(...)`, `Class.__init__`,
+and `super().__init__(...)` in a direct subclass) on a line the commit
+removed or changed fits the old parameters and not the new ones,
 with the same rule as the hook's: method calls on a receiver are bound,
 on a receiver named like a class (`Class.NAME(...)`) may or may not be,
 calls with `*`/`**` arguments are unknown; and "override" when a direct
 subclass (by base name) there had its override, still with the old
 parameters, changed by the commit (the hook names overrides left with the
 old parameters). Only a name match: it is an oracle, not the truth (a
-`send` or `read` of another class counts). The share
-among "broken" caller files is the figure that says whether the hook
+`send` or `read` of another class counts). The share among "broken"
+caller files is the figure that says whether the hook
 names what would break; the share among all expected files is the one the
 brief asked for, and includes callers that a compatible change leaves
 working (the hook is right to say nothing of them).
@@ -70,16 +71,19 @@ names (`  path:line ...` lines) under a heading about one of the changed
 definitions are compared with the expected files; any path it names that
 is not expected is listed (`?`), and so is any heading about a definition
 whose parameters did not change (`!`; every def of that name compared, so
-overloads count). The
-services of the runtime directory are then killed (by the pids of its pid
-files, checked against /proc/PID/environ) and the scratch directory
-removed.
+overloads count). The services of the runtime directory are then killed
+(by the pids of its pid files, checked against /proc/PID/environ) and the
+scratch directory removed.
 
-Output. A line per case with the changed definitions, then its expected
-files (`+` named, `-` missed, with the oracle's verdict and the first
-touched call) and the files the hook named that were not expected
-(`?`, with whether the commit changed them). Then a summary. --json
-writes every case, the hook's full text included.
+Output. The binary's sha256 and time (a warning if it changes during the
+run). A line per case with the changed definitions, notes (a comment in a
+changed def's parameter list or a header over 1,000 characters, which
+xfile cannot read parameters from; the hook's lists cut at 12 lines), its
+expected files (`+` named, `-` missed, with the oracle's verdict and the
+first touched call), the files the hook named that were not expected
+(`?`, with whether the commit changed them) and headings about unchanged
+definitions (`!`). Then a summary. --json writes every case, the hook's
+full text included.
 """
 import argparse, ast, hashlib, io, json, os, random, re, shutil, signal, subprocess, sys, tempfile, time, tokenize
 
@@ -89,11 +93,6 @@ CLASS_RE = re.compile(r"^\s*class\s+(\w+)", re.M)
 CALLED_RE = re.compile(r"(\w+)\s*\(")
 NAMED_RE = re.compile(r"^  (\S+\.py):(\d+) (.*)$")
 HEADING_RE = re.compile(r"^(\S+) (changed at line|removed;|renamed to)")
-
-
-def git(gitdir, *args, data=None):
-    return subprocess.run(["git", "--git-dir", gitdir, *args], input=data,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout
 
 
 class Blobs:
