@@ -11,6 +11,68 @@ use std::path::Path;
 use common::runtime::Runtime;
 use serde_json::json;
 
+/// An `@overload`ed function keeps its name several times: the one that
+/// runs, the last, is compared, so an edit elsewhere says nothing; and a
+/// comment inside a parameter list hides no parameter.
+#[test]
+fn overloads_and_comments_in_parameters_are_read_as_python_does() {
+    let said = after_edit(
+        "Edit",
+        "shop/pricing.py",
+        "def discount(amount, percent):",
+        "from typing import overload\n\n\n@overload\ndef discount(amount: int, percent: int) -> int: ...\n\n\n\
+         @overload\ndef discount(amount: float, percent: float) -> float: ...\n\n\ndef discount(amount, percent):",
+    );
+    assert_eq!(said, "");
+    let said = after_edit(
+        "Edit",
+        "shop/pricing.py",
+        "def net_price(amount, rate=0.2):",
+        "def net_price(\n    amount,  # before tax\n    rate,  # no default now\n):",
+    );
+    assert_eq!(
+        said,
+        "[xfile: what the edit of shop/pricing.py may break]\n\
+         net_price changed at line 4: `def net_price(amount, rate,)` (was `def net_price(amount, rate=0.2)`)\n  \
+         shop/orders.py:12 in checkout: does not pass `rate`"
+    );
+}
+
+/// An edit that leaves the file unparsable says so, and nothing of its
+/// definitions; the edit that mends it is compared with the file before.
+#[test]
+fn an_edit_that_breaks_the_syntax_says_so_and_the_mending_edit_is_compared_with_before() {
+    let project = common::copy_fixture("edit_breaks");
+    let runtime = Runtime::new();
+    let path = project.path().join("shop/pricing.py");
+    assert_quiet(&hook(&edit_call("Edit", &path, "", ""), &runtime), "before");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let broken = text.replace(
+        "def net_price(amount, rate=0.2):",
+        "def net_price(amount, rate:",
+    );
+    std::fs::write(&path, &broken).expect("write");
+    let said = context(&hook(&edit_call("Edit", &path, "", ""), &runtime));
+    assert!(
+        said.starts_with(
+            "[xfile: what the edit of shop/pricing.py may break]\nshop/pricing.py does not parse (line "
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("removed"), "{said}");
+    let mended = text.replace(
+        "def net_price(amount, rate=0.2):",
+        "def net_price(amount, rate):",
+    );
+    std::fs::write(&path, mended).expect("write");
+    let said = context(&hook(&edit_call("Edit", &path, "", ""), &runtime));
+    assert!(
+        said.ends_with("shop/orders.py:12 in checkout: does not pass `rate`"),
+        "{said}"
+    );
+    runtime.kill_services();
+}
+
 /// The documented input of an edit of `file` by `tool`.
 fn edit_call(tool: &str, file: &Path, old: &str, new: &str) -> String {
     let input = match tool {
@@ -111,7 +173,7 @@ fn a_renamed_keyword_names_the_call_and_the_override_left_behind() {
         "[xfile: what the edit of shop/pricing.py may break]\n\
          Basket.add changed at line 22: `def add(self, item, count=1)` (was `def add(self, item, quantity=1)`)\n  \
          shop/orders.py:11 in checkout: passes `quantity=`, no such parameter\n  \
-         shop/orders.py:5 GiftBasket.add overrides it with the old parameters"
+         shop/orders.py:5 GiftBasket.add overrides it, not taking all it now takes: `def add(self, item, quantity=1)`"
     );
 }
 

@@ -961,7 +961,7 @@ impl<'src> Extractor<'src> {
             "{}def {}{}",
             if def.is_async { "async " } else { "" },
             def.name.as_str(),
-            self.text(def.parameters.as_ref())
+            without_comments(self.text(def.parameters.as_ref()))
         );
         if let Some(returns) = &def.returns {
             signature.push_str(" -> ");
@@ -1880,6 +1880,21 @@ fn docstring(body: &[Stmt]) -> Option<Box<str>> {
         .map(Box::from)
 }
 
+#[cfg(test)]
+mod comment_tests {
+    use super::without_comments;
+
+    #[test]
+    fn comments_go_and_strings_stay() {
+        assert_eq!(
+            without_comments("(a,  # old\n b='#', c=\"x#\") # end"),
+            "(a,  \n b='#', c=\"x#\") "
+        );
+        assert_eq!(without_comments("(a='''#\n''', b)"), "(a='''#\n''', b)");
+        assert_eq!(without_comments("(a='\\'#', b)"), "(a='\\'#', b)");
+    }
+}
+
 /// What a signature check needs of a `def`'s parameters.
 pub(crate) fn parameters(parameters: &ast::Parameters) -> crate::facts::Parameters {
     let parameter = |p: &ast::ParameterWithDefault| crate::facts::Parameter {
@@ -1928,6 +1943,59 @@ fn shortened(mut signature: String) -> String {
         signature.push('…');
     }
     signature
+}
+
+/// `text` (source code) without its comments: once its lines are folded
+/// into one, a comment would hide the rest of a parameter list.
+fn without_comments(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('#') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut kept = String::with_capacity(text.len());
+    // The quote of the string being read, and whether it is tripled.
+    let mut quote: Option<(char, bool)> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some((q, triple)) => {
+                kept.push(c);
+                if c == '\\' {
+                    if let Some(next) = chars.next() {
+                        kept.push(next);
+                    }
+                } else if c == q {
+                    if !triple {
+                        quote = None;
+                    } else if kept.ends_with(&q.to_string().repeat(3)) {
+                        quote = None;
+                    }
+                }
+            }
+            None if c == '#' => {
+                while chars.peek().is_some_and(|&n| n != '\n') {
+                    chars.next();
+                }
+            }
+            None => {
+                kept.push(c);
+                if c == '"' || c == '\'' {
+                    let tripled = chars.peek() == Some(&c) && {
+                        let mut ahead = chars.clone();
+                        ahead.next();
+                        ahead.peek() == Some(&c)
+                    };
+                    if tripled {
+                        kept.push(c);
+                        kept.push(c);
+                        chars.next();
+                        chars.next();
+                    }
+                    quote = Some((c, tripled));
+                }
+            }
+        }
+    }
+    std::borrow::Cow::Owned(kept)
 }
 
 fn fold_whitespace(text: &str) -> String {

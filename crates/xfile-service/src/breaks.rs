@@ -324,20 +324,30 @@ impl Service {
         let Some(before) = self.befores.get(path) else {
             return String::new();
         };
-        let text = self.breaks(path, &before).to_text(path, budget);
-        self.befores.forget(path, &before);
-        text
+        let breaks = self.breaks(path, &before);
+        // A file that does not parse says nothing of its definitions: the
+        // state before is kept, for the edit that mends it.
+        if breaks.parse_error.is_none() {
+            self.befores.forget(path, &before);
+        }
+        breaks.to_text(path, budget)
     }
 
     fn breaks(&self, path: &str, before: &Before) -> Breaks {
         let mut breaks = Breaks::default();
         let now = self.engine.facts(path);
+        if let Some(error) = now.and_then(|f| f.parse_error.as_ref()) {
+            breaks.parse_error = Some((error.line, error.message.clone()));
+            return breaks;
+        }
         if let Some(old) = &before.facts {
             let new_definitions: &[Definition] = now.map_or(&[], |f| &f.definitions);
-            for definition in old.definitions.iter().filter(|d| counts(d)) {
+            for definition in runtime_definitions(&old.definitions) {
+                // The definition that runs: the last of a name (after its
+                // `@overload`s).
                 match new_definitions
                     .iter()
-                    .find(|d| d.qualname == definition.qualname)
+                    .rfind(|d| d.qualname == definition.qualname)
                 {
                     Some(new) => self.signature_breaks(path, definition, new, &mut breaks),
                     None => {
@@ -436,7 +446,7 @@ impl Service {
         misfits.sort();
         misfits.dedup();
         let overrides = match (method, new.qualname.rsplit_once('.')) {
-            (true, Some((class, name))) => self.overrides_left(path, class, name, before),
+            (true, Some((class, name))) => self.overrides_left(path, class, name, before, after),
             _ => Vec::new(),
         };
         if !misfits.is_empty() || !overrides.is_empty() {
@@ -451,14 +461,16 @@ impl Service {
         }
     }
 
-    /// Methods named `name` of subclasses of `class` whose parameters are
-    /// still `old`.
+    /// Methods named `name` of subclasses of `class` that accepted every
+    /// call `old` accepted and do not accept all that `new` does: left
+    /// behind by the change.
     fn overrides_left(
         &self,
         path: &str,
         class: &str,
         name: &str,
         old: &Parameters,
+        new: &Parameters,
     ) -> Vec<Override> {
         let mut found = Vec::new();
         for (file, sub) in self.engine.subclasses(path, class) {
@@ -466,13 +478,20 @@ impl Service {
             let Some(facts) = self.engine.facts(&file) else {
                 continue;
             };
-            if let Some(method) = facts.definitions.iter().find(|d| d.qualname == qualname)
-                && xfile_python::parameters_of(&method.signature).as_ref() == Some(old)
+            let parameters = facts
+                .definitions
+                .iter()
+                .rfind(|d| d.qualname == qualname)
+                .and_then(|m| Some((m, xfile_python::parameters_of(&m.signature)?)));
+            if let Some((method, parameters)) = parameters
+                && accepts(&parameters, old)
+                && !accepts(&parameters, new)
             {
                 found.push(Override {
                     file,
                     line: method.start_line,
                     method: qualname,
+                    signature: method.signature.to_string(),
                 });
             }
         }
@@ -565,6 +584,34 @@ enum Bound {
     Unknown,
 }
 
+/// Whether an override with `parameters` accepts every call that `base`
+/// (both methods, their first parameter the instance) accepts: room for
+/// as many positional arguments, every name, and nothing required that
+/// the base does not require.
+fn accepts(parameters: &Parameters, base: &Parameters) -> bool {
+    let own: Vec<&xfile_python::facts::Parameter> = parameters
+        .positional
+        .iter()
+        .skip(1)
+        .chain(parameters.keyword_only.iter())
+        .collect();
+    let theirs: Vec<&xfile_python::facts::Parameter> = base
+        .positional
+        .iter()
+        .skip(1)
+        .chain(base.keyword_only.iter())
+        .collect();
+    let room = parameters.var_positional
+        || (!base.var_positional && parameters.positional.len() >= base.positional.len());
+    let names = parameters.var_keyword
+        || (!base.var_keyword && theirs.iter().all(|p| own.iter().any(|o| o.name == p.name)));
+    let required = own
+        .iter()
+        .filter(|p| p.required)
+        .all(|p| theirs.iter().any(|t| t.name == p.name && t.required));
+    room && names && required
+}
+
 /// Whether a call with `arguments` fits `parameters` once the first
 /// `skip` positional parameters are passed implicitly; why not if not.
 fn fit(parameters: &Parameters, arguments: &CallArguments, skip: usize) -> Result<(), String> {
@@ -607,6 +654,19 @@ fn fit(parameters: &Parameters, arguments: &CallArguments, skip: usize) -> Resul
         Some(p) => Err(format!("does not pass `{}`", p.name)),
         None => Ok(()),
     }
+}
+
+/// The definitions of `definitions` that [`counts`] keeps, each name once:
+/// the last, which is the one that runs (an `@overload`'s are typing
+/// only).
+fn runtime_definitions(definitions: &[Definition]) -> Vec<&Definition> {
+    let mut last: BTreeMap<&str, &Definition> = BTreeMap::new();
+    for definition in definitions.iter().filter(|d| counts(d)) {
+        last.insert(definition.qualname.as_str(), definition);
+    }
+    let mut kept: Vec<&Definition> = last.into_values().collect();
+    kept.sort_by_key(|d| d.start_line);
+    kept
 }
 
 /// Definitions whose removal or change others can notice: functions,
@@ -715,6 +775,8 @@ struct Breaks {
     module_importers: Vec<Referrer>,
     /// Names the file uses and no longer defines, with their first line.
     undefined: Vec<(String, u32)>,
+    /// The file does not parse: line and message; nothing else is said.
+    parse_error: Option<(u32, String)>,
 }
 
 struct Changed {
@@ -739,6 +801,7 @@ struct Override {
     file: String,
     line: u32,
     method: String,
+    signature: String,
 }
 
 struct Removed {
@@ -753,6 +816,7 @@ impl Breaks {
             && self.removed.is_empty()
             && self.module_importers.is_empty()
             && self.undefined.is_empty()
+            && self.parse_error.is_none()
     }
 
     /// The answer: a heading, then one block per break, each place on a
@@ -762,6 +826,11 @@ impl Breaks {
             return String::new();
         }
         let mut lines = vec![format!("[xfile: what the edit of {path} may break]")];
+        if let Some((line, message)) = &self.parse_error {
+            lines.push(format!(
+                "{path} does not parse (line {line}: {message}); what it breaks is said once it does"
+            ));
+        }
         let listed = |lines: &mut Vec<String>, items: Vec<String>| {
             let more = items.len().saturating_sub(LISTED);
             lines.extend(items.into_iter().take(LISTED).map(|i| format!("  {i}")));
@@ -785,8 +854,8 @@ impl Breaks {
                 .iter()
                 .map(|o| {
                     format!(
-                        "{}:{} {} overrides it with the old parameters",
-                        o.file, o.line, o.method
+                        "{}:{} {} overrides it, not taking all it now takes: `{}`",
+                        o.file, o.line, o.method, o.signature
                     )
                 })
                 .collect();
