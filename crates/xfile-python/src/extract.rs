@@ -1880,21 +1880,6 @@ fn docstring(body: &[Stmt]) -> Option<Box<str>> {
         .map(Box::from)
 }
 
-#[cfg(test)]
-mod comment_tests {
-    use super::without_comments;
-
-    #[test]
-    fn comments_go_and_strings_stay() {
-        assert_eq!(
-            without_comments("(a,  # old\n b='#', c=\"x#\") # end"),
-            "(a,  \n b='#', c=\"x#\") "
-        );
-        assert_eq!(without_comments("(a='''#\n''', b)"), "(a='''#\n''', b)");
-        assert_eq!(without_comments("(a='\\'#', b)"), "(a='\\'#', b)");
-    }
-}
-
 /// What a signature check needs of a `def`'s parameters.
 pub(crate) fn parameters(parameters: &ast::Parameters) -> crate::facts::Parameters {
     let parameter = |p: &ast::ParameterWithDefault| crate::facts::Parameter {
@@ -1963,12 +1948,8 @@ fn without_comments(text: &str) -> std::borrow::Cow<'_, str> {
                     if let Some(next) = chars.next() {
                         kept.push(next);
                     }
-                } else if c == q {
-                    if !triple {
-                        quote = None;
-                    } else if kept.ends_with(&q.to_string().repeat(3)) {
-                        quote = None;
-                    }
+                } else if c == q && (!triple || kept.ends_with(&q.to_string().repeat(3))) {
+                    quote = None;
                 }
             }
             None if c == '#' => {
@@ -2018,5 +1999,20 @@ pub(super) fn position(lines: &LineIndex, source: &str, offset: TextSize) -> Sit
     Site {
         line: u32::try_from(line.get()).unwrap_or(u32::MAX),
         column: u32::try_from(column).unwrap_or(u32::MAX),
+    }
+}
+
+#[cfg(test)]
+mod comment_tests {
+    use super::without_comments;
+
+    #[test]
+    fn comments_go_and_strings_stay() {
+        assert_eq!(
+            without_comments("(a,  # old\n b='#', c=\"x#\") # end"),
+            "(a,  \n b='#', c=\"x#\") "
+        );
+        assert_eq!(without_comments("(a='''#\n''', b)"), "(a='''#\n''', b)");
+        assert_eq!(without_comments("(a='\\'#', b)"), "(a='\\'#', b)");
     }
 }
