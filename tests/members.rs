@@ -662,3 +662,26 @@ fn dependents_of_a_symbol_the_file_does_not_define_are_refused_not_empty() {
         "{inherited}"
     );
 }
+
+/// `with E as x` and `async with E as x` bind `x` to what
+/// `type(E).__enter__` / `__aenter__` gives: the class itself for `return
+/// self` or `-> Self`, the declared class otherwise; nothing when the
+/// method returns what is not known, or when `x` may hold something else.
+#[test]
+fn a_context_manager_binds_what_its_enter_returns() {
+    assert_eq!(
+        calls_in("context_managers", "net/use.py"),
+        [
+            "net/use.py:5:9 function_call net/client.py Client 4",
+            "net/use.py:6:15 function_call net/client.py Client.get 11",
+            "net/use.py:7:9 function_call net/client.py Pool 31",
+            "net/use.py:8:13 function_call net/client.py Conn.send 27",
+            "net/use.py:9:9 function_call net/client.py Opaque 42",
+            "net/use.py:14:15 function_call net/client.py AsyncClient 15",
+            "net/use.py:15:21 function_call net/client.py AsyncClient.fetch 22",
+            "net/use.py:19:9 function_call net/client.py Client 4",
+            "net/use.py:20:14 function_call net/client.py Client.get 11",
+            "net/use.py:22:16 function_call net/client.py Pool 31",
+        ]
+    );
+}

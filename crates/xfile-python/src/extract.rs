@@ -599,6 +599,39 @@ impl<'src> Extractor<'src> {
         }
     }
 
+    /// `with manager as name` (`async with`) in a function: `name` holds
+    /// what `manager.__enter__()` (`__aenter__`) gives, as an expression
+    /// the engine resolves like any call of a method: the class itself for
+    /// `return self` or `-> Self`, the declared class otherwise, nothing
+    /// when neither is known.
+    fn entered(&mut self, name: &ast::ExprName, manager: &Expr, is_async: bool) {
+        let Some(frame) = self.scopes.last() else {
+            return;
+        };
+        if frame.kind != FrameKind::Deferred {
+            return;
+        }
+        let once = frame.counts.get(name.id.as_str()) == Some(&1);
+        let Some(base) = self.value_expr(manager, None) else {
+            return;
+        };
+        let method = if is_async { "__aenter__" } else { "__enter__" };
+        let at = name.range.start();
+        let attribute = ExprKind::Attribute {
+            base,
+            name: self.name_id(method),
+        };
+        let site = self.add_site(at);
+        let callee = self.push_expression(site, attribute);
+        let site = self.add_site(at);
+        let value = self.push_expression(site, ExprKind::Call { callee });
+        if !once {
+            self.reach(name.id.as_str(), Some(value));
+        } else if let Some(frame) = self.scopes.last_mut() {
+            frame.values.insert(name.id.to_string(), value);
+        }
+    }
+
     /// A module variable or class attribute bound by an assignment.
     fn declare(&mut self, target: &Expr, value: Option<&Expr>, annotation: Option<&Expr>) {
         let Expr::Name(name) = target else { return };
@@ -1225,6 +1258,9 @@ impl<'src> Extractor<'src> {
                         self.bind_targets(vars, BindingKind::Other);
                         self.visit_expr(vars);
                         self.forget_targets(vars);
+                        if let Expr::Name(name) = vars.as_ref() {
+                            self.entered(name, &item.context_expr, stmt.is_async);
+                        }
                     }
                 }
                 // Straight on inside; a context manager that swallows an
