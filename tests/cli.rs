@@ -26,7 +26,7 @@ fn index_summarizes_files_relationships_and_cycles() {
     assert_eq!(summary["files"], 9);
     assert_eq!(summary["parse_errors"], 0);
     assert_eq!(summary["relationships"]["import"], 17);
-    assert_eq!(summary["relationships"]["function_call"], 18);
+    assert_eq!(summary["relationships"]["function_call"], 19);
     assert_eq!(summary["relationships"]["inheritance"], 1);
     assert_eq!(summary["import_cycles"], 1);
 }

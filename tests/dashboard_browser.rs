@@ -89,7 +89,7 @@ fn the_dashboard_renders_counts_and_the_package_graph_in_chromium() {
     };
     for (label, value) in [
         ("files", "9"),
-        ("relationships", "36"),
+        ("relationships", "37"),
         ("parse errors", "0"),
         ("warnings", "3"),
         ("import cycles", "1"),

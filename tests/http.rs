@@ -214,7 +214,7 @@ fn the_dashboard_serves_its_page_and_read_only_json() {
     assert_eq!(overview["files"], 9);
     assert_eq!(
         overview["relationships"],
-        json!({"function_call": 18, "import": 17, "inheritance": 1})
+        json!({"function_call": 19, "import": 17, "inheritance": 1})
     );
     assert_eq!(overview["parse_errors"], 0);
     assert_eq!(

@@ -685,3 +685,39 @@ fn a_context_manager_binds_what_its_enter_returns() {
         ]
     );
 }
+
+/// A bare decorator is a call of the decorator with the definition:
+/// `@marks.define` calls `define` as `@marks.define(slots=False)` does, and
+/// `@register` calls `register`; `@property`, a builtin, is no call.
+#[test]
+fn a_bare_decorator_is_a_call() {
+    use xfile::service::calls::Direction;
+    let service = open("bare_decorators");
+    let callers = |symbol: &str| -> Vec<String> {
+        service
+            .call_graph(symbol, Direction::Callers, 1, 100)
+            .expect("a symbol")
+            .calls
+            .iter()
+            .map(|c| format!("{}:{} {}", c.file, c.line, c.caller))
+            .collect()
+    };
+    assert_eq!(
+        callers("kit/marks.py::define"),
+        [
+            "kit/models.py:5 kit/models.py::<module>",
+            "kit/models.py:12 kit/models.py::<module>",
+        ]
+    );
+    assert_eq!(
+        callers("kit/marks.py::register"),
+        ["kit/models.py:17 kit/models.py::<module>"]
+    );
+    assert!(
+        !calls_in("bare_decorators", "kit/models.py")
+            .iter()
+            .any(|c| c.contains("property")),
+        "{:?}",
+        calls_in("bare_decorators", "kit/models.py")
+    );
+}

@@ -1302,25 +1302,7 @@ impl<'src> Extractor<'src> {
     fn expr(&mut self, expr: &Expr) {
         match expr {
             Expr::Call(call) => {
-                let reference = self.reference(&call.func);
-                let shared = reference.as_ref().map(|r| r.site);
-                if let Some(reference) = reference {
-                    self.sem().calls.push(reference);
-                }
-                let callee = match call.func.as_ref() {
-                    Expr::Attribute(_) => self.value_expr(&call.func, shared),
-                    _ => None,
-                };
-                let site = callee
-                    .map(|id| self.semantic.expressions[id as usize].site)
-                    .or(shared);
-                if let Some(site) = site {
-                    let caller = self.caller();
-                    self.sem().call_sites.push(CallSite {
-                        site,
-                        callee,
-                        caller,
-                    });
+                if let Some(site) = self.call_of(&call.func) {
                     self.facts
                         .arguments
                         .push(call_arguments(site, &call.arguments));
@@ -1483,10 +1465,50 @@ impl<'src> Extractor<'src> {
     /// Decorators are expressions evaluated where the definition stands;
     /// those that may replace what they decorate are recorded.
     /// Returns whether every decorator keeps the definition as written.
+    /// Records a call of `func` (its reference, its member-level callee,
+    /// its call site) and returns the call's site, if it has one.
+    fn call_of(&mut self, func: &Expr) -> Option<SiteId> {
+        let reference = self.reference(func);
+        let shared = reference.as_ref().map(|r| r.site);
+        if let Some(reference) = reference {
+            self.sem().calls.push(reference);
+        }
+        let callee = match func {
+            Expr::Attribute(_) => self.value_expr(func, shared),
+            _ => None,
+        };
+        let site = callee
+            .map(|id| self.semantic.expressions[id as usize].site)
+            .or(shared)?;
+        let caller = self.caller();
+        self.sem().call_sites.push(CallSite {
+            site,
+            callee,
+            caller,
+        });
+        Some(site)
+    }
+
     fn decorators(&mut self, decorators: &[ast::Decorator]) -> bool {
         let mut keeps = true;
         for decorator in decorators {
             let expression = &decorator.expression;
+            // A bare decorator is a call with the definition as its one
+            // argument (`@attrs.define` as `attrs.define(cls)`), a builtin
+            // such as `@property` aside: no one asks who calls it.
+            let builtin =
+                matches!(expression, Expr::Name(n) if crate::names::is_builtin(n.id.as_str()));
+            if matches!(expression, Expr::Name(_) | Expr::Attribute(_))
+                && !builtin
+                && let Some(site) = self.call_of(expression)
+            {
+                self.facts.arguments.push(CallArguments {
+                    site,
+                    positional: 1,
+                    keywords: Box::default(),
+                    unpacked: false,
+                });
+            }
             let callee = match expression {
                 Expr::Call(call) => call.func.as_ref(),
                 other => other,
