@@ -132,6 +132,8 @@ fn a_class_defined_in_a_function_is_a_local_bound_to_that_class() {
             "flow/local_classes.py:27:8 function_call <builtin:setattr> setattr -",
             // Bound again to another class: each binding where it reaches.
             "flow/local_classes.py:37:12 function_call flow/models.py Order.total 15",
+            // `Local = Product; Local()` constructs a Product.
+            "flow/local_classes.py:39:11 function_call flow/models.py Product 6",
             "flow/local_classes.py:39:19 function_call flow/models.py Product.save 7",
             // Bound once: a nested function sees it.
             "flow/local_classes.py:55:22 function_call flow/models.py Order.total 15",
@@ -719,5 +721,28 @@ fn a_bare_decorator_is_a_call() {
             .any(|c| c.contains("property")),
         "{:?}",
         calls_in("bare_decorators", "kit/models.py")
+    );
+}
+
+/// A local bound once to a bound method, a function or a class calls what
+/// it names; `functools.partial(f, ...)` calls `f`; a local that may hold
+/// either of two callables calls neither for certain.
+#[test]
+fn an_alias_of_a_callable_calls_what_it_names() {
+    let calls = calls_in("callable_aliases", "text/use.py");
+    for expected in [
+        "text/use.py:10:8 function_call text/core.py Console.get_style 2",
+        "text/use.py:12:4 function_call text/core.py render 9",
+        "text/use.py:14:4 function_call text/core.py Style 13",
+        "text/use.py:15:29 function_call text/core.py Console.print 5",
+    ] {
+        assert!(
+            calls.contains(&expected.to_string()),
+            "{expected}: {calls:#?}"
+        );
+    }
+    assert!(
+        !calls.iter().any(|c| c.starts_with("text/use.py:24:")),
+        "{calls:#?}"
     );
 }

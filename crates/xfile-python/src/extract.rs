@@ -1307,6 +1307,20 @@ impl<'src> Extractor<'src> {
                         .arguments
                         .push(call_arguments(site, &call.arguments));
                 }
+                // `partial(f, ...)` calls `f` later, with arguments not all
+                // known here.
+                if self.is_partial(&call.func)
+                    && let Some(target @ (Expr::Name(_) | Expr::Attribute(_))) =
+                        call.arguments.args.first()
+                    && let Some(site) = self.call_of(target)
+                {
+                    self.facts.arguments.push(CallArguments {
+                        site,
+                        positional: 0,
+                        keywords: Box::default(),
+                        unpacked: true,
+                    });
+                }
                 self.dynamic_call(call);
                 self.plugin_call(call);
                 visitor::walk_expr(self, expr);
@@ -1468,13 +1482,17 @@ impl<'src> Extractor<'src> {
     /// Records a call of `func` (its reference, its member-level callee,
     /// its call site) and returns the call's site, if it has one.
     fn call_of(&mut self, func: &Expr) -> Option<SiteId> {
-        let reference = self.reference(func);
+        let reference = match func {
+            Expr::Name(name) => self.reference(func).or_else(|| self.alias_reference(name)),
+            _ => self.reference(func),
+        };
         let shared = reference.as_ref().map(|r| r.site);
         if let Some(reference) = reference {
             self.sem().calls.push(reference);
         }
         let callee = match func {
             Expr::Attribute(_) => self.value_expr(func, shared),
+            Expr::Name(name) if shared.is_none() => self.alias_callee(name),
             _ => None,
         };
         let site = callee
@@ -1487,6 +1505,85 @@ impl<'src> Extractor<'src> {
             caller,
         });
         Some(site)
+    }
+
+    /// Whether `func` is `functools.partial`, as this module imported it
+    /// (`from functools import partial`, `import functools`).
+    fn is_partial(&self, func: &Expr) -> bool {
+        let mut path = Vec::new();
+        if name_chain(func, &mut path).is_none() {
+            return false;
+        }
+        let names: Vec<&str> = path.iter().map(Name::as_str).collect();
+        let imported = |wanted: &dyn Fn(&Import) -> bool| self.semantic.imports.iter().any(wanted);
+        match names[..] {
+            ["partial"] => imported(&|i| {
+                i.alias.is_none()
+                    && matches!(&i.target, ImportTarget::From { level: 0, module: Some(m), name }
+                        if m == "functools" && name == "partial")
+            }),
+            ["functools", "partial"] => imported(&|i| {
+                i.alias.is_none()
+                    && matches!(&i.target, ImportTarget::Module { dotted } if dotted == "functools")
+            }),
+            _ => false,
+        }
+    }
+
+    /// The value local `name` holds for certain where it is called.
+    fn alias_of(&self, name: &ast::ExprName) -> Option<ExprId> {
+        match self.name_value(name.id.as_str()) {
+            NameValue::Local(value) => value,
+            NameValue::Global(_) => None,
+        }
+    }
+
+    /// The chain of global names `value` is (`render`, `text.core.render`,
+    /// `Console.print`), with where its head is looked up.
+    fn global_chain(&self, value: ExprId) -> Option<(Vec<Name>, Lookup)> {
+        let mut path = Vec::new();
+        let mut at = value;
+        for _ in 0..=MAX_VALUE_CHAIN {
+            match self.semantic.expressions.get(at as usize)?.kind {
+                ExprKind::Attribute { base, name } => {
+                    path.push(self.semantic.names.get(name as usize)?.clone());
+                    at = base;
+                }
+                ExprKind::Global { name, lookup } => {
+                    path.push(self.semantic.names.get(name as usize)?.clone());
+                    path.reverse();
+                    return Some((path, lookup));
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// A call of local `name` bound to a chain of global names (`show =
+    /// render`, `make = models.Style`) is a call of that chain: the same
+    /// reference, at the call.
+    fn alias_reference(&mut self, name: &ast::ExprName) -> Option<Reference> {
+        let (path, lookup) = self.global_chain(self.alias_of(name)?)?;
+        let site = self.add_site(name.range.start());
+        Some(Reference {
+            site,
+            path: path.into_boxed_slice(),
+            lookup,
+        })
+    }
+
+    /// The callee of a call of local `name` that holds a member of a value
+    /// (`get = console.get_style`: a bound method), as known for certain
+    /// where the call is: the same expression again, at the call's site.
+    fn alias_callee(&mut self, name: &ast::ExprName) -> Option<ExprId> {
+        let value = self.alias_of(name)?;
+        let kind = self.semantic.expressions.get(value as usize)?.kind.clone();
+        if !matches!(kind, ExprKind::Attribute { .. }) {
+            return None;
+        }
+        let site = self.add_site(name.range.start());
+        Some(self.push_expression(site, kind))
     }
 
     fn decorators(&mut self, decorators: &[ast::Decorator]) -> bool {
