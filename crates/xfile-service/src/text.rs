@@ -186,39 +186,66 @@ pub fn notices(notices: &[Notice], total: usize) -> String {
     out
 }
 
-/// The header, then one indented line per call (deeper calls further in).
+/// The header, then the calls grouped: by depth, by the file they are
+/// in, then by caller and callee, each pair once with its positions
+/// (`line:column`). What the header names is not repeated: the callee of
+/// direct callers, the caller of direct callees. A name in the file of
+/// its group is given without the file.
 pub fn call_graph(graph: &CallGraph) -> String {
     let what = match graph.direction {
         Direction::Callers => "Callers of",
         Direction::Callees => "Calls made by",
     };
-    let mut out = format!("{what} {} (depth {}):\n", graph.symbol, graph.depth);
+    let mut out = format!(
+        "{what} {} (depth {}):
+",
+        graph.symbol, graph.depth
+    );
     if graph.calls.is_empty() {
         out.push_str("  none found\n");
     }
-    let locations: Vec<String> = graph
-        .calls
-        .iter()
-        .map(|c| {
-            format!(
-                "{}{}:{}:{}",
-                "  ".repeat(c.depth - 1),
-                c.file,
-                c.line,
-                c.column
-            )
-        })
-        .collect();
-    let location_width = width(locations.iter().map(String::as_str));
-    for (call, location) in graph.calls.iter().zip(&locations) {
-        let _ = writeln!(
-            out,
-            "  {location:<location_width$}  {} -> {}",
-            call.caller, call.callee
-        );
+    // (depth, file) → (caller, callee) → positions, in the calls' order.
+    type Pairs<'a> = Vec<((&'a str, &'a str), Vec<String>)>;
+    let mut groups: Vec<((usize, &str), Pairs)> = Vec::new();
+    for call in &graph.calls {
+        let key = (call.depth, call.file.as_str());
+        if groups.last().is_none_or(|(k, _)| *k != key) {
+            groups.push((key, Vec::new()));
+        }
+        let Some((_, pairs)) = groups.last_mut() else {
+            continue;
+        };
+        let pair = (call.caller.as_str(), call.callee.as_str());
+        let position = format!("{}:{}", call.line, call.column);
+        match pairs.iter_mut().find(|(p, _)| *p == pair) {
+            Some((_, positions)) => positions.push(position),
+            None => pairs.push((pair, vec![position])),
+        }
+    }
+    let mut depth = 1;
+    for ((level, file), pairs) in &groups {
+        if *level != depth {
+            depth = *level;
+            let _ = writeln!(out, "depth {depth}:");
+        }
+        let _ = writeln!(out, "{file}");
+        let short = |symbol: &'_ str| -> String {
+            match symbol.split_once("::") {
+                Some((in_file, name)) if in_file == *file => name.to_string(),
+                _ => symbol.to_string(),
+            }
+        };
+        for ((caller, callee), positions) in pairs {
+            let named = match (graph.direction, *level) {
+                (Direction::Callers, 1) => short(caller),
+                (Direction::Callees, 1) => format!("-> {}", short(callee)),
+                _ => format!("{} -> {}", short(caller), short(callee)),
+            };
+            let _ = writeln!(out, "  {named}: {}", positions.join(", "));
+        }
     }
     if let Some(truncated) = &graph.truncated {
-        let _ = writeln!(out, "  ({truncated})");
+        let _ = writeln!(out, "({truncated})");
     }
     out
 }
