@@ -344,3 +344,44 @@ fn a_file_too_large_to_index_ec17_is_still_a_module_imports_resolve_to() {
             .all(|f| f.relative_path != "big/table.py")
     );
 }
+
+/// Packages kept in `lib/` (setuptools' `packages.find where`) resolve as
+/// installed; a directory a `conftest.py` puts on `sys.path` by a literal
+/// name resolves for the tests, one put there by a computed name does not;
+/// `xfile index` says which roots it found and from where.
+#[test]
+fn package_roots_come_from_packaging_metadata_and_conftest_sys_path() {
+    assert_relationships(
+        "package_roots",
+        &[
+            "lib/shop/api.py:1:5 import lib/shop/core.py price 1 defined_in=lib/shop/core.py",
+            "lib/shop/api.py:5:11 function_call lib/shop/core.py price 1",
+            "tests/conftest.py:1:7 import <stdlib:os> - -",
+            "tests/conftest.py:2:7 import <stdlib:sys> - -",
+            "tests/conftest.py:4:9 function_call <stdlib:sys.path> insert -",
+            "tests/conftest.py:4:27 function_call <stdlib:os.path> join -",
+            "tests/conftest.py:4:40 function_call <stdlib:os.path> dirname -",
+            "tests/conftest.py:9:13 function_call <stdlib:sys.path> append -",
+            "tests/conftest.py:9:28 function_call <stdlib:os.path> join -",
+            "tests/conftest.py:9:41 function_call <stdlib:os.path> dirname -",
+            "tests/test_app.py:1:5 import tests/apps/blueprintapp/__init__.py app 1 defined_in=tests/apps/blueprintapp/__init__.py",
+            // Put on sys.path by a computed name: not followed.
+            "tests/test_app.py:2:5 import <third-party:hidden> secret -",
+            "tests/test_app.py:6:11 function_call tests/apps/blueprintapp/__init__.py app 1",
+            "tests/test_app.py:7:11 function_call <third-party:hidden> secret -",
+        ],
+    );
+    let service = common::open("package_roots");
+    let notice = service
+        .notices(None)
+        .iter()
+        .find(|n| n.message.starts_with("search roots"))
+        .map(|n| n.message.clone());
+    assert_eq!(
+        notice.as_deref(),
+        Some(
+            "search roots from packaging and test settings: lib (pyproject.toml \
+             [tool.setuptools.packages.find] where), tests/apps (tests/conftest.py sys.path)"
+        )
+    );
+}

@@ -181,6 +181,17 @@ impl Service {
         notices.extend(discovery.notices);
         let dirs: BTreeSet<PathBuf> = discovery.dirs.into_iter().collect();
         let markers: BTreeSet<String> = discovery.markers.into_iter().collect();
+        // Where the packaging metadata and the test settings put packages:
+        // searched after the configured roots.
+        let mut config = config;
+        let (package_roots, roots_notice) =
+            workspace::package_roots::find(&root, &markers, &discovery.files);
+        for found in package_roots {
+            if !config.extra_search_paths.contains(&found.dir) {
+                config.extra_search_paths.push(found.dir);
+            }
+        }
+        notices.extend(roots_notice);
         progress(&format!("analyzing {} files", discovery.files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
         let (pytest, pytest_problems) = workspace::pytest::load(&root);

@@ -136,6 +136,8 @@ pub enum NoticeKind {
     /// A directory of tools, not of the project: a virtual environment,
     /// build output, installed packages.
     ToolDirectory,
+    /// Search roots read from packaging metadata and test settings.
+    PackageRoots,
 }
 
 pub struct SourceText {

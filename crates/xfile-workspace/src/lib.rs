@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod discover;
+pub mod package_roots;
 pub mod pytest;
 pub mod read;
 
