@@ -164,7 +164,12 @@ impl Entry {
                     || self.lower_dotted.as_bytes()[self.lower_dotted.len() - q.len() - 1] == b'.');
             let qualname = self.qualname.eq_ignore_ascii_case(&query.text);
             let case = u8::from(!self.dotted.ends_with(&query.text));
-            return (suffix || qualname).then_some((MatchKind::Qualified, case));
+            if suffix || qualname {
+                return Some((MatchKind::Qualified, case));
+            }
+            // A typo in any part: `Sesion.execute`, `Consle.print`.
+            return segment_typos(&query.lower, &self.lower_dotted)
+                .map(|distance| (MatchKind::Fuzzy, distance.min(127) * 2));
         }
         if self.lower_name == query.lower {
             return Some((MatchKind::Exact, u8::from(self.name != query.text)));
@@ -178,6 +183,12 @@ impl Entry {
         if query.words.len() > 1 && in_order_prefixes(&query.words, &self.words) {
             let extra = self.words.len().saturating_sub(query.words.len());
             return Some((MatchKind::WordParts, extra.min(255) as u8));
+        }
+        // Word forms and any order, over the class's words too: `parse
+        // headers` for `parse_header`, `wrap text` for `Text.wrap`.
+        if query.words.len() > 1 && self.words_any_order(&query.words) {
+            let extra = self.words.len().saturating_sub(query.words.len());
+            return Some((MatchKind::WordParts, (extra.min(100) as u8) + 100));
         }
         let substring = query.lower.len() >= 3 && self.lower_name.contains(&query.lower);
         if substring && self.word_start_match(&query.lower) {
@@ -214,6 +225,73 @@ impl Entry {
                     .is_some_and(|rest| rest.starts_with(|c: char| c.is_uppercase()))
         })
     }
+}
+
+impl Entry {
+    /// Whether every query word, in a base form, starts a word of the
+    /// qualified name in any order, and one of them a word of the name
+    /// itself.
+    fn words_any_order(&self, query: &[String]) -> bool {
+        let own: Vec<String> = self.words.iter().map(|w| stem(w)).collect();
+        let all: Vec<String> = words(&self.qualname).iter().map(|w| stem(w)).collect();
+        let stems: Vec<String> = query.iter().map(|q| stem(q)).collect();
+        let starts = |list: &[String], q: &str| list.iter().any(|w| w.starts_with(q));
+        stems.iter().all(|q| starts(&all, q)) && stems.iter().any(|q| starts(&own, q))
+    }
+}
+
+/// A word's base form, roughly: plural and verb endings taken off
+/// (`headers` → `header`, `parsing` → `pars`, `parsed` → `pars`, `parse`
+/// → `pars`, `wrapping` → `wrap`), so that forms of one word start alike.
+fn stem(word: &str) -> String {
+    let mut word = word.to_string();
+    for suffix in ["ies", "es", "s", "ing", "ed", "e"] {
+        if word.len() > suffix.len() + 2 && word.ends_with(suffix) {
+            word.truncate(word.len() - suffix.len());
+            if suffix == "ies" {
+                word.push('y');
+            }
+            // `wrapping` → `wrapp` → `wrap`.
+            let bytes = word.as_bytes();
+            let doubled = matches!(suffix, "ing" | "ed")
+                && bytes.len() > 2
+                && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
+                && !b"aeiou".contains(&bytes[bytes.len() - 1]);
+            if doubled {
+                word.pop();
+            }
+            break;
+        }
+    }
+    word
+}
+
+/// The typos between the query's dotted parts and the last as many parts
+/// of `dotted`, each part within its own allowance (none up to 3 letters,
+/// 1 up to 7, else 2); `None` when a part is too far.
+fn segment_typos(query: &str, dotted: &str) -> Option<u8> {
+    let parts: Vec<&str> = query.split('.').collect();
+    let theirs: Vec<&str> = dotted.split('.').collect();
+    if parts.len() > theirs.len() || parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let mut total = 0;
+    for (mine, theirs) in parts.iter().zip(&theirs[theirs.len() - parts.len()..]) {
+        let allowed = match mine.chars().count() {
+            0..=3 => 0,
+            4..=7 => 1,
+            _ => 2,
+        };
+        if mine.len().abs_diff(theirs.len()) > allowed {
+            return None;
+        }
+        let distance = strsim::osa_distance(mine, theirs);
+        if distance > allowed {
+            return None;
+        }
+        total += distance;
+    }
+    (total > 0).then(|| u8::try_from(total).unwrap_or(u8::MAX))
 }
 
 /// Whether every query word starts a name word, in order (`get user`
@@ -411,6 +489,23 @@ mod tests {
         assert_eq!(words("retryWithBackoff"), ["retry", "with", "backoff"]);
         assert_eq!(words("HTTPServer"), ["http", "server"]);
         assert_eq!(words("get_user2Name"), ["get", "user2", "name"]);
+    }
+
+    #[test]
+    fn word_forms_any_order_and_typos_in_any_part_match() {
+        let entry =
+            |module: &str, qualname: &str| Entry::new("f.py", module, qualname, Kind::Function, 1);
+        let kind = |e: &Entry, q: &str| e.matches(&Query::new(q)).map(|m| m.0);
+        let parse = entry("httpx._utils", "parse_header_links");
+        assert_eq!(kind(&parse, "parse headers"), Some(MatchKind::WordParts));
+        let wrap = entry("rich.text", "Text.wrap");
+        assert_eq!(kind(&wrap, "wrap text"), Some(MatchKind::WordParts));
+        assert_eq!(kind(&wrap, "text wrapping"), Some(MatchKind::WordParts));
+        let print = entry("rich.console", "Console.print");
+        assert_eq!(kind(&print, "Consle.print"), Some(MatchKind::Fuzzy));
+        assert_eq!(kind(&print, "Console.prnt"), Some(MatchKind::Fuzzy));
+        assert_eq!(kind(&print, "Conso.prnt"), None);
+        assert_eq!(kind(&print, "table print"), None);
     }
 
     #[test]
