@@ -164,12 +164,7 @@ impl Entry {
                     || self.lower_dotted.as_bytes()[self.lower_dotted.len() - q.len() - 1] == b'.');
             let qualname = self.qualname.eq_ignore_ascii_case(&query.text);
             let case = u8::from(!self.dotted.ends_with(&query.text));
-            if suffix || qualname {
-                return Some((MatchKind::Qualified, case));
-            }
-            // A typo in any part: `Sesion.execute`, `Consle.print`.
-            return segment_typos(&query.lower, &self.lower_dotted)
-                .map(|distance| (MatchKind::Fuzzy, distance.min(127) * 2));
+            return (suffix || qualname).then_some((MatchKind::Qualified, case));
         }
         if self.lower_name == query.lower {
             return Some((MatchKind::Exact, u8::from(self.name != query.text)));
@@ -183,12 +178,6 @@ impl Entry {
         if query.words.len() > 1 && in_order_prefixes(&query.words, &self.words) {
             let extra = self.words.len().saturating_sub(query.words.len());
             return Some((MatchKind::WordParts, extra.min(255) as u8));
-        }
-        // Word forms and any order, over the class's words too: `parse
-        // headers` for `parse_header`, `wrap text` for `Text.wrap`.
-        if query.words.len() > 1 && self.words_any_order(&query.words) {
-            let extra = self.words.len().saturating_sub(query.words.len());
-            return Some((MatchKind::WordParts, (extra.min(100) as u8) + 100));
         }
         let substring = query.lower.len() >= 3 && self.lower_name.contains(&query.lower);
         if substring && self.word_start_match(&query.lower) {
@@ -228,13 +217,36 @@ impl Entry {
 }
 
 impl Entry {
-    /// Whether every query word, in a base form, starts a word of the
-    /// qualified name in any order, and one of them a word of the name
+    /// How `query` matches this entry when it matches none strictly
+    /// ([`Entry::matches`]): a typo in any part of a qualified name
+    /// (`Sesion.execute`, `Consle.print`); word forms in any order, over
+    /// the class's words too (`parse headers` for `parse_header`, `wrap
+    /// text` for `Text.wrap`).
+    fn matches_loosely(&self, query: &Query) -> Option<(MatchKind, u8)> {
+        if query.path.is_some() {
+            return None;
+        }
+        if query.qualified {
+            return segment_typos(&query.lower, &self.lower_dotted)
+                .map(|distance| (MatchKind::Fuzzy, distance.min(127) * 2));
+        }
+        if query.words.len() > 1 && self.words_any_order(&query.stems) {
+            let extra = self.words.len().saturating_sub(query.words.len());
+            return Some((MatchKind::WordParts, extra.min(255) as u8));
+        }
+        None
+    }
+
+    /// Whether every query word's base form (`stems`) starts a word of
+    /// the qualified name in any order, and one of them a word of the name
     /// itself.
-    fn words_any_order(&self, query: &[String]) -> bool {
+    fn words_any_order(&self, stems: &[String]) -> bool {
+        // Most entries lack a word: ruled out before any word is made.
+        if !stems.iter().all(|q| self.lower_dotted.contains(q.as_str())) {
+            return false;
+        }
         let own: Vec<String> = self.words.iter().map(|w| stem(w)).collect();
         let all: Vec<String> = words(&self.qualname).iter().map(|w| stem(w)).collect();
-        let stems: Vec<String> = query.iter().map(|q| stem(q)).collect();
         let starts = |list: &[String], q: &str| list.iter().any(|w| w.starts_with(q));
         stems.iter().all(|q| starts(&all, q)) && stems.iter().any(|q| starts(&own, q))
     }
@@ -270,22 +282,25 @@ fn stem(word: &str) -> String {
 /// of `dotted`, each part within its own allowance (none up to 3 letters,
 /// 1 up to 7, else 2); `None` when a part is too far.
 fn segment_typos(query: &str, dotted: &str) -> Option<u8> {
-    let parts: Vec<&str> = query.split('.').collect();
-    let theirs: Vec<&str> = dotted.split('.').collect();
-    if parts.len() > theirs.len() || parts.iter().any(|p| p.is_empty()) {
-        return None;
-    }
+    // From the last part back, without allocating: most entries fail on
+    // their own name, the last part.
+    let mut theirs = dotted.rsplit('.');
     let mut total = 0;
-    for (mine, theirs) in parts.iter().zip(&theirs[theirs.len() - parts.len()..]) {
+    for mine in query.rsplit('.') {
+        let theirs = theirs.next()?;
         let allowed = match mine.chars().count() {
-            0..=3 => 0,
+            0 => return None,
+            1..=3 => 0,
             4..=7 => 1,
             _ => 2,
         };
         if mine.len().abs_diff(theirs.len()) > allowed {
             return None;
         }
-        let distance = strsim::osa_distance(mine, theirs);
+        let distance = match allowed {
+            0 => usize::from(mine != theirs),
+            _ => strsim::osa_distance(mine, theirs),
+        };
         if distance > allowed {
             return None;
         }
@@ -317,6 +332,8 @@ pub(crate) struct Query {
     text: String,
     lower: String,
     words: Vec<String>,
+    /// The words' base forms ([`stem`]).
+    stems: Vec<String>,
     squashed: String,
     qualified: bool,
 }
@@ -329,10 +346,12 @@ impl Query {
             .map(|(path, qualname)| (path.to_string(), qualname.to_string()));
         let text = text.trim().replace("::", ".");
         let qualified = text.contains('.');
+        let words = words(&text);
         Query {
             path,
             lower: text.to_lowercase(),
-            words: words(&text),
+            stems: words.iter().map(|w| stem(w)).collect(),
+            words,
             squashed: squash(&text),
             qualified,
             text,
@@ -440,6 +459,14 @@ impl SymbolIndex {
             .entries()
             .filter_map(|e| Some((e.matches(query)?, e)))
             .collect();
+        // Looser readings only when the strict ones find nothing: they
+        // cost a pass that most queries need not pay.
+        if found.is_empty() {
+            found = self
+                .entries()
+                .filter_map(|e| Some((e.matches_loosely(query)?, e)))
+                .collect();
+        }
         if query.qualified && query.path.is_none() {
             let mut seen: rustc_hash::FxHashSet<(&str, &str)> = found
                 .iter()
@@ -495,7 +522,12 @@ mod tests {
     fn word_forms_any_order_and_typos_in_any_part_match() {
         let entry =
             |module: &str, qualname: &str| Entry::new("f.py", module, qualname, Kind::Function, 1);
-        let kind = |e: &Entry, q: &str| e.matches(&Query::new(q)).map(|m| m.0);
+        let kind = |e: &Entry, q: &str| {
+            let query = Query::new(q);
+            e.matches(&query)
+                .or_else(|| e.matches_loosely(&query))
+                .map(|m| m.0)
+        };
         let parse = entry("httpx._utils", "parse_header_links");
         assert_eq!(kind(&parse, "parse headers"), Some(MatchKind::WordParts));
         let wrap = entry("rich.text", "Text.wrap");
