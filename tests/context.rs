@@ -404,3 +404,75 @@ class Store  # lib/store.py:1
         "{text}"
     );
 }
+
+#[test]
+fn attributes_read_without_a_call_are_used_definitions() {
+    let (_dir, service) = open("attribute_reads", "");
+    // `fields.DecimalField`, `fields.CASCADE` (a class attribute's value),
+    // `isinstance(value, fields.ForeignKey)` and `fields.LIMIT` name what
+    // the module holds; `partial(self.clean_field, ...)` and the property
+    // `self.errors` are Form's members the file uses. `self.label` (an
+    // attribute's value) and `self.own` (Shape's own) are not: Form lists
+    // label among its other members only.
+    assert_eq!(
+        section(&service, "app.py", &ReadOptions::default()),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class Form  # pkg/forms.py:1-12
+    def clean_field(self, name)  # pkg/forms.py:4
+    @property def errors(self)  # pkg/forms.py:8
+    label = "form"  # pkg/forms.py:2
+    def is_valid(self)  # pkg/forms.py:11
+class DecimalField  # pkg/fields.py:13-14
+def CASCADE(collector, field)  # pkg/fields.py:4-5
+class ForeignKey  # pkg/fields.py:8-10
+    def __init__(self, to)  # pkg/fields.py:9
+    self.to = to  # pkg/fields.py:10
+LIMIT = 10  # pkg/fields.py:1
+
+---
+
+"#
+    );
+    let lines = |start, end| ReadOptions {
+        start_line: Some(start),
+        end_line: Some(end),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        section(&service, "app.py", &lines(11, 15)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class ForeignKey  # pkg/fields.py:8-10
+    def __init__(self, to)  # pkg/fields.py:9
+    self.to = to  # pkg/fields.py:10
+def clean_field(self, name)  # Form pkg/forms.py:4-5
+@property def errors(self)  # Form pkg/forms.py:8-9
+
+---
+
+"#
+    );
+    // A parameter named like the module hides it, and an unknown
+    // receiver names nothing: no context.
+    assert_eq!(
+        section(&service, "app.py", &lines(21, 22)),
+        "[Cross-File Context]\n\n---\n\n"
+    );
+    // A local bound to `Form()`: its property `errors` is used; `label`
+    // (an attribute's value) is only among Form's other members.
+    assert_eq!(
+        section(&service, "app.py", &lines(25, 27)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class Form  # pkg/forms.py:1-12
+    @property def errors(self)  # pkg/forms.py:8
+    label = "form"  # pkg/forms.py:2
+    def clean_field(self, name)  # pkg/forms.py:4
+    def is_valid(self)  # pkg/forms.py:11
+
+---
+
+"#
+    );
+}
