@@ -8,12 +8,12 @@
 //! (`select`): base classes at the signature tier (a third of the budget at
 //! most), then every definition at the minimal tier with the class members
 //! the lines use (a used member is never hidden while anything ranked
-//! lower is shown), then the signature tier, then the types depth-1 signatures mention (`import_depth` ≥ 2),
-//! then the sibling modules' names when asked for, then the full tier and a
-//! class's other members. What fits nowhere is named on one closing line.
-//! The rendered section is counted once more at the end, and the last
-//! upgrades are undone while it is over the limit, so the limit holds
-//! exactly.
+//! lower is shown), then the signature tier, then the types depth-1
+//! signatures mention (`import_depth` ≥ 2), then the sibling modules'
+//! names when asked for, then the full tier and a class's other members.
+//! What fits nowhere is named on one closing line. The rendered section is
+//! counted once more at the end, and the last upgrades are undone while it
+//! is over the limit, so the limit holds exactly.
 
 mod available;
 mod defs;
