@@ -184,41 +184,52 @@ Not shown for the 45-token budget: 1 definition; get_dependencies app.py lists t
 
 "
     );
-    // A little more: everything at the minimal tier, then the cheapest
-    // upgrade that fits.
+    // A little more: User at the minimal tier with the members the file
+    // uses (overrides and calls), each named, before slugify, ranked
+    // lower, which is named on the closing line.
     let (_dir, service) = open("context_skeletons", "context_token_limit: 80\n");
     assert_eq!(
         section(&service, "app.py", &ReadOptions::default()),
-        r#"[Cross-File Context]
-Definitions these lines use, most relevant first:
-def slugify(text: str) -> str  # shop/helpers.py:4-6
-    """Make a URL slug."""
+        "[Cross-File Context]
 Also used (name, kind, location):
 User class shop/user.py:4
+    Model.save method shop/base.py:9
+    Model.create method shop/base.py:16
+    Model.delete method shop/base.py:12
+Not shown for the 80-token budget: 1 definition (slugify); get_dependencies app.py lists them.
 
 ---
 
-"#
+"
     );
 }
 
 #[test]
 fn no_section_ever_exceeds_the_budget() {
-    for limit in (5..=240).step_by(7) {
-        let (_dir, service) = open(
+    let fixtures: [(&str, &[&str]); 2] = [
+        (
             "context_skeletons",
-            &format!("context_token_limit: {limit}\nenable_injection_logging: false\n"),
-        );
-        for file in [
-            "app.py",
-            "star_reader.py",
-            "shop/user.py",
-            "shop/address.py",
-        ] {
-            for options in [depth(1), depth(3)] {
-                let text = section(&service, file, &options);
-                let tokens = count_tokens(&text);
-                assert!(tokens <= limit, "{file} at {limit}: {tokens}\n{text}");
+            &[
+                "app.py",
+                "star_reader.py",
+                "shop/user.py",
+                "shop/address.py",
+            ],
+        ),
+        ("context_used_members", &["app.py"]),
+    ];
+    for limit in (5..=240).step_by(7) {
+        for (fixture, files) in fixtures {
+            let (_dir, service) = open(
+                fixture,
+                &format!("context_token_limit: {limit}\nenable_injection_logging: false\n"),
+            );
+            for file in files {
+                for options in [depth(1), depth(3)] {
+                    let text = section(&service, file, &options);
+                    let tokens = count_tokens(&text);
+                    assert!(tokens <= limit, "{file} at {limit}: {tokens}\n{text}");
+                }
             }
         }
     }
@@ -342,4 +353,126 @@ fn widely_used_definitions_say_how_many_files_use_them_fr19() {
         "{text}"
     );
     assert!(!text.contains("Storage is used in"), "{text}");
+}
+
+#[test]
+fn used_members_are_named_before_anything_ranked_lower() {
+    // Cache's method calls five members of its base Store and five
+    // functions once each. Store ranks first: its used members are named
+    // (compactly at the minimal tier) before the functions, which the
+    // closing line names; Store's other members are not listed as used.
+    let (_dir, service) = open("context_used_members", "context_token_limit: 120\n");
+    assert_eq!(
+        section(&service, "app.py", &ReadOptions::default()),
+        "[Cross-File Context]
+Also used (name, kind, location):
+Store class lib/store.py:1
+    Store.open method lib/store.py:4
+    Store.read method lib/store.py:7
+    Store.write method lib/store.py:10
+    Store.flush method lib/store.py:13
+    Store.close method lib/store.py:16
+checksum_of function lib/tools.py:5
+log_access function lib/tools.py:9
+Not shown for the 120-token budget: 3 definitions (normalize_key, +2 more); get_dependencies app.py lists them.
+
+---
+
+"
+    );
+    // With room for Store's signature tier, every used member keeps its
+    // line; the members not used (compact, stats, path) are only counted.
+    let (_dir, service) = open("context_used_members", "context_token_limit: 250\n");
+    let text = section(&service, "app.py", &ReadOptions::default());
+    assert!(
+        text.starts_with(
+            "[Cross-File Context]
+Definitions these lines use, most relevant first:
+class Store  # lib/store.py:1
+    def open(self, path: str, mode: str = \"r\") -> None  # lib/store.py:4
+    def read(self, key: str) -> bytes  # lib/store.py:7
+    def write(self, key: str, value: bytes, overwrite: bool = True) -> None  # lib/store.py:10
+    def flush(self) -> None  # lib/store.py:13
+    def close(self) -> None  # lib/store.py:16
+    ...  # 3 more members
+"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("compact") && !text.contains("stats"),
+        "{text}"
+    );
+}
+
+#[test]
+fn attributes_read_without_a_call_are_used_definitions() {
+    let (_dir, service) = open("attribute_reads", "");
+    // `fields.DecimalField`, `fields.CASCADE` (a class attribute's value),
+    // `isinstance(value, fields.ForeignKey)` and `fields.LIMIT` name what
+    // the module holds; `partial(self.clean_field, ...)` and the property
+    // `self.errors` are Form's members the file uses. `self.label` (an
+    // attribute's value) and `self.own` (Shape's own) are not: Form lists
+    // label among its other members only.
+    assert_eq!(
+        section(&service, "app.py", &ReadOptions::default()),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class Form  # pkg/forms.py:1-12
+    def clean_field(self, name)  # pkg/forms.py:4
+    @property def errors(self)  # pkg/forms.py:8
+    label = "form"  # pkg/forms.py:2
+    def is_valid(self)  # pkg/forms.py:11
+class DecimalField  # pkg/fields.py:13-14
+def CASCADE(collector, field)  # pkg/fields.py:4-5
+class ForeignKey  # pkg/fields.py:8-10
+    def __init__(self, to)  # pkg/fields.py:9
+    self.to = to  # pkg/fields.py:10
+LIMIT = 10  # pkg/fields.py:1
+
+---
+
+"#
+    );
+    let lines = |start, end| ReadOptions {
+        start_line: Some(start),
+        end_line: Some(end),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        section(&service, "app.py", &lines(11, 15)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class ForeignKey  # pkg/fields.py:8-10
+    def __init__(self, to)  # pkg/fields.py:9
+    self.to = to  # pkg/fields.py:10
+def clean_field(self, name)  # Form pkg/forms.py:4-5
+@property def errors(self)  # Form pkg/forms.py:8-9
+
+---
+
+"#
+    );
+    // A parameter named like the module hides it, and an unknown
+    // receiver names nothing: no context.
+    assert_eq!(
+        section(&service, "app.py", &lines(21, 22)),
+        "[Cross-File Context]\n\n---\n\n"
+    );
+    // A local bound to `Form()`: its property `errors` is used; `label`
+    // (an attribute's value) is only among Form's other members.
+    assert_eq!(
+        section(&service, "app.py", &lines(25, 27)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class Form  # pkg/forms.py:1-12
+    @property def errors(self)  # pkg/forms.py:8
+    label = "form"  # pkg/forms.py:2
+    def clean_field(self, name)  # pkg/forms.py:4
+    def is_valid(self)  # pkg/forms.py:11
+
+---
+
+"#
+    );
 }

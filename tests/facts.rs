@@ -1,9 +1,10 @@
 //! Front-end facts: definitions with signature,
-//! first docstring line, decorators and line range; `__all__` in its forms.
+//! first docstring line, decorators and line range; `__all__` in its forms;
+//! attributes read without a call.
 
 use crate::common;
 
-use xfile::python::{DefinitionKind, DunderAll, extract};
+use xfile::python::{DefinitionKind, DunderAll, ExprId, ExprKind, Semantic, extract};
 
 fn facts(file: &str) -> xfile::python::ModuleFacts {
     let path = common::fixture("definitions").join(file);
@@ -159,4 +160,80 @@ fn dunder_all_literal_augmented_and_extended() {
         .collect();
     assert_eq!(from, [["_shape_names"]]);
     assert_eq!(facts("computed_all.py").semantic.all, DunderAll::Dynamic);
+}
+
+/// Expression `id` as text: `self`, `super()`, `f()`, `a.b`.
+fn expression(semantic: &Semantic, id: ExprId) -> String {
+    let kind = &semantic.expressions[id as usize].kind;
+    match kind {
+        ExprKind::Global { name, .. } => semantic.names[*name as usize].to_string(),
+        ExprKind::SelfOf { .. } => "self".into(),
+        ExprKind::ClassOf { .. } => "cls".into(),
+        ExprKind::SuperOf { .. } => "super()".into(),
+        ExprKind::Attribute { base, name } => {
+            format!(
+                "{}.{}",
+                expression(semantic, *base),
+                semantic.names[*name as usize]
+            )
+        }
+        ExprKind::Call { callee } => format!("{}()", expression(semantic, *callee)),
+        ExprKind::Instance { annotation } => format!("<{}>", expression(semantic, *annotation)),
+    }
+}
+
+#[test]
+fn attributes_read_without_a_call_are_recorded_when_they_may_name_a_definition() {
+    let facts = extract(
+        r#"
+import pkg.fields
+from pkg import forms
+
+
+class Shape(forms.Form):
+    kind = pkg.fields.DecimalField
+    own = 1
+
+    def check(self, value, other):
+        form = forms.Form()
+        self.on = 2
+        return (
+            forms.CASCADE,
+            self.clean,
+            self.own,
+            self.on,
+            self.a.b,
+            super().errors,
+            form.errors,
+            form.a.b,
+            other.errors,
+            forms.Form().errors,
+            self.clean(),
+            forms.Form.clean(),
+        )
+"#,
+    );
+    let semantic = &facts.semantic;
+    let reads: Vec<(u32, String)> = semantic
+        .reads
+        .iter()
+        .map(|&id| {
+            let site = semantic.expressions[id as usize].site;
+            (facts.sites[site as usize].line, expression(semantic, id))
+        })
+        .collect();
+    // The base is a base; called attributes are calls; Shape's own
+    // attributes on self, chains of two through instances, an unknown
+    // parameter and a call's result are not recorded. `form` holds the
+    // constructor call.
+    assert_eq!(
+        reads,
+        [
+            (7, "pkg.fields.DecimalField".to_string()),
+            (14, "forms.CASCADE".to_string()),
+            (15, "self.clean".to_string()),
+            (19, "super().errors".to_string()),
+            (20, "forms.Form().errors".to_string()),
+        ]
+    );
 }

@@ -1,7 +1,8 @@
 //! Turns one file's [`Semantic`] facts into Datalog base facts: imports
 //! resolved to module files or markers, the file's final module-level
-//! bindings, and the first hop of each call and class base (the module and
-//! name it refers to). Following re-exports from there is the rules' job.
+//! bindings, and the first hop of each call, class base and module
+//! attribute read (the module and name it refers to). Following re-exports
+//! from there is the rules' job.
 //!
 //! Fail-safe: where Python's binding is uncertain (a conditional
 //! rebinding, a local variable, an attribute of something that is not a
@@ -16,7 +17,7 @@ use super::datalog::{
     CallIn, CallRef, ClassDef, Defines, DynamicSite, EitherCall, EitherHolds, ExprAttr, ExprCall,
     ExprCls, ExprInstance, ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember, ImportName,
     ImportStmt, InputFact, IsProperty, MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern,
-    ProjectFile, ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia,
+    ProjectFile, ReadRef, ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia,
     RuntimeImport, SetsOnSelf, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
@@ -711,6 +712,24 @@ impl Builder<'_> {
             if resolves {
                 self.facts
                     .push(InputFact::CallIn(CallIn(self.me, site, caller)));
+            }
+        }
+        // Attributes read, not called. A name chain counts when it names
+        // an attribute of a project module (`ReadRef`), and gives no other
+        // fact: what a class or variable holds is left unread (a
+        // `settings.X`, an enum member), as each would cost facts in every
+        // file. An attribute of an instance or class gives its `ExprAttr`.
+        for &read in &semantic.reads {
+            if let Some(reference) = semantic.chain(read) {
+                if let Some((site, module, name)) = self.first_hop(&reference)
+                    && !module.is_marker()
+                    && module != self.me
+                {
+                    self.facts
+                        .push(InputFact::ReadRef(ReadRef(self.me, site, module, name)));
+                }
+            } else {
+                self.value(read, &mut values, &mut named);
             }
         }
     }

@@ -62,6 +62,19 @@ pub struct MemberUse {
     pub file: String,
     /// Its qualified name, such as `Model.save`.
     pub member: String,
+    /// The attribute is only read: neither called nor what a call or
+    /// another attribute is made on (`partial(self.clean)`).
+    pub read: bool,
+}
+
+/// A module's attribute read without a call (`models.CASCADE`) that is a
+/// definition of another project file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttributeRead {
+    pub line: u32,
+    /// The file that defines it.
+    pub file: String,
+    pub symbol: String,
 }
 
 /// A name of a module that is a definition of another project file.
@@ -532,6 +545,12 @@ impl Engine {
         };
         let interner = self.interner();
         let outputs = db::file_stage(&self.db, self.project, file);
+        let semantic = &facts.semantic;
+        let reads: FxHashSet<u32> = semantic
+            .reads
+            .iter()
+            .filter_map(|&id| Some(semantic.expressions.get(id as usize)?.site))
+            .collect();
         semantic::keyed(outputs.member_ref(), |t| t.0, node)
             .iter()
             .filter_map(|t| {
@@ -539,6 +558,32 @@ impl Engine {
                     line: facts.sites.get(t.1.0 as usize)?.line,
                     file: interner.node_text(t.2).to_string(),
                     member: interner.sym_text(t.3).to_string(),
+                    read: reads.contains(&t.1.0),
+                })
+            })
+            .collect()
+    }
+
+    /// The attributes of modules that `path` reads without calling them
+    /// and that are, for certain, definitions of other project files
+    /// (`Reads`), in site order.
+    pub fn attribute_reads(&self, path: &str) -> Vec<AttributeRead> {
+        let (Some(node), Some(&file), Some(facts)) = (
+            self.interner().find_node(path),
+            self.files.get(path),
+            self.facts(path),
+        ) else {
+            return Vec::new();
+        };
+        let interner = self.interner();
+        let outputs = db::file_stage(&self.db, self.project, file);
+        semantic::keyed(outputs.reads(), |t| t.0, node)
+            .iter()
+            .filter_map(|t| {
+                Some(AttributeRead {
+                    line: facts.sites.get(t.1.0 as usize)?.line,
+                    file: interner.node_text(t.2).to_string(),
+                    symbol: interner.sym_text(t.3).to_string(),
                 })
             })
             .collect()

@@ -92,6 +92,9 @@ struct Frame {
     /// A class body: the class's index in `Semantic::classes`. A method
     /// body: the class it is a method of (for `super()`).
     class: Option<u32>,
+    /// A class body: the attributes its methods set on `self` or `cls` so
+    /// far.
+    set_on_self: FxHashSet<Name>,
 }
 
 /// The values a function's `return` statements give, as far as they agree.
@@ -170,6 +173,7 @@ impl<'src> Extractor<'src> {
         exact_in_place(&mut semantic.classes);
         exact_in_place(&mut semantic.expressions);
         exact_in_place(&mut semantic.names);
+        exact_in_place(&mut semantic.reads);
         exact_in_place(&mut semantic.call_sites);
         exact_in_place(&mut semantic.scopes);
         exact_in_place(&mut semantic.types);
@@ -418,6 +422,67 @@ impl<'src> Extractor<'src> {
             .and_then(|f| f.class)
     }
 
+    /// The body frame of class `class`, when it is being walked.
+    fn class_frame(&mut self, class: u32) -> Option<&mut Frame> {
+        self.scopes
+            .iter_mut()
+            .rev()
+            .find(|f| f.kind == FrameKind::Class && f.class == Some(class))
+    }
+
+    /// An attribute read as a value, not called (`expr` is the outermost
+    /// attribute of its chain), when it may name a definition for
+    /// certain: a name chain headed by a global (`models.CASCADE`, which
+    /// resolution follows through modules only), or one attribute of
+    /// `self`, `cls`, `super()` or a local whose class is known
+    /// (`form.errors`). A class's own attribute read on `self` or `cls`
+    /// is left out: the lookup finds it in this file first. Longer chains
+    /// through instances are left out too: they rarely resolve, and each
+    /// link would cost facts in every file.
+    fn attribute_read(&mut self, expr: &Expr) {
+        let Expr::Attribute(attribute) = expr else {
+            return;
+        };
+        let mut root = attribute.value.as_ref();
+        while let Expr::Attribute(inner) = root {
+            root = &inner.value;
+        }
+        let one_link = std::ptr::eq(root, attribute.value.as_ref());
+        let readable = match root {
+            Expr::Name(head) => match self.name_value(head.id.as_str()) {
+                NameValue::Global(_) => true,
+                NameValue::Local(Some(id)) if one_link => {
+                    match self.semantic.expressions[id as usize].kind {
+                        ExprKind::SelfOf { class } | ExprKind::ClassOf { class } => {
+                            let name = attribute.attr.as_str();
+                            self.class_frame(class).is_none_or(|frame| {
+                                !frame.locals.contains_key(name)
+                                    && !frame.set_on_self.contains(name)
+                            })
+                        }
+                        _ => true,
+                    }
+                }
+                NameValue::Local(_) => false,
+            },
+            Expr::Call(call) => one_link && self.super_call(call).is_some(),
+            _ => false,
+        };
+        if readable && let Some(id) = self.value_expr(expr, None) {
+            self.semantic.reads.push(id);
+        }
+    }
+
+    /// Walks what an attribute chain (a callee, a class base) is built on
+    /// without taking the chain itself for a read.
+    fn visit_below_chain(&mut self, expr: &Expr) {
+        let mut root = expr;
+        while let Expr::Attribute(attribute) = root {
+            root = &attribute.value;
+        }
+        self.visit_expr(root);
+    }
+
     /// `self.name = value` in a method: an instance attribute of the class.
     fn self_attribute(
         &mut self,
@@ -450,6 +515,9 @@ impl<'src> Extractor<'src> {
             return;
         };
         let declared = self.declared(value, annotation);
+        if let Some(frame) = self.class_frame(class) {
+            frame.set_on_self.insert(Name::from(name.as_str()));
+        }
         if let Some(class) = self.semantic.classes.get_mut(class as usize) {
             class.members.push(Name::from(name.as_str()));
             class.set_on_self.push(Name::from(name));
@@ -896,10 +964,16 @@ impl<'src> Extractor<'src> {
                     Some(reference) => {
                         bases.push(Some(reference.site));
                         self.sem().bases.push(reference);
+                        // The chain is a base, not a read.
+                        if let Expr::Subscript(subscript) = base {
+                            self.visit_expr(&subscript.slice);
+                        }
                     }
-                    None => bases.push(None),
+                    None => {
+                        bases.push(None);
+                        self.visit_expr(base);
+                    }
                 }
-                self.visit_expr(base);
             }
             for keyword in arguments.keywords.iter() {
                 if keyword
@@ -1323,7 +1397,12 @@ impl<'src> Extractor<'src> {
                 }
                 self.dynamic_call(call);
                 self.plugin_call(call);
-                visitor::walk_expr(self, expr);
+                self.visit_below_chain(&call.func);
+                self.visit_arguments(&call.arguments);
+            }
+            Expr::Attribute(attribute) if attribute.ctx.is_load() => {
+                self.attribute_read(expr);
+                self.visit_below_chain(expr);
             }
             Expr::Lambda(lambda) => {
                 let mut locals = FxHashMap::default();
@@ -1703,6 +1782,7 @@ impl Frame {
             generator: false,
             qualname: None,
             class: None,
+            set_on_self: FxHashSet::default(),
         }
     }
 

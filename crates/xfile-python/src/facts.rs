@@ -79,6 +79,13 @@ pub struct Semantic {
     /// expressions name about 90 names each, mostly the same few, and an
     /// index keeps an expression at 16 bytes instead of 40.
     pub names: Vec<Name>,
+    /// Attributes read as values, not called, that may name a definition
+    /// of another file: name chains headed by a global (`models.CASCADE`,
+    /// `isinstance(x, models.Model)`) and one attribute of `self`, `cls`,
+    /// `super()` or a local of a known class (`partial(self.clean)`,
+    /// `form.errors`), a class's own attributes on `self` and `cls` left
+    /// out. Each is the outermost expression of its chain.
+    pub reads: Vec<ExprId>,
     /// Every call the engine may resolve, with the function it sits in.
     pub call_sites: Vec<CallSite>,
     /// Qualified names of the code calls sit in (`f`, `C.m`,

@@ -6,13 +6,14 @@
 //! included, stays within `context_token_limit` tokens (cl100k_base). The
 //! budget is spent in passes, each over the definitions in priority order
 //! (`select`): base classes at the signature tier (a third of the budget at
-//! most), then every definition at the minimal tier, then the signature
-//! tier, then the types depth-1 signatures mention (`import_depth` ≥ 2),
-//! then the sibling modules' names when asked for, then the full tier and a
-//! class's other members. What fits nowhere is named on one closing line.
-//! The rendered section is counted once more at the end, and the last
-//! upgrades are undone while it is over the limit, so the limit holds
-//! exactly.
+//! most), then every definition at the minimal tier with the class members
+//! the lines use (a used member is never hidden while anything ranked
+//! lower is shown), then the signature tier, then the types depth-1
+//! signatures mention (`import_depth` ≥ 2), then the sibling modules'
+//! names when asked for, then the full tier and a class's other members.
+//! What fits nowhere is named on one closing line. The rendered section is
+//! counted once more at the end, and the last upgrades are undone while it
+//! is over the limit, so the limit holds exactly.
 
 mod available;
 mod defs;
@@ -338,7 +339,11 @@ struct Candidate<'s> {
     minimal: Piece,
     /// The header and the used members' lines.
     signature: Vec<Piece>,
-    /// How many used members' lines are shown (the first ones).
+    /// The used members' lines at the minimal tier, `Class.name kind
+    /// path:line`, one for each of `signature[1..]`.
+    compact: Vec<Piece>,
+    /// How many used members' lines are shown (the first ones), at the
+    /// minimal tier too.
     used_shown: usize,
     /// The full tier's header (with the line range) and docstring,
     /// rendered when the tier is tried.
@@ -361,7 +366,9 @@ impl Candidate<'_> {
         let members = self.signature[1..=self.used_shown].iter();
         match tier {
             Tier::Omitted => Vec::new(),
-            Tier::Minimal => vec![&self.minimal],
+            Tier::Minimal => std::iter::once(&self.minimal)
+                .chain(&self.compact[..self.used_shown])
+                .collect(),
             Tier::Signature => std::iter::once(&self.signature[0])
                 .chain(members)
                 .chain(&self.shown_others)
@@ -409,7 +416,8 @@ impl Candidate<'_> {
 
 /// An allocation step, so that the last ones can be undone.
 enum Step {
-    Tier(usize, Tier),
+    /// The candidate's tier and shown used members before.
+    Tier(usize, Tier, usize),
     Used(usize),
     Other(usize),
     Available,
@@ -485,11 +493,13 @@ impl<'s> Context<'s> {
                 render::header(file, definition, "", owner, false)
             });
         let mut signature = vec![header];
+        let mut compact = Vec::new();
         let mut listed: HashSet<&str> = HashSet::new();
         for member in &used.members {
-            if let Some(piece) = self.member_piece(&used.symbol, member) {
+            if let Some((piece, short)) = self.member_pieces(&used.symbol, member) {
                 listed.insert(member.qualname.as_str());
                 signature.push(piece);
+                compact.push(short);
             }
         }
         let others = if definition.kind == DefinitionKind::Class {
@@ -526,7 +536,8 @@ impl<'s> Context<'s> {
                 .0,
             full: None,
             more,
-            used_shown: signature.len() - 1,
+            compact,
+            used_shown: 0,
             others,
             shown_others: Vec::new(),
             warnings,
@@ -560,9 +571,10 @@ impl<'s> Context<'s> {
         (header, doc)
     }
 
-    /// The line of a used member under its class (labelled with the class
-    /// that defines it when that is a base).
-    fn member_piece(&self, class: &str, member: &Member) -> Option<Piece> {
+    /// The lines of a used member under its class: its header (labelled
+    /// with the class that defines it when that is a base) and its
+    /// minimal line (`Class.name kind path:line`).
+    fn member_pieces(&self, class: &str, member: &Member) -> Option<(Piece, Piece)> {
         let definition = self.definitions.get(&member.file, &member.qualname)?;
         let owner = member
             .qualname
@@ -570,12 +582,14 @@ impl<'s> Context<'s> {
             .map(|(owner, _)| owner)
             .filter(|owner| *owner != class);
         let key = format!("{}#member:{}", member.qualname, owner.unwrap_or(""));
-        Some(
-            self.piece(&member.file, &key, || {
-                render::header(&member.file, definition, "    ", owner, false)
-            })
-            .0,
-        )
+        let header = self.piece(&member.file, &key, || {
+            render::header(&member.file, definition, "    ", owner, false)
+        });
+        let key = format!("{}#member-minimal", member.qualname);
+        let minimal = self.piece(&member.file, &key, || {
+            format!("    {}", render::minimal(&member.file, definition))
+        });
+        Some((header.0, minimal.0))
     }
 
     /// A class's own public members (and `__init__`) not already listed,
@@ -722,13 +736,14 @@ impl<'s> Context<'s> {
             warnings = Some(tokens);
         }
         // A class whose used members do not all fit shows the first ones
-        // (the rest go in later if there is room).
+        // (the rest go in later if there is room), and never fewer than
+        // its minimal tier listed.
         let before = candidate.cost(candidate.tier);
         let all = candidate.signature.len() - 1;
         let counts: Vec<usize> = if tier == Tier::Signature {
             // At least one member: a bare header says little more than the
             // minimal line.
-            (all.min(1)..=all).rev().collect()
+            (candidate.used_shown.max(all.min(1))..=all).rev().collect()
         } else {
             vec![candidate.used_shown]
         };
@@ -740,7 +755,7 @@ impl<'s> Context<'s> {
                 if let Some(tokens) = warnings {
                     self.warnings_tokens = tokens;
                 }
-                self.steps.push(Step::Tier(index, previous.0));
+                self.steps.push(Step::Tier(index, previous.0, previous.1));
                 self.spent += delta;
                 self.headings.insert(heading);
                 self.candidates[index].tier = tier;
@@ -766,19 +781,36 @@ impl<'s> Context<'s> {
         let first = self.candidates.len();
         let base_budget = self.limit / BASE_SHARE;
         for i in 0..first {
-            if self.candidates[i].base
-                && self.spent + self.candidates[i].cost(Tier::Signature) <= base_budget
-            {
+            let candidate = &mut self.candidates[i];
+            if !candidate.base {
+                continue;
+            }
+            // With every used member.
+            let all = candidate.signature.len() - 1;
+            let shown = std::mem::replace(&mut candidate.used_shown, all);
+            let cost = candidate.cost(Tier::Signature);
+            candidate.used_shown = shown;
+            if self.spent + cost <= base_budget {
                 self.set_tier(i, Tier::Signature);
             }
         }
+        // Every definition by name, each with the members the lines use
+        // (compactly, at this tier) before anything ranked lower: a used
+        // member is never hidden while less is shown.
         for i in 0..first {
             self.set_tier(i, Tier::Minimal);
+            if self.candidates[i].tier > Tier::Omitted && !self.show_used(i) {
+                break;
+            }
         }
         for i in 0..first {
             self.set_tier(i, Tier::Signature);
         }
-        self.add_used_members();
+        for i in 0..self.candidates.len() {
+            if self.candidates[i].tier > Tier::Omitted && !self.show_used(i) {
+                break;
+            }
+        }
         self.expand(depth);
         for i in first..self.candidates.len() {
             self.set_tier(i, Tier::Signature);
@@ -835,24 +867,22 @@ impl<'s> Context<'s> {
         }
     }
 
-    /// Shows the used members of classes that did not all fit at first.
-    fn add_used_members(&mut self) {
-        for i in 0..self.candidates.len() {
-            while self.candidates[i].tier >= Tier::Signature
-                && self.candidates[i].used_shown + 1 < self.candidates[i].signature.len()
-            {
-                let tier = self.candidates[i].tier;
-                let before = self.candidates[i].cost(tier);
-                self.candidates[i].used_shown += 1;
-                let delta = self.candidates[i].cost(tier).saturating_sub(before);
-                if !self.fits(delta) {
-                    self.candidates[i].used_shown -= 1;
-                    break;
-                }
-                self.spent += delta;
-                self.steps.push(Step::Used(i));
+    /// Shows the used members of candidate `i` not shown yet, at its
+    /// tier, first ones first; whether they all fit.
+    fn show_used(&mut self, i: usize) -> bool {
+        while self.candidates[i].used_shown + 1 < self.candidates[i].signature.len() {
+            let tier = self.candidates[i].tier;
+            let before = self.candidates[i].cost(tier);
+            self.candidates[i].used_shown += 1;
+            let delta = self.candidates[i].cost(tier).saturating_sub(before);
+            if !self.fits(delta) {
+                self.candidates[i].used_shown -= 1;
+                return false;
             }
+            self.spent += delta;
+            self.steps.push(Step::Used(i));
         }
+        true
     }
 
     /// Adds, up to `depth` hops, the classes the shown signatures mention
@@ -1037,7 +1067,10 @@ impl<'s> Context<'s> {
         );
         while self.spent > self.limit && count_tokens(&section) > self.limit {
             match self.steps.pop() {
-                Some(Step::Tier(i, tier)) => self.candidates[i].tier = tier,
+                Some(Step::Tier(i, tier, used)) => {
+                    self.candidates[i].tier = tier;
+                    self.candidates[i].used_shown = used;
+                }
                 Some(Step::Used(i)) => self.candidates[i].used_shown -= 1,
                 Some(Step::Other(i)) => {
                     self.candidates[i].shown_others.pop();

@@ -2,7 +2,8 @@
 //! that shows a definition ends with its location, `path:line` (a range
 //! `path:start-end` at the full tier, so the body can be read directly).
 //!
-//! - minimal: `name kind path:line`, one line;
+//! - minimal: `name kind path:line`, one line, and for a class one such
+//!   line per member the reader uses;
 //! - signature: the header (decorators that change its kind inline) and,
 //!   for a class, one line per member the reader uses;
 //! - full: the signature tier plus a one-line docstring and, for a class,

@@ -5,10 +5,14 @@
 //! files the session reads often), then widely used definitions, imports
 //! before calls before inheritance, and first use.
 //!
-//! Class members come with their class: a method the reader calls on
-//! `self`, on an instance or through `super()`, or overrides, is listed
-//! under the class the reader names whose method resolution order reaches
-//! it. A member no such class reaches stands on its own.
+//! A use is a call, an import, a base, or an attribute read without a
+//! call: a module's (`models.CASCADE`), or a member that is code
+//! (`partial(self.clean)`, a property) rather than an attribute's value.
+//!
+//! Class members come with their class: a method the reader calls or
+//! reads on `self`, on an instance or through `super()`, or overrides, is
+//! listed under the class the reader names whose method resolution order
+//! reaches it. A member no such class reaches stands on its own.
 
 use std::collections::HashMap;
 
@@ -83,10 +87,27 @@ pub(super) fn used_definitions(
     {
         uses.extend(names_used(service, path, lines));
     }
+    // A module's attributes read without a call (`models.CASCADE`).
+    uses.extend(
+        engine
+            .attribute_reads(path)
+            .into_iter()
+            .filter(|r| lines.contains(r.line) && r.file != path)
+            .map(|r| Use {
+                file: r.file,
+                symbol: r.symbol,
+                line: r.line,
+                kind: RelationshipType::Import,
+                base: false,
+            }),
+    );
     let mut members: Vec<(u32, Member)> = engine
         .member_uses(path)
         .into_iter()
         .filter(|m| lines.contains(m.line) && m.file != path)
+        // A member only read counts when it is code (a method, property
+        // or class: `partial(self.clean)`), not an attribute's value.
+        .filter(|m| !m.read || is_code(definitions, &m.file, &m.member))
         .map(|m| {
             let member = Member {
                 file: m.file,
@@ -172,6 +193,14 @@ pub(super) fn used_definitions(
         items.into_iter().map(|(_, _, u)| u).collect(),
         relationships,
     )
+}
+
+/// Whether `symbol` of `file` is a function, method (property included)
+/// or class.
+fn is_code(definitions: &Definitions, file: &str, symbol: &str) -> bool {
+    definitions
+        .get(file, symbol)
+        .is_some_and(|d| d.kind != DefinitionKind::Variable)
 }
 
 /// One use of a definition of another file, before grouping.
