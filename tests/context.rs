@@ -410,7 +410,8 @@ fn attributes_read_without_a_call_are_used_definitions() {
     let (_dir, service) = open("attribute_reads", "");
     // `fields.DecimalField`, `fields.CASCADE` (a class attribute's value),
     // `isinstance(value, fields.ForeignKey)` and `fields.LIMIT` name what
-    // the module holds; `partial(self.clean_field, ...)` and the property
+    // the module holds; `partial(self.clean_field, ...)` (a call of it,
+    // so first in lines 11-15) and the property
     // `self.errors` are Form's members the file uses. `self.label` (an
     // attribute's value) and `self.own` (Shape's own) are not: Form lists
     // label among its other members only.
@@ -443,10 +444,10 @@ LIMIT = 10  # pkg/fields.py:1
         section(&service, "app.py", &lines(11, 15)),
         r#"[Cross-File Context]
 Definitions these lines use, most relevant first:
+def clean_field(self, name)  # Form pkg/forms.py:4-5
 class ForeignKey  # pkg/fields.py:8-10
     def __init__(self, to)  # pkg/fields.py:9
     self.to = to  # pkg/fields.py:10
-def clean_field(self, name)  # Form pkg/forms.py:4-5
 @property def errors(self)  # Form pkg/forms.py:8-9
 
 ---
