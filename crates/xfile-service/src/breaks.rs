@@ -31,8 +31,10 @@ use xfile_python::facts::{
 pub(crate) const EDIT_FILES: usize = 16;
 /// Files whose state before their edit is kept at most, oldest dropped.
 const KEPT_FILES: usize = 64;
-/// Lines of an answer listed at most per kind of break.
-const LISTED: usize = 12;
+/// Places listed at most per break, the rest counted: every broken call
+/// is one the agent must mend, so the list is long; the answer as a whole
+/// is still cut at the token budget (the hook's `hook_token_limit`).
+const LISTED: usize = 40;
 
 /// The state before their latest unasked-about edits of the files an
 /// update changed, shared by the service's snapshots.
@@ -953,6 +955,35 @@ mod tests {
             keywords: keywords.iter().map(|&k| k.into()).collect(),
             unpacked: false,
         }
+    }
+
+    #[test]
+    fn long_lists_are_counted_past_their_cap_and_the_answer_cut_at_the_budget() {
+        let misfits = (1..=45)
+            .map(|line| Misfit {
+                file: "a.py".to_string(),
+                line,
+                caller: "f".to_string(),
+                why: "does not pass `x`".to_string(),
+            })
+            .collect();
+        let breaks = Breaks {
+            changed: vec![Changed {
+                what: "g".to_string(),
+                was: "def g()".to_string(),
+                now: "def g(x)".to_string(),
+                line: 1,
+                misfits,
+                overrides: Vec::new(),
+            }],
+            ..Breaks::default()
+        };
+        let text = breaks.to_text("b.py", 10_000);
+        assert_eq!(text.lines().count(), 1 + 1 + LISTED + 1, "{text}");
+        assert!(text.ends_with("  … 5 more"), "{text}");
+        let cut = breaks.to_text("b.py", 60);
+        assert!(cut.ends_with("… cut at 60 tokens"), "{cut}");
+        assert!(cut.lines().count() < 10, "{cut}");
     }
 
     #[test]
