@@ -179,6 +179,11 @@ fn expression(semantic: &Semantic, id: ExprId) -> String {
         }
         ExprKind::Call { callee } => format!("{}()", expression(semantic, *callee)),
         ExprKind::Instance { annotation } => format!("<{}>", expression(semantic, *annotation)),
+        ExprKind::Either { first, second } => format!(
+            "({} | {})",
+            expression(semantic, *first),
+            expression(semantic, *second)
+        ),
     }
 }
 

@@ -745,3 +745,23 @@ fn an_alias_of_a_callable_calls_what_it_names() {
         "{calls:#?}"
     );
 }
+
+/// A local bound again in an `if` keeps a class where the paths meet when
+/// every path that goes on gives it that class; two classes give nothing.
+/// A local bound once holds its one value wherever it is bound at all.
+#[test]
+fn a_local_rebound_in_branches_keeps_the_class_every_path_gives() {
+    let joins: Vec<String> = calls_in("rebinding_by_type", "web/use.py")
+        .into_iter()
+        .filter(|c| c.contains(".join "))
+        .collect();
+    assert_eq!(
+        joins,
+        [
+            "web/use.py:8:8 function_call web/urls.py URL.join 5",
+            "web/use.py:25:9 function_call web/urls.py URL.join 5",
+            "web/use.py:33:10 function_call web/urls.py URL.join 5",
+            "web/use.py:39:10 function_call web/urls.py URL.join 5",
+        ]
+    );
+}

@@ -15,10 +15,10 @@ mod links;
 use super::datalog::{
     AllIncludes, Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported,
     CallIn, CallRef, ClassDef, Defines, DynamicSite, EitherCall, EitherHolds, ExprAttr, ExprCall,
-    ExprCls, ExprInstance, ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember, ImportName,
-    ImportStmt, InputFact, IsProperty, MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern,
-    ProjectFile, ReadRef, ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia,
-    RuntimeImport, SetsOnSelf, Site, StarExport, StarImport, Sym,
+    ExprCls, ExprEither, ExprInstance, ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember,
+    ImportName, ImportStmt, InputFact, IsProperty, MadeBy, MethodCall, Node, OpaqueBase,
+    PatchesAttr, Pattern, ProjectFile, ReadRef, ReturnsAnnotated, ReturnsCall, ReturnsCls,
+    ReturnsSelf, ReturnsSelfVia, RuntimeImport, SetsOnSelf, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::ModuleLoc;
@@ -820,6 +820,21 @@ impl Builder<'_> {
                     ExprKind::Call { .. } => InputFact::ExprCall(ExprCall(self.me, site, operand)),
                     _ => InputFact::ExprInstance(ExprInstance(self.me, site, operand)),
                 });
+                Value::Dynamic(site)
+            }
+            ExprKind::Either { first, second } => {
+                if *first >= id || *second >= id {
+                    return Value::Unknown;
+                }
+                let (Some(first), Some(second)) = (
+                    self.operand(*first, values, named),
+                    self.operand(*second, values, named),
+                ) else {
+                    return Value::Unknown;
+                };
+                self.facts.push(InputFact::ExprEither(ExprEither(
+                    self.me, site, first, second,
+                )));
                 Value::Dynamic(site)
             }
         }

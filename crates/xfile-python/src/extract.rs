@@ -1193,7 +1193,7 @@ impl<'src> Extractor<'src> {
         self.suite(&stmt.finalbody);
     }
 
-    fn if_stmt(&mut self, entry: &flow::Entry, stmt: &ast::StmtIf) {
+    fn if_stmt(&mut self, entry: &mut flow::Entry, stmt: &ast::StmtIf) {
         self.visit_expr(&stmt.test);
         let condition = classify_condition(&stmt.test);
         if self.at_module_scope() && is_main_test(&stmt.test) {
@@ -1209,6 +1209,7 @@ impl<'src> Extractor<'src> {
         } else {
             self.conditional_suite(condition, &stmt.body);
         }
+        self.path_end(entry, Some(&stmt.body));
         for clause in &stmt.elif_else_clauses {
             self.branch(entry);
             if let Some(test) = &clause.test {
@@ -1220,6 +1221,11 @@ impl<'src> Extractor<'src> {
                 other => other,
             };
             self.conditional_suite(branch, &clause.body);
+            self.path_end(entry, Some(&clause.body));
+        }
+        // No `else`: the statement may be skipped.
+        if stmt.elif_else_clauses.iter().all(|c| c.test.is_some()) {
+            self.path_end(entry, None);
         }
     }
 

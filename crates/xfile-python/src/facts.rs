@@ -240,6 +240,9 @@ pub enum ExprKind {
     /// A value declared an instance of what `annotation` names (a
     /// parameter or variable annotation).
     Instance { annotation: ExprId },
+    /// One of two values a local may hold where paths meet (after an
+    /// `if`): known only as what both are.
+    Either { first: ExprId, second: ExprId },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -12,6 +12,7 @@
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, Stmt};
+use ruff_text_size::Ranged;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{
@@ -28,6 +29,9 @@ pub(super) struct Entry<'a> {
     stmt: &'a Stmt,
     compound: bool,
     before: Reaching,
+    /// For an `if`: the flow at the end of each path that goes on after
+    /// it, joined there (`Extractor::join`).
+    ends: Option<Vec<Reaching>>,
     bound: Option<FxHashSet<String>>,
 }
 
@@ -90,14 +94,81 @@ impl Extractor<'_> {
             stmt,
             compound,
             before,
+            ends: None,
             bound: None,
         }
     }
 
     /// After a compound statement, its paths meet.
     pub(super) fn leave(&mut self, entry: &mut Entry) {
-        if entry.compound {
-            self.merge(entry);
+        if !entry.compound {
+            return;
+        }
+        match entry.ends.take() {
+            Some(ends) if !ends.is_empty() => self.join(entry, &ends),
+            _ => self.merge(entry),
+        }
+    }
+
+    /// The end of one path through an `if` (a branch's body, or the
+    /// statement skipped), unless the path leaves (`return`, `raise`,
+    /// `break`, `continue`).
+    pub(super) fn path_end(&mut self, entry: &mut Entry, body: Option<&[Stmt]>) {
+        let leaves = body.and_then(<[Stmt]>::last).is_some_and(|last| {
+            matches!(
+                last,
+                Stmt::Return(_) | Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_)
+            )
+        });
+        if leaves {
+            return;
+        }
+        let end = match body {
+            Some(_) => self.snapshot(),
+            None => entry.before.clone(),
+        };
+        if self.function_frame().is_some() {
+            entry.ends.get_or_insert_with(Vec::new).push(end);
+        }
+    }
+
+    /// Where the paths through an `if` meet: a local bound in it holds a
+    /// value there when every path gives it one, the one value if all give
+    /// the same, else one of them (`ExprKind::Either`, known when every
+    /// alternative gives the same class).
+    fn join(&mut self, entry: &mut Entry, ends: &[Reaching]) {
+        self.merge(entry);
+        let bound: Vec<String> = entry
+            .bound
+            .get_or_insert_with(|| bound_names(std::slice::from_ref(entry.stmt)))
+            .iter()
+            .cloned()
+            .collect();
+        let at = entry.stmt.range().start();
+        for name in bound {
+            let Some(values) = ends
+                .iter()
+                .map(|end| end.get(&name).copied())
+                .collect::<Option<Vec<ExprId>>>()
+            else {
+                continue;
+            };
+            let mut joined = values[0];
+            for &value in &values[1..] {
+                if value != joined {
+                    let site = self.add_site(at);
+                    joined = self.push_expression(
+                        site,
+                        crate::facts::ExprKind::Either {
+                            first: joined,
+                            second: value,
+                        },
+                    );
+                }
+            }
+            if let Some(frame) = self.function_frame() {
+                frame.reaching.insert(name, joined);
+            }
         }
     }
 
