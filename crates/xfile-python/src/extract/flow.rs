@@ -3,12 +3,15 @@
 //! it to the use. `form = Form(a); form.is_valid(); form = Form(b);
 //! form.is_valid()` knows both calls' receivers.
 //!
-//! A compound statement (`if`, `for`, `while`, `try`, `with`, `match`) can
+//! A compound statement (`for`, `while`, `try`, `with`, `match`) can
 //! skip, repeat or leave early any part of its body, so where its branches
 //! meet again (after it, at a loop's next iteration, in an exception
-//! handler) every local it binds anywhere is forgotten. A local bound once
-//! keeps its value everywhere (`Frame::values`), as before; a nested
-//! function sees only those, since it runs later.
+//! handler) every local it binds anywhere is forgotten. After an `if`, a
+//! local holds what every path that goes on gives it (one of them,
+//! `ExprKind::Either`, when they differ), or is forgotten when a path
+//! gives it nothing known. A local bound once keeps its value everywhere
+//! (`Frame::values`), as before; a nested function sees only those, since
+//! it runs later.
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, Stmt};
