@@ -173,7 +173,11 @@ enum Command {
     /// the context of the lines read as the hook's additionalContext;
     /// after an Edit, MultiEdit or Write, what the edit may break.
     /// Always exits 0; prints valid JSON or nothing.
-    Hook,
+    Hook {
+        /// The agent whose hook protocol to speak: `claude-code` (the
+        /// default, and the only one known so far).
+        agent: Option<String>,
+    },
     /// The project's git history: log, blame, diff.
     Git {
         #[command(subcommand)]
@@ -278,6 +282,14 @@ impl From<serde_json::Error> for Failure {
 }
 
 pub fn main() -> ExitCode {
+    // A hook must never get in the agent's way, not even with arguments
+    // it does not know: it is served before the command line is checked.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "hook") {
+        let agent = args.get(2).map(|a| a.to_string_lossy().into_owned());
+        run_hook(agent.as_deref());
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -289,14 +301,26 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Runs the hook for `agent` (Claude Code's protocol when none is named);
+/// for an agent whose protocol xfile does not speak, says so on stderr and
+/// prints nothing.
+fn run_hook(agent: Option<&str>) {
+    match agent {
+        None | Some("claude-code" | "claude") => crate::mcp::run_hook(),
+        Some(other) => eprintln!(
+            "xfile hook: no hook protocol for `{other}` (known: claude-code); nothing printed"
+        ),
+    }
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     // The registry is the user's, not a root's: no root, no engine.
     match cli.command {
         Command::Project { command } => return registry::project(command, cli.json),
         Command::Collection { command } => return registry::collection(command, cli.json),
         // The hook finds its root from the file read, not from the cwd.
-        Command::Hook => {
-            crate::mcp::run_hook();
+        Command::Hook { agent } => {
+            run_hook(agent.as_deref());
             return Ok(());
         }
         _ => {}
@@ -545,7 +569,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Serve { .. }
-        | Command::Hook
+        | Command::Hook { .. }
         | Command::Project { .. }
         | Command::Collection { .. }
         | Command::Git { .. }

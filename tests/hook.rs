@@ -449,3 +449,33 @@ fn setup_refuses_a_settings_file_that_is_a_link() {
         "{\"theirs\": true}\n"
     );
 }
+
+/// `xfile hook [AGENT]`: `claude-code` names the protocol spoken by
+/// default; an agent xfile does not know, or arguments it does not know,
+/// still exit 0 with nothing on stdout.
+#[test]
+fn the_agent_argument_is_taken_and_nothing_unknown_fails() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let bot = sample.path().join("app/bot.py");
+    let named = run(
+        env!("CARGO_BIN_EXE_xfile"),
+        &["hook", "claude-code"],
+        &read_call(&bot, Some(8), Some(3)),
+        &runtime.env(),
+    );
+    assert!(context(&named).contains("class Storage"));
+    for args in [
+        &["hook", "some-other-agent"][..],
+        &["hook", "--bogus", "x"][..],
+    ] {
+        let output = run(
+            env!("CARGO_BIN_EXE_xfile"),
+            args,
+            &read_call(&bot, Some(8), Some(3)),
+            &runtime.env(),
+        );
+        assert_quiet(&output, &format!("{args:?}"));
+    }
+    runtime.kill_services();
+}
