@@ -23,30 +23,12 @@ writes the file; the hook is called with the Edit's JSON and timed, then
 the file is restored and the hook called again (untimed), so each edit is
 compared with the file as it was. Prints each edit's milliseconds and how
 many lines of breaks it named, then p50 / p95 / max."""
-import argparse, glob, json, os, random, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+import argparse, glob, json, os, random, re, shutil, statistics, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hook_driver import call, edit_payload, read_payload, stop_services  # noqa: E402
 
 DEF = re.compile(r"^(\s*)def (\w+)\((.*)\)(\s*->.*)?:\s*$")
-
-
-def call_edit(xfile, env, path, old, new):
-    payload = json.dumps({
-        "session_id": "bench",
-        "cwd": os.path.dirname(path),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Edit",
-        "tool_input": {"file_path": path, "old_string": old, "new_string": new},
-        "tool_response": {"filePath": path},
-    })
-    start = time.perf_counter()
-    done = subprocess.run([xfile, "hook"], input=payload.encode(), env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    ms = (time.perf_counter() - start) * 1e3
-    if done.returncode != 0:
-        sys.exit(f"the hook exited {done.returncode}")
-    text = ""
-    if done.stdout:
-        text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-    return ms, text
 
 
 def with_probe(line):
@@ -92,10 +74,10 @@ def edits(xfile, env, tree, files, rng, count):
             continue
         with open(path, "w", encoding="utf-8") as out:
             out.write(original.replace(old, new, 1))
-        ms, text = call_edit(xfile, env, path, old, new)
+        ms, text = call(xfile, env, edit_payload(path, old, new, "bench"))
         with open(path, "w", encoding="utf-8") as out:
             out.write(original)
-        call_edit(xfile, env, path, new, old)
+        call(xfile, env, edit_payload(path, new, old, "bench"))
         times.append(ms)
         lines = max(0, len(text.splitlines()) - 1)
         named += bool(text)
@@ -107,31 +89,6 @@ def edits(xfile, env, tree, files, rng, count):
         "max_ms": round(max(times), 1),
         "with_breaks": f"{named}/{len(times)}",
     }
-
-
-def call(xfile, env, path, offset, limit):
-    tool_input = {"file_path": path}
-    if offset is not None:
-        tool_input["offset"] = offset
-        tool_input["limit"] = limit
-    payload = json.dumps({
-        "session_id": "bench",
-        "cwd": os.path.dirname(path),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": tool_input,
-        "tool_response": {"type": "text"},
-    })
-    start = time.perf_counter()
-    done = subprocess.run([xfile, "hook"], input=payload.encode(), env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    ms = (time.perf_counter() - start) * 1e3
-    if done.returncode != 0:
-        sys.exit(f"the hook exited {done.returncode}")
-    text = ""
-    if done.stdout:
-        text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-    return ms, text
 
 
 def percentile(values, share):
@@ -162,7 +119,7 @@ def main():
     try:
         started = time.perf_counter()
         while True:
-            _, text = call(xfile, env, files[0], None, None)
+            _, text = call(xfile, env, read_payload(files[0], session="bench"))
             if text or time.perf_counter() - started > 120:
                 break
         print(f"service ready after {time.perf_counter() - started:.1f} s")
@@ -174,7 +131,7 @@ def main():
                 offset = limit = None
             else:
                 offset, limit = rng.randint(1, lines - 199), 200
-            ms, text = call(xfile, env, path, offset, limit)
+            ms, text = call(xfile, env, read_payload(path, offset, limit, "bench"))
             times.append(ms)
             answered += bool(text)
             span = "whole" if offset is None else f"{offset}+{limit}"
@@ -190,11 +147,7 @@ def main():
         if args.edits:
             print(json.dumps(edits(xfile, env, tree, files, rng, args.edits)))
     finally:
-        for pid_file in glob.glob(os.path.join(runtime, "*.pid")):
-            try:
-                os.kill(int(open(pid_file).read().strip()), signal.SIGTERM)
-            except (OSError, ValueError):
-                pass
+        stop_services(runtime)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -85,7 +85,10 @@ first touched call), the files the hook named that were not expected
 definitions (`!`). Then a summary. --json writes every case, the hook's
 full text included.
 """
-import argparse, ast, hashlib, io, json, os, random, re, shutil, signal, subprocess, sys, tempfile, time, tokenize
+import argparse, ast, hashlib, io, json, os, random, re, shutil, subprocess, sys, tempfile, time, tokenize
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hook_driver import call, edit_payload, stop_services  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEF_RE = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)", re.M)
@@ -565,61 +568,6 @@ def find_cases(gitdir, max_commits):
 
 # ------------------------------------------------------------------- hook
 
-def edit_json(path, old, new):
-    return json.dumps({
-        "session_id": "edit-history",
-        "cwd": os.path.dirname(path),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Edit",
-        "tool_input": {"file_path": path, "old_string": old, "new_string": new},
-        "tool_response": {"filePath": path},
-    })
-
-
-def hook(xfile, env, payload):
-    done = subprocess.run([xfile, "hook"], input=payload.encode(), env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if done.returncode != 0:
-        raise RuntimeError(f"the hook exited {done.returncode}: {done.stderr[-500:]!r}")
-    if not done.stdout.strip():
-        return ""
-    return json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-
-
-def runs_here(pid, runtime):
-    try:
-        environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z" and f"XFILE_RUNTIME_DIR={runtime}".encode() in environ
-
-
-def kill_services(runtime):
-    pids = []
-    for name in os.listdir(runtime):
-        if name.endswith(".pid"):
-            try:
-                pid = int(open(os.path.join(runtime, name)).read().strip())
-            except (OSError, ValueError):
-                continue
-            if runs_here(pid, runtime):
-                pids.append(pid)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
-        deadline = time.time() + 5
-        while any(runs_here(p, runtime) for p in pids) and time.time() < deadline:
-            time.sleep(0.05)
-        pids = [p for p in pids if runs_here(p, runtime)]
-        if not pids:
-            return []
-    return pids
-
-
 def hook_root(tree, rel):
     """The root the hook finds for tree/rel, relative to the tree."""
     d = os.path.dirname(os.path.join(tree, rel))
@@ -654,17 +602,17 @@ def run_case(gitdir, xfile, case, timeout_ms):
         change = case["changes"][0]
         old_def, new_def = change["was"], change["now"]
         started = time.perf_counter()
-        result["first"] = hook(xfile, env, edit_json(path, old_def, old_def))
+        _, result["first"] = call(xfile, env, edit_payload(path, old_def, old_def, "edit-history"))
         result["start_s"] = round(time.perf_counter() - started, 2)
         with open(path, "w", encoding="utf-8") as f:
             f.write(case["new_text"])
         started = time.perf_counter()
-        result["text"] = hook(xfile, env, edit_json(path, old_def, new_def))
+        _, result["text"] = call(xfile, env, edit_payload(path, old_def, new_def, "edit-history"))
         result["answer_s"] = round(time.perf_counter() - started, 2)
     except Exception as e:  # noqa: BLE001 - a failed case is reported, not fatal
         result["error"] = str(e)
     finally:
-        result["leaked"] = kill_services(runtime)
+        result["leaked"] = stop_services(runtime)
         shutil.rmtree(scratch, ignore_errors=True)
     return result
 

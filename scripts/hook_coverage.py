@@ -71,12 +71,13 @@ import os
 import random
 import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hook_driver import call, read_payload, stop_services  # noqa: E402
 
 DEFAULT_ROOT = "target/bench-data/django-5.2.8"
 # jedi's types for what the main figure counts.
@@ -134,27 +135,6 @@ def read_text(path):
 
 # -------------------------------------------------------------------- hook
 
-def hook(xfile, env, path, offset, limit):
-    """The hook's additionalContext for a Read of LIMIT lines from OFFSET
-    ("" when it printed nothing)."""
-    payload = json.dumps({
-        # No session_id: a session's record would leave out what an
-        # earlier read of this run was given.
-        "cwd": os.path.dirname(path),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": path, "offset": offset, "limit": limit},
-        "tool_response": {"type": "text"},
-    })
-    done = subprocess.run([xfile, "hook"], input=payload.encode(), env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    if done.returncode != 0:
-        sys.exit(f"the hook exited {done.returncode}")
-    if not done.stdout.strip():
-        return ""
-    return json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-
-
 def parse_context(text):
     """What a context section names: the (path, line) of each definition
     shown, the simple names shown with their places, and the closing
@@ -210,31 +190,15 @@ class Service:
         sys.exit(f"the service gave no context within {patience} s")
 
     def read(self, rel, offset, limit):
-        return hook(self.xfile, self.env, os.path.join(self.tree, rel), offset, limit)
+        # No session: a session's record would leave out what an earlier
+        # read of this run was given.
+        path = os.path.join(self.tree, rel)
+        return call(self.xfile, self.env, read_payload(path, offset, limit))[1]
 
     def stop(self):
-        for pid_file in glob.glob(os.path.join(self.runtime, "*.pid")):
-            try:
-                pid = int(open(pid_file).read().strip())
-                os.kill(pid, signal.SIGTERM)
-            except (OSError, ValueError):
-                continue
-            # The next call must find a service started anew, with the
-            # configuration written since.
-            for _ in range(100):
-                if not alive(pid):
-                    break
-                time.sleep(0.1)
-
-
-def alive(pid):
-    """Whether PID runs: a zombie (its parent, the hook, is gone before
-    init reaps it) does not."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+        # The next call must find a service started anew, with the
+        # configuration written since.
+        stop_services(self.runtime)
 
 
 # ------------------------------------------------------------------ oracle
