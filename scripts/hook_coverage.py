@@ -77,6 +77,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_jedi import LINE_BREAK, read_text  # noqa: E402
 from hook_driver import call, read_payload, stop_services  # noqa: E402
 
 DEFAULT_ROOT = "target/bench-data/django-5.2.8"
@@ -87,7 +88,6 @@ CALLABLE_TYPES = ("function", "class", "property")
 CONFIG_FILE = ".cross_file_context_links.yml"
 LOCATION = re.compile(r"(?P<path>[\w./-]+\.pyi?):(?P<line>\d+)(?:-\d+)?")
 NOT_SHOWN = re.compile(r"^Not shown for the (\d+)-token budget: (\d+) definitions?(?: \((.*)\))?")
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
 GOAL = 0.9
 
 
@@ -121,16 +121,6 @@ def candidate_files(tree, min_lines):
             if count >= min_lines:
                 found.append((rel, count))
     return found
-
-
-def read_text(path):
-    """The file's text as xfile reads it: UTF-8, else latin-1."""
-    with open(path, "rb") as source:
-        data = source.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
 
 
 # -------------------------------------------------------------------- hook
