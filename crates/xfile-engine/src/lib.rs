@@ -533,18 +533,22 @@ impl Engine {
         }
     }
 
+    /// `path`'s node, the results of its own rules and its facts: what
+    /// answers about one file's uses read.
+    fn own_rules(&self, path: &str) -> Option<(datalog::Node, &Outputs, &ModuleFacts)> {
+        let node = self.interner().find_node(path)?;
+        let &file = self.files.get(path)?;
+        let facts = self.facts(path)?;
+        Some((node, db::file_stage(&self.db, self.project, file), facts))
+    }
+
     /// The attributes of `path` that name a class member for certain
     /// (`self.save`, `Model.objects`, `super().clean`), in site order.
     pub fn member_uses(&self, path: &str) -> Vec<MemberUse> {
-        let (Some(node), Some(&file), Some(facts)) = (
-            self.interner().find_node(path),
-            self.files.get(path),
-            self.facts(path),
-        ) else {
+        let Some((node, outputs, facts)) = self.own_rules(path) else {
             return Vec::new();
         };
         let interner = self.interner();
-        let outputs = db::file_stage(&self.db, self.project, file);
         let semantic = &facts.semantic;
         let reads: FxHashSet<u32> = semantic
             .reads
@@ -568,15 +572,10 @@ impl Engine {
     /// and that are, for certain, definitions of other project files
     /// (`Reads`), in site order.
     pub fn attribute_reads(&self, path: &str) -> Vec<AttributeRead> {
-        let (Some(node), Some(&file), Some(facts)) = (
-            self.interner().find_node(path),
-            self.files.get(path),
-            self.facts(path),
-        ) else {
+        let Some((node, outputs, facts)) = self.own_rules(path) else {
             return Vec::new();
         };
         let interner = self.interner();
-        let outputs = db::file_stage(&self.db, self.project, file);
         semantic::keyed(outputs.reads(), |t| t.0, node)
             .iter()
             .filter_map(|t| {
