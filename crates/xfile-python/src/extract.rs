@@ -1567,19 +1567,24 @@ impl<'src> Extractor<'src> {
     /// Records a call of `func` (its reference, its member-level callee,
     /// its call site) and returns the call's site, if it has one.
     fn call_of(&mut self, func: &Expr) -> Option<SiteId> {
-        let reference = match func {
-            Expr::Name(name) => self.reference(func).or_else(|| self.alias_reference(name)),
-            _ => self.reference(func),
-        };
+        let mut reference = self.reference(func);
+        let mut callee = None;
+        // A local: a call of what it holds for certain, looked up once.
+        if let (None, Expr::Name(name)) = (&reference, func)
+            && let Some(value) = self.alias_of(name)
+        {
+            match self.alias_reference(name, value) {
+                Some(chain) => reference = Some(chain),
+                None => callee = self.alias_callee(name, value),
+            }
+        }
         let shared = reference.as_ref().map(|r| r.site);
         if let Some(reference) = reference {
             self.sem().calls.push(reference);
         }
-        let callee = match func {
-            Expr::Attribute(_) => self.value_expr(func, shared),
-            Expr::Name(name) if shared.is_none() => self.alias_callee(name),
-            _ => None,
-        };
+        if let Expr::Attribute(_) = func {
+            callee = self.value_expr(func, shared);
+        }
         let site = callee
             .map(|id| self.semantic.expressions[id as usize].site)
             .or(shared)?;
@@ -1645,11 +1650,11 @@ impl<'src> Extractor<'src> {
         None
     }
 
-    /// A call of local `name` bound to a chain of global names (`show =
-    /// render`, `make = models.Style`) is a call of that chain: the same
-    /// reference, at the call.
-    fn alias_reference(&mut self, name: &ast::ExprName) -> Option<Reference> {
-        let (path, lookup) = self.global_chain(self.alias_of(name)?)?;
+    /// A call of local `name` holding `value`, a chain of global names
+    /// (`show = render`, `make = models.Style`), is a call of that chain:
+    /// the same reference, at the call.
+    fn alias_reference(&mut self, name: &ast::ExprName, value: ExprId) -> Option<Reference> {
+        let (path, lookup) = self.global_chain(value)?;
         let site = self.add_site(name.range.start());
         Some(Reference {
             site,
@@ -1658,11 +1663,10 @@ impl<'src> Extractor<'src> {
         })
     }
 
-    /// The callee of a call of local `name` that holds a member of a value
-    /// (`get = console.get_style`: a bound method), as known for certain
-    /// where the call is: the same expression again, at the call's site.
-    fn alias_callee(&mut self, name: &ast::ExprName) -> Option<ExprId> {
-        let value = self.alias_of(name)?;
+    /// The callee of a call of local `name` holding `value`, a member of a
+    /// value (`get = console.get_style`: a bound method): the same
+    /// expression again, at the call's site.
+    fn alias_callee(&mut self, name: &ast::ExprName, value: ExprId) -> Option<ExprId> {
         let kind = self.semantic.expressions.get(value as usize)?.kind.clone();
         if !matches!(kind, ExprKind::Attribute { .. }) {
             return None;
