@@ -20,8 +20,8 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 use super::Service;
+use super::impact::ImportInto;
 use super::paging::{fitting_parts, part_tokens};
-use xfile_engine::RefKind;
 use xfile_python::facts::{
     CallArguments, Definition, DefinitionKind, ExprKind, ImportTarget, ModuleFacts, Parameters,
 };
@@ -165,7 +165,7 @@ impl Service {
                 continue;
             };
             let mut referrers = self.removed_referrers(path, &old, None);
-            let importers = self.importers(path, None);
+            let importers = Service::importers(&self.imports_into(path), path, None);
             if !importers.is_empty() {
                 referrers.insert(String::new(), importers);
             }
@@ -193,12 +193,15 @@ impl Service {
             .map(|n| n.definitions.iter().map(|d| d.qualname.as_str()).collect())
             .unwrap_or_default();
         let mut found = BTreeMap::new();
+        // Read once for every definition gone, and only if one is.
+        let mut imports: Option<Vec<ImportInto>> = None;
         for gone in old
             .definitions
             .iter()
             .filter(|d| counts(d) && !kept.contains(d.qualname.as_str()))
         {
-            let mut referrers = self.importers(path, Some(&gone.qualname));
+            let imports = imports.get_or_insert_with(|| self.imports_into(path));
+            let mut referrers = Service::importers(imports, path, Some(&gone.qualname));
             for edge in self.engine.callers(path, &gone.qualname) {
                 let interner = self.engine.interner();
                 let file = interner.node_text(edge.file).to_string();
@@ -236,25 +239,17 @@ impl Service {
     }
 
     /// The imports in other files of `path` (the module, or with `name`
-    /// only those of that name).
-    fn importers(&self, path: &str, name: Option<&str>) -> Vec<Referrer> {
-        let interner = self.engine.interner();
-        let mut found: Vec<Referrer> = self
-            .engine
-            .references_to(path)
-            .into_iter()
-            .filter(|r| r.kind == RefKind::Import)
-            .filter(|r| name.is_none_or(|n| r.symbol.is_some_and(|s| &*interner.sym_text(s) == n)))
-            .map(|r| {
-                let file = interner.node_text(r.source).to_string();
-                let line = self.site_line(&file, r.site.0);
-                Referrer {
-                    file,
-                    line,
-                    how: How::Imports,
-                }
+    /// only those of that name), from `imports` (`Service::imports_into`).
+    fn importers(imports: &[ImportInto], path: &str, name: Option<&str>) -> Vec<Referrer> {
+        let mut found: Vec<Referrer> = imports
+            .iter()
+            .filter(|i| i.importer != path)
+            .filter(|i| name.is_none_or(|n| i.name.as_deref() == Some(n)))
+            .map(|i| Referrer {
+                file: i.importer.clone(),
+                line: i.line,
+                how: How::Imports,
             })
-            .filter(|r| r.file != path)
             .collect();
         found.sort();
         found.dedup();

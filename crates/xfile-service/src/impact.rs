@@ -289,7 +289,42 @@ impl Service {
     }
 }
 
+/// An import statement of another file that reaches a file.
+#[derive(Clone, Debug)]
+pub(crate) struct ImportInto {
+    pub(crate) importer: String,
+    /// The name imported, for `from m import name`.
+    pub(crate) name: Option<String>,
+    pub(crate) line: u32,
+}
+
 impl Service {
+    /// The import statements of other files that reach `file` (directly,
+    /// or through re-exports to a definition in it).
+    pub(crate) fn imports_into(&self, file: &str) -> Vec<ImportInto> {
+        let interner = self.engine.interner();
+        self.engine
+            .references_to(file)
+            .into_iter()
+            .filter(|r| r.kind == RefKind::Import)
+            .filter_map(|r| {
+                let importer = interner.node_text(r.source).to_string();
+                let line = self
+                    .engine
+                    .facts(&importer)?
+                    .sites
+                    .get(r.site.0 as usize)?
+                    .line;
+                let name = r.symbol.map(|s| interner.sym_text(s).to_string());
+                Some(ImportInto {
+                    importer,
+                    name,
+                    line,
+                })
+            })
+            .collect()
+    }
+
     /// What, in other files, still uses `qualname` of `file` (`<module>`:
     /// the module itself), which the change removed: nothing resolves to
     /// it any more, so the uses are found by name, through the imports
@@ -338,14 +373,12 @@ impl Service {
     /// binds, or `import m` / `from p import m` and `m.name(...)`.
     fn users_by_name(&self, file: &str, name: &str) -> Vec<(Symbol, Via, u32)> {
         use xfile_python::ImportTarget;
-        let interner = self.engine.interner();
         let mut users = Vec::new();
-        let mut importers: BTreeSet<String> = BTreeSet::new();
-        for reference in self.engine.references_to(file) {
-            if reference.kind == RefKind::Import {
-                importers.insert(interner.node_text(reference.source).to_string());
-            }
-        }
+        let importers: BTreeSet<String> = self
+            .imports_into(file)
+            .into_iter()
+            .map(|i| i.importer)
+            .collect();
         let module = self.engine.module_name(file);
         for importer in importers.into_iter().filter(|i| i != file) {
             let Some(facts) = self.engine.facts(&importer) else {
@@ -453,7 +486,7 @@ struct Walk<'s> {
     seen: BTreeMap<Symbol, (usize, BTreeSet<usize>)>,
     starts: BTreeSet<Symbol>,
     /// Import references into each file, read once.
-    imports: HashMap<String, Vec<(Symbol, Option<String>, u32)>>,
+    imports: HashMap<String, Vec<ImportInto>>,
     complete: bool,
 }
 
@@ -573,9 +606,14 @@ impl<'s> Walk<'s> {
         // so a method or a nested function has no importers to look up.
         let importable = symbol.qualname == "<module>" || !symbol.qualname.contains('.');
         if importable {
-            for (importer, name, line) in self.imports_of(&symbol.file) {
-                if symbol.qualname == "<module>" || name.as_deref() == Some(&symbol.qualname) {
-                    direct.push((importer.clone(), Via::Imports, *line));
+            for import in self.imports_of(&symbol.file) {
+                if symbol.qualname == "<module>" || import.name.as_deref() == Some(&symbol.qualname)
+                {
+                    direct.push((
+                        symbol_of(&import.importer, "<module>"),
+                        Via::Imports,
+                        import.line,
+                    ));
                 }
             }
         }
@@ -584,24 +622,12 @@ impl<'s> Walk<'s> {
         direct
     }
 
-    /// The import statements that reach `file`: importing module, the
-    /// name imported (for `from m import name`), line.
-    fn imports_of(&mut self, file: &str) -> &[(Symbol, Option<String>, u32)] {
-        let engine = &self.service.engine;
-        self.imports.entry(file.to_string()).or_insert_with(|| {
-            let interner = engine.interner();
-            engine
-                .references_to(file)
-                .into_iter()
-                .filter(|r| r.kind == RefKind::Import)
-                .filter_map(|r| {
-                    let source = interner.node_text(r.source).to_string();
-                    let line = engine.facts(&source)?.sites.get(r.site.0 as usize)?.line;
-                    let name = r.symbol.map(|s| interner.sym_text(s).to_string());
-                    Some((symbol_of(&source, "<module>"), name, line))
-                })
-                .collect()
-        })
+    /// The import statements that reach `file`, read once per walk.
+    fn imports_of(&mut self, file: &str) -> &[ImportInto] {
+        let service = self.service;
+        self.imports
+            .entry(file.to_string())
+            .or_insert_with(|| service.imports_into(file))
     }
 
     /// (test code, other code), each nearest first, then by how many
