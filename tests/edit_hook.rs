@@ -74,7 +74,7 @@ fn an_edit_that_breaks_the_syntax_says_so_and_the_mending_edit_is_compared_with_
 }
 
 /// The documented input of an edit of `file` by `tool`.
-fn edit_call(tool: &str, file: &Path, old: &str, new: &str) -> String {
+pub(crate) fn edit_call(tool: &str, file: &Path, old: &str, new: &str) -> String {
     let input = match tool {
         "Write" => json!({"file_path": file, "content": new}),
         "MultiEdit" => {

@@ -6,6 +6,7 @@
 //! own and kills the services it started.
 
 use crate::common;
+use crate::edit_hook::edit_call;
 
 use std::io::Write;
 use std::path::Path;
@@ -350,13 +351,10 @@ fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
     let command = command_of(&groups[1]);
     let edit_command = command_of(&groups[2]);
     // Run as Claude Code runs it: by the shell, the documented JSON on stdin.
+    let as_claude_code_runs =
+        |command: &str, input: &str| run("sh", &["-c", command], input, &runtime.env());
     let bot = sample.path().join("app/bot.py");
-    let output = run(
-        "sh",
-        &["-c", &command],
-        &read_call(&bot, Some(8), Some(3)),
-        &runtime.env(),
-    );
+    let output = as_claude_code_runs(&command, &read_call(&bot, Some(8), Some(3)));
     let text = context(&output);
     assert!(
         text.lines()
@@ -372,18 +370,7 @@ fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
     );
     let before = std::fs::read_to_string(&storage).expect("read");
     std::fs::write(&storage, before.replacen(old, new, 1)).expect("write");
-    let edit = json!({
-        "session_id": "setup-session", "cwd": sample.path(),
-        "hook_event_name": "PostToolUse", "tool_name": "Edit",
-        "tool_input": {"file_path": storage, "old_string": old, "new_string": new},
-        "tool_response": {"filePath": storage},
-    });
-    let output = run(
-        "sh",
-        &["-c", &edit_command],
-        &edit.to_string(),
-        &runtime.env(),
-    );
+    let output = as_claude_code_runs(&edit_command, &edit_call("Edit", &storage, old, new));
     assert_eq!(
         context(&output),
         "[xfile: what the edit of app/storage.py may break]\n\
@@ -393,19 +380,8 @@ fn setup_writes_the_hook_once_beside_other_hooks_and_the_command_answers() {
     // A Write of a new file breaks nothing.
     let new_file = sample.path().join("app/extra.py");
     std::fs::write(&new_file, "X = 1\n").expect("write");
-    let write = json!({
-        "session_id": "setup-session", "cwd": sample.path(),
-        "hook_event_name": "PostToolUse", "tool_name": "Write",
-        "tool_input": {"file_path": new_file, "content": "X = 1\n"},
-        "tool_response": {"filePath": new_file},
-    });
     assert_quiet(
-        &run(
-            "sh",
-            &["-c", &edit_command],
-            &write.to_string(),
-            &runtime.env(),
-        ),
+        &as_claude_code_runs(&edit_command, &edit_call("Write", &new_file, "", "X = 1\n")),
         "a new file",
     );
     let doctor = Command::new(env!("CARGO_BIN_EXE_xfile"))
