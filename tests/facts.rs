@@ -184,6 +184,7 @@ fn expression(semantic: &Semantic, id: ExprId) -> String {
             expression(semantic, *first),
             expression(semantic, *second)
         ),
+        ExprKind::Fixture { name } => format!("<fixture {}>", semantic.names[*name as usize]),
     }
 }
 

@@ -765,3 +765,36 @@ fn a_local_rebound_in_branches_keeps_the_class_every_path_gives() {
         ]
     );
 }
+
+/// A test's parameters hold what the fixture of that name gives: the one
+/// its own module defines, else the nearest `conftest.py`'s (returned or
+/// yielded, directly or through a local), and `request.getfixturevalue`
+/// likewise. A nearer fixture of no known class, a plain function named
+/// like the parameter, a fixture renamed with `name=`, a parameter with a
+/// default and a function pytest does not collect give nothing.
+#[test]
+fn pytest_fixtures_give_tests_the_class_the_nearest_fixture_returns() {
+    let calls: Vec<String> = calls_in("pytest_fixtures", "tests/unit/test_things.py")
+        .into_iter()
+        .filter(|c| c.contains(" app/") && !c.contains(" Session 1"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "tests/unit/test_things.py:12:11 function_call app/client.py Client.get 2",
+            // Yielded from a local bound to connect(), which returns one.
+            "tests/unit/test_things.py:16:12 function_call app/db.py Session.execute 2",
+            // tests/unit/conftest.py's `user` (a User), not tests/conftest.py's (an Admin).
+            "tests/unit/test_things.py:20:9 function_call app/models.py User.save 2",
+            "tests/unit/test_things.py:24:13 function_call app/db.py Session.execute 2",
+            "tests/unit/test_things.py:29:10 function_call app/client.py Client.get 2",
+            "tests/unit/test_things.py:34:15 function_call app/client.py Client.post 5",
+        ]
+    );
+    // A fixture's own parameters are fixtures too.
+    assert!(
+        calls_in("pytest_fixtures", "tests/unit/conftest.py").contains(
+            &"tests/unit/conftest.py:8:12 function_call app/db.py Session.execute 2".to_string()
+        )
+    );
+}

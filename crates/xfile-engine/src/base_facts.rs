@@ -8,6 +8,8 @@
 //! rebinding, a local variable, an attribute of something that is not a
 //! module) no fact is produced, so no relationship can be derived.
 
+use std::rc::Rc;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 mod links;
@@ -15,13 +17,14 @@ mod links;
 use super::datalog::{
     AllIncludes, Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported,
     CallIn, CallRef, ClassDef, Defines, DynamicSite, EitherCall, EitherHolds, ExprAttr, ExprCall,
-    ExprCls, ExprEither, ExprInstance, ExprName, ExprSelf, ExprSuper, External, HasAll, HasMember,
-    ImportName, ImportStmt, InputFact, IsProperty, MadeBy, MethodCall, Node, OpaqueBase,
-    PatchesAttr, Pattern, ProjectFile, ReadRef, ReturnsAnnotated, ReturnsCall, ReturnsCls,
-    ReturnsSelf, ReturnsSelfVia, RuntimeImport, SetsOnSelf, Site, StarExport, StarImport, Sym,
+    ExprCls, ExprEither, ExprFixture, ExprInstance, ExprName, ExprSelf, ExprSuper, External,
+    FixtureBefore, HasAll, HasMember, ImportName, ImportStmt, InputFact, IsFixture, IsProperty,
+    MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReadRef,
+    ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia, RuntimeImport,
+    SetsOnSelf, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
-use super::modules::ModuleLoc;
+use super::modules::{self, ModuleLoc};
 use super::resolve::Resolver;
 use xfile_python::names;
 use xfile_python::{
@@ -47,6 +50,7 @@ pub(crate) fn build(
         facts: Vec::new(),
         bindings: std::cell::RefCell::new(vec![None; semantic.imports.len()]),
         index: BindingIndex::new(&semantic.bindings),
+        fixture_sources: None,
     };
     builder
         .facts
@@ -91,6 +95,8 @@ struct Builder<'a> {
     /// `Semantic::imports`): every call through a name asks again.
     bindings: std::cell::RefCell<Vec<Option<Option<ModuleOrName>>>>,
     index: BindingIndex<'a>,
+    /// `fixture_sources`, once asked.
+    fixture_sources: Option<Rc<[Node]>>,
 }
 
 impl Builder<'_> {
@@ -623,6 +629,11 @@ impl Builder<'_> {
             self.facts
                 .push(InputFact::IsProperty(IsProperty(self.me, member)));
         }
+        for fixture in &semantic.fixtures {
+            let function = self.interner.sym(fixture);
+            self.facts
+                .push(InputFact::IsFixture(IsFixture(self.me, function)));
+        }
         for own in &semantic.own_returns {
             if let Some(declared) = &own.declared
                 && !self.is_typing_self(declared)
@@ -837,7 +848,52 @@ impl Builder<'_> {
                 )));
                 Value::Dynamic(site)
             }
+            ExprKind::Fixture { name } => {
+                let Some(name) = semantic.names.get(*name as usize) else {
+                    return Value::Unknown;
+                };
+                let name = self.interner.sym(name);
+                let sources = self.fixture_sources();
+                for &module in sources.iter() {
+                    self.facts.push(InputFact::ExprFixture(ExprFixture(
+                        self.me, site, module, name,
+                    )));
+                }
+                Value::Dynamic(site)
+            }
         }
+    }
+
+    /// Where a test of this file finds fixtures, nearest first: its own
+    /// module, then each `conftest.py` from its directory up to the root;
+    /// their order as `FixtureBefore` facts the first time it is asked.
+    fn fixture_sources(&mut self) -> Rc<[Node]> {
+        if let Some(sources) = &self.fixture_sources {
+            return sources.clone();
+        }
+        let path = self.interner.node_text(self.me);
+        let mut sources = vec![self.me];
+        let mut dir = modules::parent(&path);
+        loop {
+            if let Some(conftest) = self.resolver.conftest(dir)
+                && conftest != *path
+            {
+                sources.push(self.interner.node(&conftest));
+            }
+            if dir.is_empty() {
+                break;
+            }
+            dir = modules::parent(dir);
+        }
+        for (index, &near) in sources.iter().enumerate() {
+            for &far in &sources[index + 1..] {
+                self.facts
+                    .push(InputFact::FixtureBefore(FixtureBefore(self.me, near, far)));
+            }
+        }
+        let sources: Rc<[Node]> = sources.into();
+        self.fixture_sources = Some(sources.clone());
+        sources
     }
 
     /// The site of expression `id` as an operand of another, with its

@@ -14,7 +14,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::datalog::{
-    BaseOf, ClassAlias, ClassDef, HasMember, HiddenOnInstances, InputFact, InstanceType,
+    BaseOf, ClassAlias, ClassDef, HasMember, HiddenOnInstances, InputFact, InstanceType, IsFixture,
     IsProperty, MadeBy, MroNext, MroStart, Node, OpaqueBase, Outputs, PatchedMember, ReturnType,
     ReturnsCls, ReturnsSelf, ReturnsSelfVia, SetsOnSelf, Site, Sym,
 };
@@ -50,6 +50,8 @@ pub(crate) struct ClassTable {
     own_returns: FxHashMap<(Node, Sym), InputFact>,
     /// (file, qualified name of a method) read as an attribute.
     properties: FxHashSet<(Node, Sym)>,
+    /// (file, name of a module-level function) decorated as a fixture.
+    fixtures: FxHashSet<(Node, Sym)>,
     patched: FxHashSet<(Class, Sym)>,
     /// (class, name): a class in the order of class binds name to a class,
     /// and one assigns name on self (`HiddenOnInstances`).
@@ -98,6 +100,9 @@ impl ClassTable {
                 }
                 InputFact::IsProperty(IsProperty(file, method)) => {
                     table.properties.insert((file, method));
+                }
+                InputFact::IsFixture(IsFixture(file, function)) => {
+                    table.fixtures.insert((file, function));
                 }
                 InputFact::SetsOnSelf(SetsOnSelf(file, class, name)) => {
                     set_on_self.insert(((file, class), name));
@@ -308,6 +313,9 @@ impl ClassTable {
         if self.properties.contains(&key) {
             facts.push(InputFact::IsProperty(IsProperty(key.0, key.1)));
         }
+        if self.fixtures.contains(&key) {
+            facts.push(InputFact::IsFixture(IsFixture(key.0, key.1)));
+        }
         if let Some(&own) = self.own_returns.get(&key) {
             facts.push(own);
             // `return self._clone()` asks for the receiver's `_clone`.
@@ -341,8 +349,8 @@ fn push_order(facts: &mut Vec<InputFact>, class: Class, order: &[Class]) {
 }
 
 /// The classes a file's expressions start member lookups from (its own
-/// `self`/`cls`/`super()` classes), and the definitions its names resolve
-/// to (not every name of the modules it imports).
+/// `self`/`cls`/`super()` classes), and the definitions its names and
+/// fixtures resolve to (not every name of the modules it imports).
 pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> (Vec<Class>, Vec<Class>) {
     let mut names: Vec<(Node, Sym)> = Vec::new();
     let mut own: Vec<Class> = Vec::new();
@@ -352,6 +360,7 @@ pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> (Vec<Class>, Vec
             InputFact::ExprCls(f) => own.push((f.2, f.3)),
             InputFact::ExprSuper(f) => own.push((f.2, f.3)),
             InputFact::ExprName(f) => names.push((f.2, f.3)),
+            InputFact::ExprFixture(f) => names.push((f.2, f.3)),
             _ => {}
         }
     }

@@ -205,6 +205,15 @@ impl<'db> Resolver<'db> {
         }
     }
 
+    /// `dir/conftest.py`, if it is a module file of the project.
+    pub(crate) fn conftest(&self, dir: &str) -> Option<String> {
+        let roots = Roots::new(self.db, vec![dir.to_string()], None);
+        match self.find(roots, "conftest") {
+            ModuleLoc::File(path) if path == modules::join(dir, "conftest.py") => Some(path),
+            _ => None,
+        }
+    }
+
     /// Whether the top-level name of `dotted` exists on the search path,
     /// which makes a missing submodule "unresolved" rather than third-party.
     pub(crate) fn has_top_level(&self, dotted: &str) -> bool {

@@ -81,6 +81,9 @@ struct Frame {
     patched: FxHashSet<String>,
     /// What the function's `return` statements return so far.
     returned: Returned,
+    /// What its `yield`s yield so far (a fixture's value when it is a
+    /// generator).
+    yielded: Returned,
     /// Whether they return an instance of the receiver's class so far.
     own: own_returns::Own,
     /// The body yields: calling it makes a generator.
@@ -345,15 +348,37 @@ impl<'src> Extractor<'src> {
                 Some(self.push_expression(site, kind))
             }
             Expr::Call(call) => {
-                let kind = match self.super_call(call) {
-                    Some(class) => ExprKind::SuperOf { class },
-                    None => ExprKind::Call {
+                let kind = match (self.super_call(call), self.fixture_value(call)) {
+                    (Some(class), _) => ExprKind::SuperOf { class },
+                    (None, Some(name)) => ExprKind::Fixture {
+                        name: self.name_id(name),
+                    },
+                    (None, None) => ExprKind::Call {
                         callee: self.value_chain(&call.func, None)?,
                     },
                 };
                 let site = site.unwrap_or_else(|| self.add_site(call.range().start()));
                 Some(self.push_expression(site, kind))
             }
+            _ => None,
+        }
+    }
+
+    /// The fixture `request.getfixturevalue("name")` asks for, where
+    /// `request` is a local (the parameter pytest fills).
+    fn fixture_value<'c>(&self, call: &'c ast::ExprCall) -> Option<&'c str> {
+        let Expr::Attribute(attribute) = call.func.as_ref() else {
+            return None;
+        };
+        if attribute.attr.as_str() != "getfixturevalue"
+            || !is_name(&attribute.value, "request")
+            || !matches!(self.name_value("request"), NameValue::Local(_))
+            || !call.arguments.keywords.is_empty()
+        {
+            return None;
+        }
+        match &call.arguments.args[..] {
+            [Expr::StringLiteral(name)] => Some(name.value.to_str()),
             _ => None,
         }
     }
@@ -803,6 +828,10 @@ impl<'src> Extractor<'src> {
     }
 
     fn function_def(&mut self, def: &StmtFunctionDef) {
+        let fixture = members::is_fixture(def);
+        if fixture && self.at_module_scope() {
+            self.semantic.fixtures.push(Name::from(def.name.as_str()));
+        }
         self.plugin_decorators(def);
         self.decorators(&def.decorator_list);
         self.parameter_defaults(&def.parameters);
@@ -855,6 +884,12 @@ impl<'src> Extractor<'src> {
             }
         }
 
+        let injected = if fixture || self.is_test(def) {
+            self.fixture_parameters(def, method.is_some_and(|(_, k)| k != MethodKind::Static))
+        } else {
+            Vec::new()
+        };
+
         let mut locals = FxHashMap::default();
         for parameter in def.parameters.iter() {
             locals.insert(parameter.name().to_string(), Local::Other);
@@ -881,7 +916,7 @@ impl<'src> Extractor<'src> {
             let id = self.push_expression(site, kind);
             frame.values.insert(first.parameter.name.to_string(), id);
         }
-        for (name, id) in annotated {
+        for (name, id) in annotated.into_iter().chain(injected) {
             frame.values.entry(name).or_insert(id);
         }
         // A parameter bound again in the body holds its value until then.
@@ -897,49 +932,144 @@ impl<'src> Extractor<'src> {
         let Some(frame) = self.scopes.pop() else {
             return;
         };
-        let (Some(qualname), false, None, false) =
-            (frame.qualname, frame.generator, &def.returns, def.is_async)
-        else {
+        let (Some(qualname), None) = (frame.qualname, &def.returns) else {
             return;
         };
-        if let Some((_, kind @ (MethodKind::Instance | MethodKind::Class))) = method
-            && let Some(own) = frame.own.declaration(&qualname, kind == MethodKind::Class)
-        {
-            self.semantic.own_returns.push(own);
-        }
-        if let Returned::Call(reference) = frame.returned {
+        // A fixture's value, what tests are given, is what it yields when
+        // it is a generator (awaited when it is async): nobody calls it.
+        let returned = if fixture {
+            if frame.generator {
+                frame.yielded
+            } else {
+                frame.returned
+            }
+        } else if frame.generator || def.is_async {
+            return;
+        } else {
+            if let Some((_, kind @ (MethodKind::Instance | MethodKind::Class))) = method
+                && let Some(own) = frame.own.declaration(&qualname, kind == MethodKind::Class)
+            {
+                self.semantic.own_returns.push(own);
+            }
+            frame.returned
+        };
+        if let Returned::Call(reference) = returned {
             self.declarations
                 .returns(qualname, (TypeSource::ReturnsCall, reference));
         }
     }
 
+    /// Whether pytest collects `def` as a test: `test*` at module level or
+    /// in a `Test*` class.
+    fn is_test(&self, def: &StmtFunctionDef) -> bool {
+        if !def.name.starts_with("test") {
+            return false;
+        }
+        match self.class_body() {
+            None => self.at_module_scope(),
+            Some(class) => self.semantic.classes.get(class as usize).is_some_and(|c| {
+                c.qualname
+                    .rsplit('.')
+                    .next()
+                    .is_some_and(|name| name.starts_with("Test"))
+            }),
+        }
+    }
+
+    /// The parameters pytest fills with fixtures (all but the receiver,
+    /// annotated ones, ones with a default, and `request`), each as the
+    /// fixture of its name.
+    fn fixture_parameters(
+        &mut self,
+        def: &StmtFunctionDef,
+        has_receiver: bool,
+    ) -> Vec<(String, ExprId)> {
+        let parameters = &def.parameters;
+        let positional = parameters.posonlyargs.iter().chain(&parameters.args);
+        let mut injected = Vec::new();
+        for (index, parameter) in positional.chain(&parameters.kwonlyargs).enumerate() {
+            let name = parameter.parameter.name.as_str();
+            if (has_receiver && index == 0)
+                || parameter.default.is_some()
+                || parameter.parameter.annotation.is_some()
+                || name == "request"
+            {
+                continue;
+            }
+            let site = self.add_site(parameter.parameter.name.range.start());
+            let kind = ExprKind::Fixture {
+                name: self.name_id(name),
+            };
+            let id = self.push_expression(site, kind);
+            injected.push((name.to_string(), id));
+        }
+        injected
+    }
+
     /// A `return` of the innermost function.
     fn returns(&mut self, value: Option<&Expr>) {
-        let value = value.filter(|v| !v.is_none_literal_expr());
-        let call = match value {
-            None => return,
-            Some(Expr::Call(call)) => Some(call),
-            Some(_) => None,
-        };
-        let Some(frame) = self.scopes.last() else {
+        let Some(value) = value.filter(|v| !v.is_none_literal_expr()) else {
             return;
         };
-        let returned = match (&frame.returned, call) {
-            (Returned::Unknown, _) | (_, None) => Returned::Unknown,
-            (Returned::Call(first), Some(call)) => {
+        let Some(frame) = self.scopes.last_mut() else {
+            return;
+        };
+        let so_far = std::mem::replace(&mut frame.returned, Returned::Unknown);
+        let returned = self.gives(so_far, value);
+        if let Some(frame) = self.scopes.last_mut() {
+            frame.returned = returned;
+        }
+    }
+
+    /// A `yield` of the innermost function.
+    fn yields(&mut self, value: Option<&Expr>) {
+        let Some(frame) = self.scopes.last_mut() else {
+            return;
+        };
+        frame.generator = true;
+        let Some(value) = value.filter(|v| !v.is_none_literal_expr()) else {
+            return;
+        };
+        let so_far = std::mem::replace(&mut frame.yielded, Returned::Unknown);
+        let yielded = self.gives(so_far, value);
+        if let Some(frame) = self.scopes.last_mut() {
+            frame.yielded = yielded;
+        }
+    }
+
+    /// What a function's returns (or yields) give after one more of
+    /// `value`: a call of one name chain, directly or through a local
+    /// bound to one (`app = Flask(...)` ... `return app`).
+    fn gives(&mut self, so_far: Returned, value: &Expr) -> Returned {
+        let local = match value {
+            Expr::Name(name) => match self.name_value(name.id.as_str()) {
+                NameValue::Local(Some(id)) => match self.declared_by_value(id) {
+                    Some((TypeSource::Call, reference)) => Some(reference),
+                    _ => return Returned::Unknown,
+                },
+                _ => return Returned::Unknown,
+            },
+            Expr::Call(_) => None,
+            _ => return Returned::Unknown,
+        };
+        match (so_far, value) {
+            (Returned::Unknown, _) => Returned::Unknown,
+            (Returned::Call(first), Expr::Call(call)) => {
                 let mut path = Vec::new();
                 match name_chain(&call.func, &mut path) {
-                    Some(_) if path[..] == first.path[..] => return,
+                    Some(_) if path[..] == first.path[..] => Returned::Call(first),
                     _ => Returned::Unknown,
                 }
             }
-            (Returned::Nothing, Some(call)) => match self.reference(&call.func) {
+            (Returned::Call(first), _) => match local {
+                Some(reference) if reference.path == first.path => Returned::Call(first),
+                _ => Returned::Unknown,
+            },
+            (Returned::Nothing, Expr::Call(call)) => match self.reference(&call.func) {
                 Some(reference) => Returned::Call(reference),
                 None => Returned::Unknown,
             },
-        };
-        if let Some(frame) = self.scopes.last_mut() {
-            frame.returned = returned;
+            (Returned::Nothing, _) => local.map_or(Returned::Unknown, Returned::Call),
         }
     }
 
@@ -1436,9 +1566,14 @@ impl<'src> Extractor<'src> {
                 elements.push(&comp.value);
                 self.comprehension(&comp.generators, &elements);
             }
-            Expr::Yield(_) | Expr::YieldFrom(_) => {
+            Expr::Yield(ast::ExprYield { value, .. }) => {
+                self.yields(value.as_deref());
+                visitor::walk_expr(self, expr);
+            }
+            Expr::YieldFrom(_) => {
                 if let Some(frame) = self.scopes.last_mut() {
                     frame.generator = true;
+                    frame.yielded = Returned::Unknown;
                 }
                 visitor::walk_expr(self, expr);
             }
@@ -1788,6 +1923,7 @@ impl Frame {
             rebound_inside: FxHashSet::default(),
             patched: FxHashSet::default(),
             returned: Returned::Nothing,
+            yielded: Returned::Nothing,
             own: own_returns::Own::Nothing,
             generator: false,
             qualname: None,

@@ -102,6 +102,9 @@ pub struct Semantic {
     /// Uses of string-keyed extension points (Django signals, pluggy
     /// hooks, entry-point groups) as written, in source order.
     pub plugins: Vec<PluginUse>,
+    /// Module-level functions decorated as pytest fixtures under their
+    /// own name.
+    pub fixtures: Vec<Name>,
 }
 
 impl Semantic {
@@ -243,6 +246,10 @@ pub enum ExprKind {
     /// One of two values a local may hold where paths meet (after an
     /// `if`): known only as what both are.
     Either { first: ExprId, second: ExprId },
+    /// The value pytest passes a test or fixture function for its
+    /// parameter `name` (or `request.getfixturevalue("name")` gives): what
+    /// the nearest fixture of that name gives.
+    Fixture { name: NameId },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

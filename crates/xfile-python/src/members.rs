@@ -31,6 +31,28 @@ pub(super) fn is_property(def: &StmtFunctionDef) -> bool {
     })
 }
 
+/// Whether `def` is a pytest fixture known by its own name: decorated
+/// `fixture` or `x.fixture` (pytest's, pytest-asyncio's), bare or called
+/// without a `name=` that would give it another.
+pub(super) fn is_fixture(def: &StmtFunctionDef) -> bool {
+    def.decorator_list.iter().any(|d| {
+        let (callee, renamed) = match &d.expression {
+            Expr::Call(call) => (
+                call.func.as_ref(),
+                call.arguments
+                    .keywords
+                    .iter()
+                    .any(|k| k.arg.as_ref().is_none_or(|arg| arg.as_str() == "name")),
+            ),
+            other => (other, false),
+        };
+        let mut path = Vec::new();
+        !renamed
+            && super::extract::name_chain(callee, &mut path).is_some()
+            && path.last().is_some_and(|last| last == "fixture")
+    })
+}
+
 pub(super) fn method_kind(def: &StmtFunctionDef) -> MethodKind {
     let decorated = |wanted: &str| {
         def.decorator_list.iter().any(|d| {

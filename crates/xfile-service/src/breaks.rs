@@ -526,7 +526,8 @@ impl Service {
                 ExprKind::SelfOf { .. }
                 | ExprKind::SuperOf { .. }
                 | ExprKind::Call { .. }
-                | ExprKind::Instance { .. },
+                | ExprKind::Instance { .. }
+                | ExprKind::Fixture { .. },
             ) => Bound::Yes,
             _ => Bound::Unknown,
         }

@@ -56,7 +56,8 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
             | InputFact::ReturnsSelf(_)
             | InputFact::ReturnsSelfVia(_)
             | InputFact::ReturnsCls(_)
-            | InputFact::IsProperty(_) => class_facts
+            | InputFact::IsProperty(_)
+            | InputFact::IsFixture(_) => class_facts
                 .facts
                 .push(fact.map_sites(|site| ranks.rank(site))),
             InputFact::BaseRef(BaseRef(file, site, module, name)) => {
