@@ -93,6 +93,11 @@ TARGETS = {
     ],
 }
 
+SERVER_URL = (
+    "server.url.copy_with(...): `server` is the untyped pytest fixture of tests/conftest.py:284, "
+    "which yields a TestServer, whose url property returns httpx.URL"
+)
+
 # Sites jedi misses that are real calls of the target, read by hand:
 # target -> [(file, line, reason)].
 CONFIRMED = {
@@ -107,12 +112,33 @@ CONFIRMED = {
             ("rich/table.py", 962, "same table as line 949"),
         ],
     },
-    "httpx": {},
+    "httpx": {
+        "httpx/_urls.py::URL.copy_with": [
+            ("tests/client/test_async_client.py", 41, SERVER_URL),
+            ("tests/client/test_async_client.py", 119, SERVER_URL),
+            ("tests/client/test_async_client.py", 175, SERVER_URL),
+            ("tests/client/test_client.py", 48, SERVER_URL),
+            ("tests/client/test_client.py", 63, SERVER_URL),
+            ("tests/client/test_client.py", 138, SERVER_URL),
+            ("tests/client/test_client.py", 403, SERVER_URL),
+            ("tests/test_exceptions.py", 45, SERVER_URL),
+            ("tests/test_exceptions.py", 49, SERVER_URL),
+            ("tests/test_main.py", 40, SERVER_URL),
+            ("tests/test_main.py", 57, SERVER_URL),
+            ("tests/test_main.py", 73, SERVER_URL),
+            ("tests/test_main.py", 87, SERVER_URL),
+            ("tests/test_main.py", 107, SERVER_URL),
+            ("tests/test_timeouts.py", 12, SERVER_URL),
+            ("tests/test_timeouts.py", 22, SERVER_URL),
+            ("tests/test_timeouts.py", 54, SERVER_URL),
+            ("tests/test_utils.py", 71, SERVER_URL),
+        ],
+    },
 }
 
 # Cause labels read by hand, overriding the automatic one: (file, line) -> label.
 CAUSES = {
-    "rich": {},
+    "rich": {("rich/columns.py", 170): "alias"},
     "httpx": {},
 }
 
@@ -231,7 +257,7 @@ class FileIndex:
             ):
                 value = node.value
                 if isinstance(value, ast.Call):
-                    kind = "local from method call" if isinstance(value.func, ast.Attribute) else "local from call"
+                    kind = "local from dotted call" if isinstance(value.func, ast.Attribute) else "local from call"
                 elif isinstance(value, ast.IfExp):
                     kind = "local from conditional expression"
                 else:
@@ -436,27 +462,31 @@ def main():
         jedi_sites = dict(pool.map(reference_sites, targets, chunksize=1))
 
     rows, misses, false, unexamined_total = [], [], [], 0
+    shapes = collections.Counter()  # (cause, found by xfile) over reference sites
     pending_goto = []
     for rel, qualified in targets:
         key = f"{rel}::{qualified}"
         ref = dict(jedi_sites[(rel, qualified)])
+        named = {(f, l): c for f, l, c in name_sites(files, qualified)}
         for where, line, reason in confirmed.get(key, []):
-            ref.setdefault((where, line), ("confirmed: " + reason, None))
+            ref.setdefault((where, line), ("confirmed: " + reason, named.get((where, line))))
         ours = xfile_sites(root, args.xfile, rel, qualified)
         both = set(ref) & set(ours)
-        lines_named = {(f, l) for f, l, _ in name_sites(files, qualified)}
-        unexamined = sorted(lines_named - set(ref) - set(ours))
+        unexamined = sorted(set(named) - set(ref) - set(ours))
         unexamined_total += len(unexamined)
         rows.append((key, len(ref), len(ours), len(both), len(unexamined)))
-        for site in sorted(set(ref) - set(ours)):
+        for site in sorted(ref):
             how, column = ref[site]
             if site in causes:
                 cause = causes[site]
             elif how.startswith("confirmed"):
-                cause = "confirmed extra"
+                cause = "confirmed: " + (file_index(site[0]).cause(site[1], column, "call")
+                                         if column is not None else "?")
             else:
                 cause = file_index(site[0]).cause(site[1], column, how)
-            misses.append((key, site, cause, how))
+            shapes[(cause, site in ours)] += 1
+            if site not in ours:
+                misses.append((key, site, cause, how))
         for site in sorted(set(ours) - set(ref)):
             column = ours[site]
             cause = causes.get(site) or file_index(site[0]).cause(site[1], column, "call")
@@ -491,6 +521,10 @@ def main():
 
     def source(site):
         return file_index(site[0]).lines[site[1] - 1].strip()
+
+    print("\nreference sites by shape: found/total")
+    for cause in sorted({c for c, _ in shapes}, key=lambda c: -(shapes[(c, True)] + shapes[(c, False)])):
+        print(f"  {cause}: {shapes[(cause, True)]}/{shapes[(cause, True)] + shapes[(cause, False)]}")
 
     print(f"\nmisses (in the reference, not from xfile): {len(misses)}")
     for cause, n in collections.Counter(m[2] for m in misses).most_common():
