@@ -685,6 +685,19 @@ fn a_context_manager_binds_what_its_enter_returns() {
             "net/use.py:22:16 function_call net/client.py Pool 31",
         ]
     );
+    // `def __enter__(self: T) -> T` for a `TypeVar` `T` gives the
+    // receiver's class (`cls: type[U]) -> U` likewise); `(self: U) -> T`
+    // does not.
+    assert_eq!(
+        calls_in("context_managers", "net/use_typed.py"),
+        [
+            "net/use_typed.py:5:9 function_call net/typed.py Sub 22",
+            "net/use_typed.py:6:16 function_call net/typed.py Session.query 14",
+            "net/use_typed.py:7:9 function_call net/typed.py Mismatched 26",
+            "net/use_typed.py:9:15 function_call net/typed.py Session.create 18",
+            "net/use_typed.py:10:9 function_call net/typed.py Session.query 14",
+        ]
+    );
 }
 
 /// A bare decorator is a call of the decorator with the definition:
@@ -768,7 +781,8 @@ fn a_local_rebound_in_branches_keeps_the_class_every_path_gives() {
 
 /// A test's parameters hold what the fixture of that name gives: the one
 /// its own module defines, else the nearest `conftest.py`'s (returned or
-/// yielded, directly or through a local), and `request.getfixturevalue`
+/// yielded, directly or through a local, or declared `-> Iterator[T]`),
+/// and `request.getfixturevalue`
 /// likewise. A nearer fixture of no known class, a plain function named
 /// like the parameter, a fixture renamed with `name=`, a parameter with a
 /// default and a function pytest does not collect give nothing.
@@ -789,6 +803,8 @@ fn pytest_fixtures_give_tests_the_class_the_nearest_fixture_returns() {
             "tests/unit/test_things.py:24:13 function_call app/db.py Session.execute 2",
             "tests/unit/test_things.py:29:10 function_call app/client.py Client.get 2",
             "tests/unit/test_things.py:34:15 function_call app/client.py Client.post 5",
+            // Annotated `-> Iterator[Client]`.
+            "tests/unit/test_things.py:58:11 function_call app/client.py Client.get 2",
         ]
     );
     // A fixture's own parameters are fixtures too.

@@ -59,6 +59,9 @@ pub(super) struct Extractor<'src> {
     /// Names are being looked up for an annotation read late: a global
     /// is the module's final binding, not the one bound so far.
     late_names: bool,
+    /// Module variables bound to a `TypeVar(...)`: `def m(self: T) -> T`
+    /// returns the receiver's own class.
+    type_vars: FxHashSet<String>,
 }
 
 /// One function, lambda, comprehension or class scope. The module scope is
@@ -149,6 +152,7 @@ impl<'src> Extractor<'src> {
             declarations: Declarations::default(),
             postponed_annotations: false,
             late_names: false,
+            type_vars: FxHashSet::default(),
         }
     }
 
@@ -728,6 +732,16 @@ impl<'src> Extractor<'src> {
     /// A module variable or class attribute bound by an assignment.
     fn declare(&mut self, target: &Expr, value: Option<&Expr>, annotation: Option<&Expr>) {
         let Expr::Name(name) = target else { return };
+        if self.at_module_scope()
+            && let Some(Expr::Call(call)) = value
+        {
+            let mut path = Vec::new();
+            if name_chain(&call.func, &mut path).is_some()
+                && path.last().is_some_and(|last| last == "TypeVar")
+            {
+                self.type_vars.insert(name.id.to_string());
+            }
+        }
         let qualname = if self.at_module_scope() {
             name.id.to_string()
         } else if let Some(class) = self.class_body() {
@@ -853,10 +867,25 @@ impl<'src> Extractor<'src> {
         let method = self
             .class_body()
             .map(|class| (class, members::method_kind(def)));
-        if let Some((returns, late)) = def
-            .returns
-            .as_deref()
-            .and_then(|r| self.annotation_class(r))
+        // An async method's call gives a coroutine; `async with` awaits
+        // `__aenter__`'s.
+        if let Some((_, kind @ (MethodKind::Instance | MethodKind::Class))) = method
+            && (!def.is_async || def.name.as_str() == "__aenter__")
+            && self.returns_receiver_type(def)
+        {
+            self.semantic.own_returns.push(OwnReturn {
+                qualname: Name::from(qualname.as_str()),
+                classmethod: kind == MethodKind::Class,
+                via: None,
+                declared: None,
+            });
+        }
+        // A fixture's value is what its generator yields.
+        let returns = def.returns.as_deref().map(|r| match fixture {
+            true => members::yielded_type(r),
+            false => r,
+        });
+        if let Some((returns, late)) = returns.and_then(|r| self.annotation_class(r))
             && let Some(reference) = self.looking_up_late(late, |this| this.reference(&returns))
         {
             // `-> Self` (PEP 673), when it is typing's: base facts decide.
@@ -957,6 +986,38 @@ impl<'src> Extractor<'src> {
             self.declarations
                 .returns(qualname, (TypeSource::ReturnsCall, reference));
         }
+    }
+
+    /// `def m(self: T) -> T` (`cls: type[T]`) for a module `TypeVar` `T`:
+    /// the method gives an instance of the class it is called on.
+    fn returns_receiver_type(&self, def: &StmtFunctionDef) -> bool {
+        let (Some(Expr::Name(returns)), Some(first)) = (
+            def.returns.as_deref(),
+            def.parameters
+                .posonlyargs
+                .first()
+                .or(def.parameters.args.first()),
+        ) else {
+            return false;
+        };
+        let receiver = match first.parameter.annotation.as_deref() {
+            Some(Expr::Name(name)) => name,
+            Some(Expr::Subscript(subscript))
+                if is_name(&subscript.value, "type") || is_name(&subscript.value, "Type") =>
+            {
+                match subscript.slice.as_ref() {
+                    Expr::Name(name) => name,
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        };
+        receiver.id == returns.id
+            && self.type_vars.contains(returns.id.as_str())
+            && matches!(
+                self.lookup(returns.id.as_str()),
+                Some(Lookup::Globals | Lookup::GlobalsAt { .. })
+            )
     }
 
     /// Whether pytest collects `def` as a test: `test*` at module level or

@@ -53,6 +53,35 @@ pub(super) fn is_fixture(def: &StmtFunctionDef) -> bool {
     })
 }
 
+/// What a fixture annotated `-> Iterator[T]` (`Generator[T, ...]`, the
+/// async ones, `Iterable`) gives its tests: `T`; any other annotation as
+/// it is.
+pub(super) fn yielded_type(annotation: &Expr) -> &Expr {
+    let Expr::Subscript(subscript) = annotation else {
+        return annotation;
+    };
+    let mut path = Vec::new();
+    if super::extract::name_chain(&subscript.value, &mut path).is_none()
+        || !path.last().is_some_and(|last| {
+            matches!(
+                last.as_str(),
+                "Iterator"
+                    | "Generator"
+                    | "Iterable"
+                    | "AsyncIterator"
+                    | "AsyncGenerator"
+                    | "AsyncIterable"
+            )
+        })
+    {
+        return annotation;
+    }
+    match subscript.slice.as_ref() {
+        Expr::Tuple(tuple) => tuple.elts.first().unwrap_or(annotation),
+        first => first,
+    }
+}
+
 pub(super) fn method_kind(def: &StmtFunctionDef) -> MethodKind {
     let decorated = |wanted: &str| {
         def.decorator_list.iter().any(|d| {
