@@ -814,3 +814,28 @@ fn pytest_fixtures_give_tests_the_class_the_nearest_fixture_returns() {
         )
     );
 }
+
+/// A choice (`a or b()`, `a if c else b()`) holds what every alternative
+/// other than `None` is; one that mixes classes, or holds what is not
+/// known, holds nothing. A `__main__` block follows its rebindings as a
+/// function does, and `get = Class.method` calls the member.
+#[test]
+fn choices_main_blocks_and_class_member_aliases_keep_their_class() {
+    let joins: Vec<String> = calls_in("rebinding_by_type", "web/choices.py")
+        .into_iter()
+        .filter(|c| c.contains(".join ") || c.contains(".copy_with "))
+        .collect();
+    assert_eq!(
+        joins,
+        [
+            "web/choices.py:12:8 function_call web/urls.py URL.join 5",
+            "web/choices.py:14:11 function_call web/urls.py URL.join 5",
+            "web/choices.py:16:10 function_call web/urls.py URL.join 5",
+            "web/choices.py:22:4 function_call web/urls.py URL.copy_with 2",
+            "web/choices.py:22:10 function_call web/urls.py URL.join 5",
+            "web/choices.py:27:12 function_call web/urls.py URL.join 5",
+            "web/choices.py:29:12 function_call web/urls.py URL.join 5",
+            "web/choices.py:31:12 function_call web/urls.py Other.join 10",
+        ]
+    );
+}

@@ -380,8 +380,8 @@ impl Builder<'_> {
                         // here is the final one the rules know as `Defines`.
                         _ => {
                             let last = self.index.select(head, usize::MAX);
-                            let is_final =
-                                matches!(last, Selected::One(last) if std::ptr::eq(last, binding));
+                            let is_final = self.index.only_assigned(head)
+                                || matches!(last, Selected::One(last) if std::ptr::eq(last, binding));
                             if !is_final || !rest.is_empty() {
                                 return None;
                             }
@@ -952,7 +952,19 @@ impl<'a> BindingIndex<'a> {
 
     /// The binding of `name` after the first `visible` module-level
     /// bindings ran: the last one wins, but a conditional last binding with
-    /// rivals is ambiguous.
+    /// rivals is ambiguous, unless all are assignments.
+    /// Whether every module-level binding of `name` is an assignment: then
+    /// they are one definition, the module variable, however many and
+    /// wherever they run, and what it holds is known only when every
+    /// assignment agrees (`Declarations`).
+    fn only_assigned(&self, name: &str) -> bool {
+        self.by_name.get(name).is_some_and(|positions| {
+            positions
+                .iter()
+                .all(|&p| self.bindings[p].kind == BindingKind::Assignment)
+        })
+    }
+
     fn select(&self, name: &str, visible: usize) -> Selected<'a> {
         let positions = self.by_name.get(name).map_or(&[][..], Vec::as_slice);
         let seen = &positions[..positions.partition_point(|&p| p < visible)];
@@ -960,7 +972,7 @@ impl<'a> BindingIndex<'a> {
             return Selected::Unbound;
         };
         let last = &self.bindings[last];
-        if last.conditional && !earlier.is_empty() {
+        if last.conditional && !earlier.is_empty() && !self.only_assigned(name) {
             Selected::Ambiguous
         } else {
             Selected::One(last)

@@ -68,6 +68,9 @@ pub(super) struct Extractor<'src> {
 /// the empty stack.
 struct Frame {
     kind: FrameKind,
+    /// Its statements run in order, so what reaches each use is followed
+    /// (`flow.rs`): a function body or a `__main__` block.
+    flows: bool,
     locals: FxHashMap<String, Local>,
     globals: FxHashSet<String>,
     nonlocals: FxHashSet<String>,
@@ -364,8 +367,53 @@ impl<'src> Extractor<'src> {
                 let site = site.unwrap_or_else(|| self.add_site(call.range().start()));
                 Some(self.push_expression(site, kind))
             }
+            Expr::If(choice) => {
+                self.either([choice.body.as_ref(), choice.orelse.as_ref()], expr, site)
+            }
+            Expr::BoolOp(operation) if operation.op == ast::BoolOp::Or => {
+                self.either(operation.values.iter(), expr, site)
+            }
             _ => None,
         }
+    }
+
+    /// `a if c else b()` or `a or b()`: one of the alternatives that are
+    /// not `None` (a member call on the value assumes it is not), known
+    /// as what all of them are. Only name chains and calls of them count,
+    /// so a choice inside a choice is not followed.
+    fn either<'e>(
+        &mut self,
+        alternatives: impl IntoIterator<Item = &'e Expr>,
+        expr: &Expr,
+        site: Option<SiteId>,
+    ) -> Option<ExprId> {
+        let mut values = Vec::new();
+        for alternative in alternatives {
+            if alternative.is_none_literal_expr() {
+                continue;
+            }
+            if values.len() == members::MAX_ALTERNATIVES || !is_chain(alternative) {
+                return None;
+            }
+            values.push(self.value_expr(alternative, None)?);
+        }
+        let (&first, rest) = values.split_first()?;
+        let mut value = first;
+        for (index, &second) in rest.iter().enumerate() {
+            // Each pair its own site: the last one's is the choice's.
+            let at = match site {
+                Some(site) if index + 1 == rest.len() => site,
+                _ => self.add_site(expr.start()),
+            };
+            value = self.push_expression(
+                at,
+                ExprKind::Either {
+                    first: value,
+                    second,
+                },
+            );
+        }
+        Some(value)
     }
 
     /// The fixture `request.getfixturevalue("name")` asks for, where
@@ -705,7 +753,7 @@ impl<'src> Extractor<'src> {
         let Some(frame) = self.scopes.last() else {
             return;
         };
-        if frame.kind != FrameKind::Deferred {
+        if !frame.flows {
             return;
         }
         let once = frame.counts.get(name.id.as_str()) == Some(&1);
@@ -1221,7 +1269,7 @@ impl<'src> Extractor<'src> {
         let Some(frame) = self.scopes.last() else {
             return;
         };
-        if frame.kind != FrameKind::Deferred || !kept || frame.patched.contains(name) {
+        if !frame.flows || !kept || frame.patched.contains(name) {
             self.reach(name, None);
             return;
         }
@@ -1393,6 +1441,7 @@ impl<'src> Extractor<'src> {
             // function's (values followed, imports local), and bind nothing
             // importers see.
             let mut frame = Frame::new(FrameKind::Immediate, FxHashMap::default());
+            frame.flows = true;
             collect_locals(&stmt.body, &mut frame);
             self.scopes.push(frame);
             self.conditional_suite(Condition::MainBlock, &stmt.body);
@@ -1770,8 +1819,18 @@ impl<'src> Extractor<'src> {
             && let Some(value) = self.alias_of(name)
         {
             match self.alias_reference(name, value) {
-                Some(chain) => reference = Some(chain),
-                None => callee = self.alias_callee(name, value),
+                Some(chain) => {
+                    // `get = Measurement.get`: a chain may end in a class's
+                    // member, which only the member lookup finds.
+                    if chain.path.len() > 1 {
+                        callee = self.alias_callee(chain.site, value);
+                    }
+                    reference = Some(chain);
+                }
+                None => {
+                    let site = self.add_site(name.range.start());
+                    callee = self.alias_callee(site, value);
+                }
             }
         }
         let shared = reference.as_ref().map(|r| r.site);
@@ -1859,15 +1918,14 @@ impl<'src> Extractor<'src> {
         })
     }
 
-    /// The callee of a call of local `name` holding `value`, a member of a
-    /// value (`get = console.get_style`: a bound method): the same
-    /// expression again, at the call's site.
-    fn alias_callee(&mut self, name: &ast::ExprName, value: ExprId) -> Option<ExprId> {
+    /// The callee of a call, at `site`, of a local holding `value`, a
+    /// member of a value (`get = console.get_style`: a bound method): the
+    /// same expression again.
+    fn alias_callee(&mut self, site: SiteId, value: ExprId) -> Option<ExprId> {
         let kind = self.semantic.expressions.get(value as usize)?.kind.clone();
         if !matches!(kind, ExprKind::Attribute { .. }) {
             return None;
         }
-        let site = self.add_site(name.range.start());
         Some(self.push_expression(site, kind))
     }
 
@@ -1975,6 +2033,7 @@ impl Frame {
     fn new(kind: FrameKind, locals: FxHashMap<String, Local>) -> Self {
         Self {
             kind,
+            flows: kind == FrameKind::Deferred,
             locals,
             globals: FxHashSet::default(),
             nonlocals: FxHashSet::default(),
@@ -2218,6 +2277,21 @@ fn exact_in_place<T>(v: &mut Vec<T>) {
 /// Fills `path` with the names of `a.b.c` and returns where the last one starts.
 /// How many attributes and calls `expr` chains, counted up to one past
 /// [`MAX_VALUE_CHAIN`].
+/// Whether `expr` is a name chain or calls of one (`a.b().c`), within
+/// [`MAX_VALUE_CHAIN`] links.
+fn is_chain(expr: &Expr) -> bool {
+    let mut expr = expr;
+    for _ in 0..=MAX_VALUE_CHAIN {
+        expr = match expr {
+            Expr::Attribute(attribute) => &attribute.value,
+            Expr::Call(call) => &call.func,
+            Expr::Name(_) => return true,
+            _ => return false,
+        };
+    }
+    false
+}
+
 fn chain_links(mut expr: &Expr) -> usize {
     let mut links = 0;
     while links <= MAX_VALUE_CHAIN {

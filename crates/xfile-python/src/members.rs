@@ -176,7 +176,7 @@ pub(super) type Declared = Option<Vec<(TypeSource, Reference)>>;
 
 /// At most this many different alternatives make a declaration the rules
 /// settle; more, and the name is left unknown.
-const MAX_ALTERNATIVES: usize = 4;
+pub(super) const MAX_ALTERNATIVES: usize = 4;
 
 /// Declarations gathered while walking a module, decided at its end: a
 /// name holds a known type only when every binding agrees (one annotation,
@@ -184,7 +184,7 @@ const MAX_ALTERNATIVES: usize = 4;
 /// that name different callees or annotated locals are handed to the rules
 /// as `Either` declarations: they agree when all give the same class after
 /// resolution. A module variable must also be bound by nothing else
-/// (loops, imports, `def`s).
+/// (loops, imports, `def`s), where or whether each binding runs aside.
 #[derive(Default)]
 pub(super) struct Declarations {
     bound: BTreeMap<String, Vec<Declared>>,
@@ -216,11 +216,9 @@ impl Declarations {
                     .iter()
                     .filter(|b| b.name == qualname)
                     .count();
-                if bindings != declared.len()
-                    || module_bindings
-                        .iter()
-                        .any(|b| b.name == qualname && b.conditional)
-                {
+                // Conditional bindings are fine when every binding is one
+                // of these: whichever ran, the name holds what they agree on.
+                if bindings != declared.len() {
                     continue;
                 }
             }

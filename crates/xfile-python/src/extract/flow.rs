@@ -39,12 +39,10 @@ pub(super) struct Entry<'a> {
 }
 
 impl Extractor<'_> {
-    /// The innermost frame when it is a function body (flow is followed
-    /// there only).
+    /// The innermost frame when flow is followed there (a function body or
+    /// a `__main__` block).
     fn function_frame(&mut self) -> Option<&mut Frame> {
-        self.scopes
-            .last_mut()
-            .filter(|f| f.kind == FrameKind::Deferred)
+        self.scopes.last_mut().filter(|f| f.flows)
     }
 
     /// A local of the current function now holds `value` (or something
