@@ -1022,3 +1022,37 @@ fn the_files_modified_last_are_prepared_as_a_server_starts() {
     );
     assert_same_as_scratch(&live, "after preparing the files modified last");
 }
+
+/// A file created an instant before a question about another file is in
+/// its answer, with no watcher: the freshness check sees it in its
+/// directory's modification time, however soon after the last one it was
+/// created (two in one tick of the file system's clock), and in a
+/// directory created with it.
+#[test]
+fn files_created_an_instant_before_a_question_are_in_its_answer() {
+    let (_dir, live) = live_copy("live_edits");
+    let root = root_of(&live);
+    let involved = Involved::Dependents("shop/pricing.py".into());
+    for round in 0..100 {
+        let path = if round % 10 == 9 {
+            let dir = format!("fresh_{round}");
+            std::fs::create_dir(root.join(&dir)).unwrap();
+            format!("{dir}/made_{round}.py")
+        } else {
+            format!("made_{round}.py")
+        };
+        std::fs::write(root.join(&path), "from shop.pricing import discount\n").unwrap();
+        let sources: Vec<String> = live.read_fresh(&involved, |s| {
+            s.dependents("shop/pricing.py")
+                .unwrap()
+                .iter()
+                .map(|r| r.source_file.clone())
+                .collect()
+        });
+        assert!(
+            sources.contains(&path),
+            "round {round}: {path} not in {sources:?}"
+        );
+    }
+    assert_same_as_scratch(&live, "after 100 files created and asked about at once");
+}

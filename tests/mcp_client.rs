@@ -96,3 +96,27 @@ async fn an_mcp_client_lists_the_tools_and_reads_with_context() {
     let mut client = client;
     client.close().await.expect("the client closes");
 }
+
+/// Over MCP, a module and its importer created an instant before the
+/// question are in the answer, 100 times in a row, whatever the watcher
+/// has seen by then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_created_an_instant_before_a_call_are_in_its_answer() {
+    let sample = common::copy_sample();
+    let runtime = common::runtime::Runtime::new();
+    let client = connect(sample.path(), &runtime).await;
+    for round in 0..100 {
+        let target = format!("app/made_{round}.py");
+        let user = format!("app/uses_{round}.py");
+        std::fs::write(sample.path().join(&target), "def made():\n    return 1\n").unwrap();
+        std::fs::write(
+            sample.path().join(&user),
+            format!("from app.made_{round} import made\n\nmade()\n"),
+        )
+        .unwrap();
+        let answer = call(&client, "get_dependents", json!({"file_path": target})).await;
+        assert!(answer.contains(&user), "round {round}: {answer}");
+    }
+    let mut client = client;
+    client.close().await.expect("the client closes");
+}

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+use rustc_hash::FxHashMap;
 
 use super::Service;
 use super::model::UpdateReport;
@@ -46,6 +48,12 @@ const MAX_EXPECTED: usize = 64;
 const RECENT_FILES: usize = 16;
 const RECENT_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// A directory modified less than this long ago may be modified again in
+/// the same tick of the file system's clock without its time changing (a
+/// second file created right after the first): it is looked at again on
+/// every read until its time is older.
+const RACY: Duration = Duration::from_secs(2);
+
 /// How long updates must pause before background work (hot spots, files
 /// prepared for edits) takes a core: not worth one during a burst of edits.
 pub const BACKGROUND_QUIET: Duration = Duration::from_millis(300);
@@ -55,6 +63,9 @@ pub struct Live {
     /// Files a reader expects to be edited soon, waiting to be prepared
     /// ([`Live::expect_edit`]); `None` while nobody is preparing them.
     expected: Mutex<Option<Vec<String>>>,
+    /// Each directory discovery entered, with its modification time when
+    /// it was last looked at and had settled (older than [`RACY`]).
+    dir_times: Mutex<FxHashMap<PathBuf, SystemTime>>,
     /// How many updates changed something: read without the master lock
     /// (held while an update runs) by work that waits for a pause.
     changed: AtomicU64,
@@ -88,6 +99,7 @@ impl Live {
             }
             Live {
                 root: service.root().to_path_buf(),
+                dir_times: Mutex::new(settled_times(&service.dirs())),
                 expected: Mutex::new(None),
                 changed: AtomicU64::new(0),
                 published: Mutex::new(Some(service.clone())),
@@ -173,7 +185,8 @@ impl Live {
     /// no older than those files at call time.
     pub fn read_fresh<T>(&self, involved: &Involved, f: impl Fn(&Service) -> T) -> T {
         let started = std::time::Instant::now();
-        let stale = self.read(|s| s.stale(&s.involved(involved)));
+        let mut stale = self.read(|s| s.stale(&s.involved(involved)));
+        stale.extend(self.appeared());
         tracing::debug!(ms = crate::elapsed_ms(started), "freshness check");
         if !stale.is_empty() {
             tracing::debug!(files = stale.len(), "stale on read; updating first");
@@ -185,6 +198,33 @@ impl Live {
         let answer = self.read(f);
         tracing::debug!(ms = crate::elapsed_ms(started), "fresh read");
         answer
+    }
+
+    /// What appeared in the directories discovery entered since they were
+    /// last looked at: each whose modification time moved, or is too recent
+    /// to be trusted, is listed. A file created an instant ago, before any
+    /// watcher event, is in the next answer, whatever the answer is about.
+    /// A stat per directory (651 on Django).
+    fn appeared(&self) -> Vec<PathBuf> {
+        let snapshot = self.snapshot();
+        let now = SystemTime::now();
+        let mut times = lock(&self.dir_times);
+        let mut appeared = Vec::new();
+        for dir in snapshot.dirs().iter() {
+            let Ok(modified) = std::fs::metadata(dir).and_then(|m| m.modified()) else {
+                continue;
+            };
+            if times.get(dir) == Some(&modified) {
+                continue;
+            }
+            appeared.extend(snapshot.appeared_in(dir));
+            if settled(now, modified) {
+                times.insert(dir.clone(), modified);
+            } else {
+                times.remove(dir);
+            }
+        }
+        appeared
     }
 
     /// Applies changes under `paths` (see [`Service::read_changes`]) and
@@ -346,4 +386,21 @@ fn follow_updates(live: &Weak<Live>, woken: &Receiver<()>) {
             );
         }
     }
+}
+
+/// Whether a time `modified` is old enough, at `now`, to show every later
+/// change ([`RACY`]).
+fn settled(now: SystemTime, modified: SystemTime) -> bool {
+    now.duration_since(modified).is_ok_and(|age| age >= RACY)
+}
+
+/// The modification times of `dirs` that have settled.
+fn settled_times(dirs: &std::collections::BTreeSet<PathBuf>) -> FxHashMap<PathBuf, SystemTime> {
+    let now = SystemTime::now();
+    dirs.iter()
+        .filter_map(|dir| {
+            let modified = std::fs::metadata(dir).and_then(|m| m.modified()).ok()?;
+            settled(now, modified).then(|| (dir.clone(), modified))
+        })
+        .collect()
 }

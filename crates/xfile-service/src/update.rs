@@ -142,6 +142,32 @@ impl Service {
             .collect()
     }
 
+    /// What may have appeared directly in `dir`, a directory discovery
+    /// entered, since the index: `.py` files that are not indexed and
+    /// directories it has not entered (hidden ones and `__pycache__`
+    /// aside), at most [`BESIDE_LIMIT`] entries looked at. Discovery
+    /// decides whether each is indexed at all.
+    pub fn appeared_in(&self, dir: &Path) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut appeared = self.unindexed_beside(dir);
+        appeared.extend(
+            entries
+                .take(BESIDE_LIMIT)
+                .filter_map(Result::ok)
+                .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+                .map(|entry| entry.path())
+                .filter(|path| {
+                    path.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(|name| !name.starts_with('.') && name != "__pycache__")
+                        && !self.dirs.contains(path)
+                }),
+        );
+        appeared
+    }
+
     /// The indexed files an answer about `involved` rests on.
     pub fn involved(&self, involved: &Involved) -> Vec<String> {
         let related = |file: &str, dependents: bool| {
