@@ -818,7 +818,8 @@ fn pytest_fixtures_give_tests_the_class_the_nearest_fixture_returns() {
 /// A choice (`a or b()`, `a if c else b()`) holds what every alternative
 /// other than `None` is; one that mixes classes, or holds what is not
 /// known, holds nothing. A `__main__` block follows its rebindings as a
-/// function does, and `get = Class.method` calls the member.
+/// function does, and `get = Class.method` calls the member. A module
+/// variable a function rebinds (`global current`) holds nothing known.
 #[test]
 fn choices_main_blocks_and_class_member_aliases_keep_their_class() {
     let joins: Vec<String> = calls_in("rebinding_by_type", "web/choices.py")

@@ -62,6 +62,8 @@ pub(super) struct Extractor<'src> {
     /// Module variables bound to a `TypeVar(...)`: `def m(self: T) -> T`
     /// returns the receiver's own class.
     type_vars: FxHashSet<String>,
+    /// Module variables a function rebinds (`global x`).
+    rebound_globals: FxHashSet<String>,
 }
 
 /// One function, lambda, comprehension or class scope. The module scope is
@@ -156,12 +158,13 @@ impl<'src> Extractor<'src> {
             postponed_annotations: false,
             late_names: false,
             type_vars: FxHashSet::default(),
+            rebound_globals: FxHashSet::default(),
         }
     }
 
     pub(super) fn finish(mut self) -> ModuleFacts {
         let declarations = std::mem::take(&mut self.declarations);
-        self.semantic.types = declarations.finish(&self.semantic.bindings);
+        self.semantic.types = declarations.finish(&self.semantic.bindings, &self.rebound_globals);
         for class in &mut self.semantic.classes {
             let mut seen = FxHashSet::default();
             class.members.retain(|m| seen.insert(m.clone()));
@@ -244,6 +247,10 @@ impl<'src> Extractor<'src> {
                 kind,
                 conditional,
             });
+        } else if self.scopes.last().is_some_and(|f| f.globals.contains(name)) {
+            // `global x` then `x = ...` in a function rebinds the module's
+            // `x` whenever it is called: nothing is known of what it holds.
+            self.rebound_globals.insert(name.to_string());
         }
     }
 

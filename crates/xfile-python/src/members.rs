@@ -208,10 +208,19 @@ impl Declarations {
         });
     }
 
-    pub(super) fn finish(self, module_bindings: &[Binding]) -> Vec<Typed> {
+    /// `rebound`: module variables a function rebinds (`global x`), of
+    /// which nothing is known.
+    pub(super) fn finish(
+        self,
+        module_bindings: &[Binding],
+        rebound: &rustc_hash::FxHashSet<String>,
+    ) -> Vec<Typed> {
         let mut types = Vec::new();
         for (qualname, declared) in self.bound {
             if !qualname.contains('.') {
+                if rebound.contains(&qualname) {
+                    continue;
+                }
                 let bindings = module_bindings
                     .iter()
                     .filter(|b| b.name == qualname)

@@ -66,6 +66,9 @@ pub struct Live {
     /// Each directory discovery entered, with its modification time when
     /// it was last looked at and had settled (older than [`RACY`]).
     dir_times: Mutex<FxHashMap<PathBuf, SystemTime>>,
+    /// A little before the service was handed over: a directory changed
+    /// since may be new to it.
+    indexed_at: SystemTime,
     /// How many updates changed something: read without the master lock
     /// (held while an update runs) by work that waits for a pause.
     changed: AtomicU64,
@@ -100,6 +103,9 @@ impl Live {
             Live {
                 root: service.root().to_path_buf(),
                 dir_times: Mutex::new(settled_times(&service.dirs())),
+                indexed_at: SystemTime::now()
+                    .checked_sub(RACY)
+                    .unwrap_or(SystemTime::UNIX_EPOCH),
                 expected: Mutex::new(None),
                 changed: AtomicU64::new(0),
                 published: Mutex::new(Some(service.clone())),
@@ -217,7 +223,7 @@ impl Live {
             if times.get(dir) == Some(&modified) {
                 continue;
             }
-            appeared.extend(snapshot.appeared_in(dir));
+            appeared.extend(snapshot.appeared_in(dir, self.indexed_at));
             if settled(now, modified) {
                 times.insert(dir.clone(), modified);
             } else {

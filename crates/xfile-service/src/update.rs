@@ -143,11 +143,13 @@ impl Service {
     }
 
     /// What may have appeared directly in `dir`, a directory discovery
-    /// entered, since the index: `.py` files that are not indexed and
-    /// directories it has not entered (hidden ones and `__pycache__`
-    /// aside), at most [`BESIDE_LIMIT`] entries looked at. Discovery
+    /// entered: `.py` files that are not indexed, and directories it has
+    /// not entered that changed (were made or moved here) at or after
+    /// `since` (hidden ones and `__pycache__` aside: an old directory
+    /// discovery skips, such as `templates/`, is not walked again on
+    /// every look), at most [`BESIDE_LIMIT`] entries looked at. Discovery
     /// decides whether each is indexed at all.
-    pub fn appeared_in(&self, dir: &Path) -> Vec<PathBuf> {
+    pub fn appeared_in(&self, dir: &Path, since: SystemTime) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Vec::new();
         };
@@ -156,7 +158,12 @@ impl Service {
             entries
                 .take(BESIDE_LIMIT)
                 .filter_map(Result::ok)
-                .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+                .filter(|entry| {
+                    entry.file_type().is_ok_and(|kind| kind.is_dir())
+                        && entry
+                            .metadata()
+                            .is_ok_and(|metadata| changed_at(&metadata) >= since)
+                })
                 .map(|entry| entry.path())
                 .filter(|path| {
                     path.file_name()
@@ -494,5 +501,23 @@ impl Service {
         self.deleted.iter().find_map(|(path, &when)| {
             (self.engine.module_name(path) == module).then_some((path.as_str(), when))
         })
+    }
+}
+
+/// When the entry was last changed itself: its status change time on Unix,
+/// which a move into place sets (a move keeps the modification time).
+fn changed_at(metadata: &std::fs::Metadata) -> SystemTime {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let since_epoch = std::time::Duration::new(
+            u64::try_from(metadata.ctime()).unwrap_or(0),
+            u32::try_from(metadata.ctime_nsec()).unwrap_or(0),
+        );
+        SystemTime::UNIX_EPOCH + since_epoch
+    }
+    #[cfg(not(unix))]
+    {
+        metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH)
     }
 }
