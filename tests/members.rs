@@ -841,6 +841,8 @@ fn choices_main_blocks_and_class_member_aliases_keep_their_class() {
             "web/choices.py:31:12 function_call web/urls.py Other.join 10",
             // One of two classes that find the same member: that member.
             "web/choices.py:49:13 function_call web/urls.py Response.set_cookie 15",
+            // And when one of the two is bound again in an `if`.
+            "web/choices.py:55:10 function_call web/urls.py Response.set_cookie 15",
         ]
     );
 }
