@@ -132,14 +132,18 @@ impl Service {
             .take(BESIDE_LIMIT)
             .filter_map(Result::ok)
             .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|e| e == "py"))
-            .filter(|path| {
-                path.strip_prefix(&self.root)
-                    .ok()
-                    .and_then(Path::to_str)
-                    .is_some_and(|relative| !self.stamps.contains_key(relative))
-            })
+            .filter(|path| self.unindexed_module(path))
             .collect()
+    }
+
+    /// Whether `path` is a `.py` file of the root that is not indexed.
+    fn unindexed_module(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "py")
+            && path
+                .strip_prefix(&self.root)
+                .ok()
+                .and_then(Path::to_str)
+                .is_some_and(|relative| !self.stamps.contains_key(relative))
     }
 
     /// The directories that hold indexed files, and their ancestors up to
@@ -168,30 +172,33 @@ impl Service {
     /// [`BESIDE_LIMIT`] entries looked at. Discovery decides whether each
     /// is indexed at all.
     pub fn appeared_in(&self, dir: &Path, since: SystemTime) -> Vec<PathBuf> {
+        // One listing for both: this runs before answers.
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Vec::new();
         };
-        let mut appeared = self.unindexed_beside(dir);
-        appeared.extend(
-            entries
-                .take(BESIDE_LIMIT)
-                .filter_map(Result::ok)
-                .filter(|entry| {
-                    entry.file_type().is_ok_and(|kind| kind.is_dir())
-                        && entry
-                            .metadata()
-                            .and_then(|metadata| metadata.created())
-                            .is_ok_and(|born| born >= since)
-                })
-                .map(|entry| entry.path())
-                .filter(|path| {
-                    path.file_name()
-                        .and_then(|name| name.to_str())
-                        .is_some_and(|name| !name.starts_with('.') && name != "__pycache__")
-                        && !self.dirs.contains(path)
-                }),
-        );
-        appeared
+        let new_dir = |entry: &std::fs::DirEntry, path: &Path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| !name.starts_with('.') && name != "__pycache__")
+                && !self.dirs.contains(path)
+                && entry
+                    .metadata()
+                    .and_then(|metadata| metadata.created())
+                    .is_ok_and(|born| born >= since)
+        };
+        entries
+            .take(BESIDE_LIMIT)
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let path = entry.path();
+                let kept = match entry.file_type() {
+                    Ok(kind) if kind.is_dir() => new_dir(&entry, &path),
+                    Ok(_) => self.unindexed_module(&path),
+                    Err(_) => false,
+                };
+                kept.then_some(path)
+            })
+            .collect()
     }
 
     /// The indexed files an answer about `involved` rests on.
