@@ -333,7 +333,7 @@ impl<'src> Extractor<'src> {
     /// the chain below it, so following any length would make the work
     /// quadratic in the chain.
     fn value_expr(&mut self, expr: &Expr, site: Option<SiteId>) -> Option<ExprId> {
-        if chain_links(expr) > MAX_VALUE_CHAIN {
+        if chain_head(expr).0 > MAX_VALUE_CHAIN {
             return None;
         }
         self.value_chain(expr, site)
@@ -374,12 +374,7 @@ impl<'src> Extractor<'src> {
                 let site = site.unwrap_or_else(|| self.add_site(call.range().start()));
                 Some(self.push_expression(site, kind))
             }
-            Expr::If(choice) => {
-                self.either([choice.body.as_ref(), choice.orelse.as_ref()], expr, site)
-            }
-            Expr::BoolOp(operation) if operation.op == ast::BoolOp::Or => {
-                self.either(operation.values.iter(), expr, site)
-            }
+            Expr::If(_) | Expr::BoolOp(_) => self.either(choice(expr)?, expr, site),
             _ => None,
         }
     }
@@ -619,14 +614,10 @@ impl<'src> Extractor<'src> {
                 .looking_up_late(late, |this| this.reference(&annotation))
                 .map(|r| vec![(TypeSource::Annotation, r)]);
         }
-        match value? {
-            Expr::BoolOp(choice) if choice.op == ast::BoolOp::Or => {
-                self.alternatives(choice.values.iter())
-            }
-            Expr::If(choice) => {
-                self.alternatives([choice.body.as_ref(), choice.orelse.as_ref()].into_iter())
-            }
-            value => self.declared_one(value).map(|d| vec![d]),
+        let value = value?;
+        match choice(value) {
+            Some(alternatives) => self.alternatives(alternatives.into_iter()),
+            None => self.declared_one(value).map(|d| vec![d]),
         }
     }
 
@@ -789,13 +780,9 @@ impl<'src> Extractor<'src> {
         let Expr::Name(name) = target else { return };
         if self.at_module_scope()
             && let Some(Expr::Call(call)) = value
+            && last_name(&call.func).is_some_and(|last| last == "TypeVar")
         {
-            let mut path = Vec::new();
-            if name_chain(&call.func, &mut path).is_some()
-                && path.last().is_some_and(|last| last == "TypeVar")
-            {
-                self.type_vars.insert(name.id.to_string());
-            }
+            self.type_vars.insert(name.id.to_string());
         }
         let qualname = if self.at_module_scope() {
             name.id.to_string()
@@ -2284,22 +2271,28 @@ fn exact_in_place<T>(v: &mut Vec<T>) {
 /// Fills `path` with the names of `a.b.c` and returns where the last one starts.
 /// How many attributes and calls `expr` chains, counted up to one past
 /// [`MAX_VALUE_CHAIN`].
+/// The alternatives of a choice, `a or b` or `a if c else b`; `None` for
+/// any other expression.
+fn choice(expr: &Expr) -> Option<Vec<&Expr>> {
+    match expr {
+        Expr::BoolOp(operation) if operation.op == ast::BoolOp::Or => {
+            Some(operation.values.iter().collect())
+        }
+        Expr::If(choice) => Some(vec![choice.body.as_ref(), choice.orelse.as_ref()]),
+        _ => None,
+    }
+}
+
 /// Whether `expr` is a name chain or calls of one (`a.b().c`), within
 /// [`MAX_VALUE_CHAIN`] links.
 fn is_chain(expr: &Expr) -> bool {
-    let mut expr = expr;
-    for _ in 0..=MAX_VALUE_CHAIN {
-        expr = match expr {
-            Expr::Attribute(attribute) => &attribute.value,
-            Expr::Call(call) => &call.func,
-            Expr::Name(_) => return true,
-            _ => return false,
-        };
-    }
-    false
+    let (links, head) = chain_head(expr);
+    links <= MAX_VALUE_CHAIN && matches!(head, Expr::Name(_))
 }
 
-fn chain_links(mut expr: &Expr) -> usize {
+/// How many attribute and call links lead from `expr` to the head of its
+/// chain (counted to one past [`MAX_VALUE_CHAIN`] at most), and that head.
+fn chain_head(mut expr: &Expr) -> (usize, &Expr) {
     let mut links = 0;
     while links <= MAX_VALUE_CHAIN {
         expr = match expr {
@@ -2309,7 +2302,14 @@ fn chain_links(mut expr: &Expr) -> usize {
         };
         links += 1;
     }
-    links
+    (links, expr)
+}
+
+/// The last name of a name chain (`fixture` of `pytest.fixture`).
+pub(super) fn last_name(expr: &Expr) -> Option<Name> {
+    let mut path = Vec::new();
+    name_chain(expr, &mut path)?;
+    path.pop()
 }
 
 pub(super) fn name_chain(expr: &Expr, path: &mut Vec<Name>) -> Option<TextSize> {
@@ -2348,12 +2348,10 @@ fn is_main_test(test: &Expr) -> bool {
 
 fn catches_import_error(type_: &Expr) -> bool {
     let is_import_error = |e: &Expr| {
-        let mut path = Vec::new();
-        name_chain(e, &mut path).is_some()
-            && matches!(
-                path.last().map(Name::as_str),
-                Some("ImportError" | "ModuleNotFoundError" | "Exception" | "BaseException")
-            )
+        matches!(
+            last_name(e).as_deref(),
+            Some("ImportError" | "ModuleNotFoundError" | "Exception" | "BaseException")
+        )
     };
     match type_ {
         Expr::Tuple(tuple) => tuple.elts.iter().any(is_import_error),
@@ -2362,17 +2360,11 @@ fn catches_import_error(type_: &Expr) -> bool {
 }
 
 fn classify_condition(test: &Expr) -> Condition {
-    let mut path = Vec::new();
-    if name_chain(test, &mut path).is_some() && path.last().is_some_and(|n| n == "TYPE_CHECKING") {
+    if last_name(test).is_some_and(|n| n == "TYPE_CHECKING") {
         return Condition::TypeChecking;
     }
-    let mentions_version = |e: &Expr| {
-        let mut path = Vec::new();
-        name_chain(e, &mut path).is_some()
-            && path
-                .last()
-                .is_some_and(|n| n == "version_info" || n == "PY3" || n == "PY2")
-    };
+    let mentions_version =
+        |e: &Expr| last_name(e).is_some_and(|n| n == "version_info" || n == "PY3" || n == "PY2");
     let version = match test {
         Expr::Compare(compare) => {
             mentions_version(&compare.left) || compare.comparators.iter().any(mentions_version)

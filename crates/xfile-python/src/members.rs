@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use ruff_python_ast::{self as ast, Expr, Operator, StmtFunctionDef, StringFlags};
 
+use super::extract::last_name;
 use super::facts::{Binding, Name, Reference, TypeSource, Typed};
 
 /// What the first parameter of a method is bound to.
@@ -23,11 +24,7 @@ pub(super) enum MethodKind {
 /// Django's): reading the attribute gives what the method returns.
 pub(super) fn is_property(def: &StmtFunctionDef) -> bool {
     def.decorator_list.iter().any(|d| {
-        let mut path = Vec::new();
-        super::extract::name_chain(&d.expression, &mut path).is_some()
-            && path
-                .last()
-                .is_some_and(|last| last == "property" || last == "cached_property")
+        last_name(&d.expression).is_some_and(|last| last == "property" || last == "cached_property")
     })
 }
 
@@ -46,10 +43,7 @@ pub(super) fn is_fixture(def: &StmtFunctionDef) -> bool {
             ),
             other => (other, false),
         };
-        let mut path = Vec::new();
-        !renamed
-            && super::extract::name_chain(callee, &mut path).is_some()
-            && path.last().is_some_and(|last| last == "fixture")
+        !renamed && last_name(callee).is_some_and(|last| last == "fixture")
     })
 }
 
@@ -60,20 +54,17 @@ pub(super) fn yielded_type(annotation: &Expr) -> &Expr {
     let Expr::Subscript(subscript) = annotation else {
         return annotation;
     };
-    let mut path = Vec::new();
-    if super::extract::name_chain(&subscript.value, &mut path).is_none()
-        || !path.last().is_some_and(|last| {
-            matches!(
-                last.as_str(),
-                "Iterator"
-                    | "Generator"
-                    | "Iterable"
-                    | "AsyncIterator"
-                    | "AsyncGenerator"
-                    | "AsyncIterable"
-            )
-        })
-    {
+    if !matches!(
+        last_name(&subscript.value).as_deref(),
+        Some(
+            "Iterator"
+                | "Generator"
+                | "Iterable"
+                | "AsyncIterator"
+                | "AsyncGenerator"
+                | "AsyncIterable"
+        )
+    ) {
         return annotation;
     }
     match subscript.slice.as_ref() {
@@ -84,11 +75,9 @@ pub(super) fn yielded_type(annotation: &Expr) -> &Expr {
 
 pub(super) fn method_kind(def: &StmtFunctionDef) -> MethodKind {
     let decorated = |wanted: &str| {
-        def.decorator_list.iter().any(|d| {
-            let mut path = Vec::new();
-            super::extract::name_chain(&d.expression, &mut path).is_some()
-                && path.last().is_some_and(|last| last == wanted)
-        })
+        def.decorator_list
+            .iter()
+            .any(|d| last_name(&d.expression).is_some_and(|last| last == wanted))
     };
     if decorated("staticmethod") {
         MethodKind::Static
@@ -117,14 +106,10 @@ pub(super) fn annotation_chain(source: &str, annotation: &Expr) -> Option<(Expr,
             Expr::StringLiteral(_) => None,
             parsed => annotation_chain(source, &parsed).map(|(chain, _)| (chain, true)),
         },
-        Expr::Subscript(subscript) => {
-            let mut path = Vec::new();
-            super::extract::name_chain(&subscript.value, &mut path)?;
-            match path.last().map(Name::as_str) {
-                Some("Optional") => annotation_chain(source, &subscript.slice),
-                _ => None,
-            }
-        }
+        Expr::Subscript(subscript) => match last_name(&subscript.value).as_deref() {
+            Some("Optional") => annotation_chain(source, &subscript.slice),
+            _ => None,
+        },
         Expr::BinOp(binop) if binop.op == Operator::BitOr => {
             match (binop.left.as_ref(), binop.right.as_ref()) {
                 (Expr::NoneLiteral(_), other) | (other, Expr::NoneLiteral(_)) => {
