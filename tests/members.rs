@@ -362,7 +362,9 @@ fn unknown_receivers_rebindings_patches_and_unknown_bases_relate_nothing() {
             // validate, not patched, resolves. Dynamic() (a base computed at
             // run time) and FromDict() (dict's members are not known) relate
             // nothing beyond their own members; thing.save() (an unknown
-            // parameter) and Order().missing() nothing at all.
+            // parameter) and Order().missing() nothing at all. The test
+            // module that assigns Entity.validate (shop/test_doubles.py)
+            // makes a test double, which leaves the member known.
             "shop/unknown.py:45:14 function_call shop/base.py Entity.validate 5",
             "shop/unknown.py:46:11 function_call shop/models.py Order 23",
         ]
