@@ -477,3 +477,49 @@ class Form  # pkg/forms.py:1-12
 "#
     );
 }
+
+#[test]
+fn methods_called_on_a_value_of_unknown_class_are_guessed_by_a_name_few_define() {
+    let (_dir, service) = open("context_guesses", "");
+    let handle = ReadOptions {
+        start_line: Some(7),
+        end_line: Some(22),
+        ..ReadOptions::default()
+    };
+    // `request` and `factory()` have no known class. is_secure, get_host
+    // and finish are each one project method (the test module's
+    // FakeJob.finish does not count): guessed, and marked. Not guessed:
+    // get (a builtin type's member), render (three classes), headers (a
+    // method of one class, set on self in another), the read
+    // request.session, the two-letter ab, self.is_secure() and
+    // json.loads().
+    assert_eq!(
+        section(&service, "web/middleware.py", &handle),
+        r#"[Cross-File Context]
+Guessed by name only (the value's class is not known; the project's only definitions of it):
+def is_secure(self)  # Request web/request.py:2-3
+def get_host(self)  # Request web/request.py:5-6
+def finish(self)  # Job web/request.py:13-14
+
+---
+
+"#
+    );
+    // Read whole, the file also calls get_host and finish for certain,
+    // and uses Request itself: nothing is left to guess.
+    assert_eq!(
+        section(&service, "web/middleware.py", &ReadOptions::default()),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class Request  # web/request.py:1-9
+    def get_host(self)  # web/request.py:5
+    def is_secure(self)  # web/request.py:2
+    def get(self, key)  # web/request.py:8
+def make()  # web/request.py:17-18
+def finish(self)  # Job web/request.py:13-14
+
+---
+
+"#
+    );
+}

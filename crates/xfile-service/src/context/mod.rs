@@ -16,6 +16,7 @@
 //! is over the limit, so the limit holds exactly.
 
 mod available;
+mod builtin_members;
 mod defs;
 mod render;
 mod select;
@@ -140,14 +141,16 @@ const HEADER: &str = "[Cross-File Context]\n";
 const DEFINITIONS: &str = "Definitions these lines use, most relevant first:\n";
 const ALSO_USED: &str = "Also used (name, kind, location):\n";
 const MENTIONED: &str = "Types those signatures mention:\n";
+const GUESSED: &str = "Guessed by name only (the value's class is not known; the project's only definitions of it):\n";
 const AVAILABLE: &str = "Available in this package:\n";
 const SEPARATOR: &str = "\n---\n\n";
 
-/// The heading a definition at `tier` goes under.
-fn heading(depth: u32, tier: Tier) -> &'static str {
-    match (depth, tier) {
-        (1, Tier::Minimal) => ALSO_USED,
-        (1, _) => DEFINITIONS,
+/// The heading a candidate goes under at `tier`.
+fn heading(candidate: &Candidate, tier: Tier) -> &'static str {
+    match (candidate.guessed, candidate.depth, tier) {
+        (true, ..) => GUESSED,
+        (_, 1, Tier::Minimal) => ALSO_USED,
+        (_, 1, _) => DEFINITIONS,
         _ => MENTIONED,
     }
 }
@@ -335,6 +338,8 @@ struct Candidate<'s> {
     /// 1 for what the lines use, 2 and up for types signatures mention.
     depth: u32,
     base: bool,
+    /// Found by name only ([`select::Used::guessed`]).
+    guessed: bool,
     tier: Tier,
     minimal: Piece,
     /// The header and the used members' lines.
@@ -528,6 +533,7 @@ impl<'s> Context<'s> {
             definition,
             depth,
             base: used.base,
+            guessed: used.guessed,
             tier: Tier::Omitted,
             minimal: self
                 .piece(file, &format!("{}#minimal", used.symbol), || {
@@ -723,7 +729,7 @@ impl<'s> Context<'s> {
         if candidate.tier >= tier {
             return false;
         }
-        let heading = heading(candidate.depth, tier);
+        let heading = heading(candidate, tier);
         let mut extra = 0;
         if !self.headings.contains(heading) {
             extra += count_tokens(heading);
@@ -922,6 +928,7 @@ impl<'s> Context<'s> {
                         base: false,
                         kind: RelationshipType::Import,
                         members: Vec::new(),
+                        guessed: false,
                     };
                     if let Some(candidate) = self.candidate(&used, hop) {
                         next.push(self.candidates.len());
@@ -984,7 +991,8 @@ impl<'s> Context<'s> {
         let left: Vec<&Candidate> = self
             .candidates
             .iter()
-            .filter(|c| c.depth == 1 && c.tier == Tier::Omitted)
+            // Guesses are no definitions `get_dependencies` would list.
+            .filter(|c| c.depth == 1 && !c.guessed && c.tier == Tier::Omitted)
             .collect();
         if left.is_empty() {
             return String::new();
@@ -1022,11 +1030,11 @@ impl<'s> Context<'s> {
     fn compose(&self) -> String {
         let names_budget = self.left_out_tokens + self.limit.saturating_sub(self.spent);
         let mut out = String::from(HEADER);
-        for section in [DEFINITIONS, ALSO_USED, MENTIONED] {
+        for section in [DEFINITIONS, ALSO_USED, MENTIONED, GUESSED] {
             let mut shown = self
                 .candidates
                 .iter()
-                .filter(|c| c.tier > Tier::Omitted && heading(c.depth, c.tier) == section)
+                .filter(|c| c.tier > Tier::Omitted && heading(c, c.tier) == section)
                 .peekable();
             if shown.peek().is_some() {
                 out.push_str(section);

@@ -14,14 +14,15 @@
 //! listed under the class the reader names whose method resolution order
 //! reaches it. A member no such class reaches stands on its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::super::Service;
 use super::super::model::{Relationship, RelationshipType};
 use super::super::ranking::{Accesses, Boosts};
+use super::builtin_members::BUILTIN_MEMBERS;
 use super::defs::Definitions;
 use xfile_engine::is_marker;
-use xfile_python::{DefinitionKind, ModuleFacts};
+use xfile_python::{DefinitionKind, ImportTarget, ModuleFacts};
 
 /// Lines `start..=end` of the read file (1-based), or all of it.
 #[derive(Clone, Copy, Debug)]
@@ -60,6 +61,10 @@ pub(super) struct Used {
     pub kind: RelationshipType,
     /// For a class: the members the reader uses, in first-use order.
     pub members: Vec<Member>,
+    /// Found by its name alone: a member the lines use on a value whose
+    /// class is not known, and one of the few project definitions with
+    /// that name.
+    pub guessed: bool,
 }
 
 /// The definitions `path` uses in `lines`, most useful first, and the
@@ -78,6 +83,8 @@ pub(super) fn used_definitions(
         .filter(|r| lines.contains(r.line_number))
         .collect();
     let mut uses: Vec<Use> = relationships.iter().filter_map(Use::of).collect();
+    let text = engine.text(path).unwrap_or_default();
+    let names = Names::of(text, lines);
     // Names bound by `import *`, or (for a line range) by imports above
     // the range, are found by their uses in the lines.
     if !lines.whole
@@ -85,7 +92,7 @@ pub(super) fn used_definitions(
             .iter()
             .any(|r| r.metadata.wildcard == Some(true))
     {
-        uses.extend(names_used(service, path, lines));
+        uses.extend(names_used(service, path, &names));
     }
     // A module's attributes read without a call (`models.CASCADE`).
     uses.extend(
@@ -189,10 +196,27 @@ pub(super) fn used_definitions(
             .then_with(|| a.kind.cmp(&b.kind))
             .then_with(|| a.first_line.cmp(&b.first_line))
     });
-    (
-        items.into_iter().map(|(_, _, u)| u).collect(),
-        relationships,
-    )
+    let mut used: Vec<Used> = items.into_iter().map(|(_, _, u)| u).collect();
+    // Last, and only where nothing certain was found for the name.
+    let known: HashSet<&str> = used
+        .iter()
+        .flat_map(|u| {
+            std::iter::once(u.symbol.as_str()).chain(u.members.iter().map(|m| m.qualname.as_str()))
+        })
+        .map(last_name)
+        .collect();
+    let guessed: Vec<Used> = guessed_members(service, path, &names, &known)
+        .into_iter()
+        // A member of a class already in the section goes with its class.
+        .filter(|g| {
+            let class = g.symbol.rsplit_once('.').map(|(class, _)| class);
+            !used
+                .iter()
+                .any(|u| u.file == g.file && Some(u.symbol.as_str()) == class)
+        })
+        .collect();
+    used.extend(guessed);
+    (used, relationships)
 }
 
 /// Whether `symbol` of `file` is a function, method (property included)
@@ -261,6 +285,7 @@ impl Found {
                     base: u.base,
                     kind: u.kind,
                     members: Vec::new(),
+                    guessed: false,
                 });
             }
         }
@@ -271,23 +296,14 @@ impl Found {
 /// that the read lines mention, at their first mention: a star import
 /// expands to the explicit names the file uses, and a range read sees
 /// the names its imports bind above it.
-fn names_used(service: &Service, path: &str, lines: Lines) -> Vec<Use> {
-    let engine = service.engine();
-    let Some(text) = engine.text(path) else {
-        return Vec::new();
-    };
-    let imported = engine.imported_names(path);
+fn names_used(service: &Service, path: &str, names: &Names) -> Vec<Use> {
+    let imported = service.engine().imported_names(path);
     if imported.is_empty() {
         return Vec::new();
     }
-    let newlines: Vec<usize> = text.match_indices('\n').map(|(offset, _)| offset).collect();
     let mut first_use: HashMap<&str, u32> = HashMap::new();
-    for name in xfile_python::name_ranges(text) {
-        let line =
-            u32::try_from(newlines.partition_point(|&n| n < name.start) + 1).unwrap_or(u32::MAX);
-        if let (true, Some(name)) = (lines.contains(line), text.get(name)) {
-            first_use.entry(name).or_insert(line);
-        }
+    for name in names.in_lines() {
+        first_use.entry(name.text).or_insert(name.line);
     }
     imported
         .into_iter()
@@ -351,4 +367,267 @@ fn overrides(
         }
     }
     found
+}
+
+/// The names in a file's text (`Name` tokens), with their lines, and the
+/// lines read.
+pub(super) struct Names<'t> {
+    text: &'t str,
+    lines: Lines,
+    all: Vec<NameAt<'t>>,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct NameAt<'t> {
+    text: &'t str,
+    line: u32,
+    /// Byte offset of its first character in the file.
+    start: usize,
+}
+
+impl<'t> Names<'t> {
+    fn of(text: &'t str, lines: Lines) -> Self {
+        let newlines: Vec<usize> = text.match_indices('\n').map(|(offset, _)| offset).collect();
+        let all = xfile_python::name_ranges(text)
+            .into_iter()
+            .filter_map(|range| {
+                let line = u32::try_from(newlines.partition_point(|&n| n < range.start) + 1)
+                    .unwrap_or(u32::MAX);
+                Some(NameAt {
+                    start: range.start,
+                    text: text.get(range)?,
+                    line,
+                })
+            })
+            .collect();
+        Names { text, lines, all }
+    }
+
+    fn in_lines(&self) -> impl Iterator<Item = NameAt<'t>> + '_ {
+        let lines = self.lines;
+        self.all
+            .iter()
+            .copied()
+            .filter(move |n| lines.contains(n.line))
+    }
+
+    /// Whether `name` is on a line that starts an import statement (the
+    /// dotted module names there are no attributes).
+    fn in_import(&self, name: NameAt) -> bool {
+        let start = self.text[..name.start].rfind('\n').map_or(0, |i| i + 1);
+        let line = self.text[start..].trim_start();
+        line.starts_with("from ") || line.starts_with("import ")
+    }
+
+    /// The text before `name` on its line, without the blanks between (a
+    /// chain continued on the next line inside brackets starts that line
+    /// with its `.`).
+    fn before(&self, name: NameAt) -> &'t str {
+        self.text[..name.start].trim_end_matches([' ', '\t'])
+    }
+
+    /// Whether `name` is called: `(` follows it on its line.
+    fn called(&self, name: NameAt) -> bool {
+        self.text[name.start + name.text.len()..]
+            .trim_start_matches([' ', '\t'])
+            .starts_with('(')
+    }
+}
+
+/// At most this many project definitions of a name make a guess: more
+/// say nothing about which one the value has.
+const GUESSES: usize = 2;
+
+/// Names shorter than this (`d`, `f`, `i` of a date format) are too
+/// common to guess from.
+const SHORTEST: usize = 3;
+
+/// Methods the lines call (`request.is_secure()`) on a value whose class
+/// nothing tells, with a name that at most [`GUESSES`] members of project
+/// classes (tests aside) have, and all of them methods: each of those,
+/// marked as a guess, first use first. Only calls: an attribute read
+/// (`request.session`) is as likely set from outside the class, where no
+/// definition shows it. Left out: names something certain in the lines
+/// has (`known`), dunder and very short names, the names of builtin and
+/// everyday standard library types' members (`get`, `join`, `write`),
+/// names the read file defines itself, calls on `self`, `cls` and
+/// `super()` (whose classes are known), and attributes of a name bound to
+/// something outside the project (`os.path.join`).
+fn guessed_members(
+    service: &Service,
+    path: &str,
+    names: &Names,
+    known: &HashSet<&str>,
+) -> Vec<Used> {
+    let engine = service.engine();
+    let Some(facts) = engine.facts(path) else {
+        return Vec::new();
+    };
+    // Names bound to something outside the project (`os`, `json`): their
+    // attributes are that library's. A chain from a project name that
+    // resolution could not follow (`ContentType.objects.db_manager()`,
+    // through a base made by a call) may still be guessed.
+    let project: HashSet<String> = engine
+        .imported_names(path)
+        .into_iter()
+        .map(|n| n.name)
+        .chain(
+            facts
+                .definitions
+                .iter()
+                .filter(|d| !d.qualname.contains('.'))
+                .map(|d| d.qualname.to_string()),
+        )
+        .collect();
+    let outside: HashSet<&str> = bound_names(facts)
+        .into_iter()
+        .filter(|name| !project.contains(*name))
+        .collect();
+    let own: HashSet<&str> = facts
+        .definitions
+        .iter()
+        .map(|d| last_name(&d.qualname))
+        .collect();
+    let mut wanted: HashMap<&str, u32> = HashMap::new();
+    for name in names.in_lines() {
+        let Some(receiver) = names.before(name).strip_suffix('.') else {
+            continue;
+        };
+        let chain = chain_before(receiver);
+        let head = chain.split('.').next().unwrap_or_default();
+        if !names.called(name)
+            || name.text.len() < SHORTEST
+            || name.text.starts_with("__")
+            || known.contains(name.text)
+            || own.contains(name.text)
+            || BUILTIN_MEMBERS.binary_search(&name.text).is_ok()
+            || outside.contains(head)
+            // The receiver's own class and `super()` are known: what they
+            // do not find is outside the project.
+            || matches!(chain, "self" | "cls")
+            || receiver.ends_with("super()")
+            || names.in_import(name)
+        {
+            continue;
+        }
+        wanted.entry(name.text).or_insert(name.line);
+    }
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    // Every member of that name, methods or not: `response.headers`
+    // guesses nothing when one class has a `headers` method and another
+    // sets `self.headers`.
+    let mut found: HashMap<&str, Vec<(&str, &str, DefinitionKind)>> = HashMap::new();
+    for file in engine.paths() {
+        if file == path || engine.is_test_module(file) {
+            continue;
+        }
+        let Some(facts) = engine.facts(file) else {
+            continue;
+        };
+        for d in &facts.definitions {
+            let Some((owner, name)) = d.qualname.rsplit_once('.') else {
+                continue;
+            };
+            if owner.contains("<locals>") {
+                continue;
+            }
+            if let Some((&name, _)) = wanted.get_key_value(name) {
+                let at = found.entry(name).or_default();
+                // A property's getter and setter are one member.
+                if !at.iter().any(|&(f, q, _)| f == file && q == d.qualname) {
+                    at.push((file, d.qualname.as_str(), d.kind));
+                }
+            }
+        }
+    }
+    let mut guessed: Vec<Used> = found
+        .into_iter()
+        .filter(|(_, at)| at.len() <= GUESSES && at.iter().all(|a| a.2 == DefinitionKind::Method))
+        .flat_map(|(name, at)| {
+            let line = wanted[name];
+            at.into_iter().map(move |(file, qualname, _)| Used {
+                file: file.to_string(),
+                symbol: qualname.to_string(),
+                first_line: line,
+                uses: 1,
+                base: false,
+                kind: RelationshipType::FunctionCall,
+                members: Vec::new(),
+                guessed: true,
+            })
+        })
+        .collect();
+    guessed.sort_by(|a, b| {
+        (a.first_line, &a.file, &a.symbol).cmp(&(b.first_line, &b.file, &b.symbol))
+    });
+    guessed
+}
+
+/// The chain of names that ends `receiver` (`os.path`, `request`), empty
+/// when the receiver is anything else (a call, a subscript, a literal).
+fn chain_before(receiver: &str) -> &str {
+    let start = receiver
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let chain = &receiver[start..];
+    match chain.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        true => "",
+        false => chain,
+    }
+}
+
+/// The names `facts`' module binds at module level, and every name an
+/// import binds in any scope.
+fn bound_names(facts: &ModuleFacts) -> HashSet<&str> {
+    let semantic = &facts.semantic;
+    let imported = semantic.imports.iter().filter_map(|import| {
+        if let Some(alias) = &import.alias {
+            return Some(alias.as_str());
+        }
+        match &import.target {
+            ImportTarget::Module { dotted } => dotted.split('.').next(),
+            ImportTarget::From { name, .. } => Some(name.as_str()),
+            _ => None,
+        }
+    });
+    semantic
+        .bindings
+        .iter()
+        .map(|b| b.name.as_str())
+        .chain(imported)
+        .collect()
+}
+
+/// `save` of `Model.save`.
+fn last_name(qualname: &str) -> &str {
+    qualname.rsplit_once('.').map_or(qualname, |(_, name)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_member_names_are_sorted_for_the_binary_search() {
+        assert!(BUILTIN_MEMBERS.windows(2).all(|w| w[0] < w[1]));
+        for name in ["get", "join", "write", "setter", "strftime"] {
+            assert!(BUILTIN_MEMBERS.binary_search(&name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_chain_before_a_dot_is_names_only() {
+        assert_eq!(chain_before("        if request"), "request");
+        assert_eq!(chain_before("x = self.request"), "self.request");
+        assert_eq!(chain_before("(os.path"), "os.path");
+        assert_eq!(chain_before("make()"), "");
+        assert_eq!(chain_before("items[0]"), "");
+        assert_eq!(chain_before("x = 1"), "");
+        assert_eq!(chain_before("données"), "données");
+        assert_eq!(chain_before(""), "");
+    }
 }
