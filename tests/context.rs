@@ -476,6 +476,17 @@ class Form  # pkg/forms.py:1-12
 
 "#
     );
+    // Two links from self: a property of what self.form holds.
+    assert_eq!(
+        section(&service, "app.py", &lines(34, 36)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+@property def errors(self)  # Form pkg/forms.py:8-9
+
+---
+
+"#
+    );
 }
 
 #[test]
@@ -483,43 +494,85 @@ fn methods_called_on_a_value_of_unknown_class_are_guessed_by_a_name_few_define()
     let (_dir, service) = open("context_guesses", "");
     let handle = ReadOptions {
         start_line: Some(7),
-        end_line: Some(22),
+        end_line: Some(24),
         ..ReadOptions::default()
     };
     // `request` and `factory()` have no known class. is_secure, get_host
     // and finish are each one project method (the test module's
     // FakeJob.finish does not count): guessed, and marked. Not guessed:
     // get (a builtin type's member), render (three classes), headers (a
-    // method of one class, set on self in another), the read
-    // request.session, the two-letter ab, self.is_secure() and
-    // json.loads().
+    // method of one class, set on self in another), request.session (no
+    // such member), the two-letter ab, self.is_secure(), json.loads(),
+    // and factory().state, only read.
     assert_eq!(
         section(&service, "web/middleware.py", &handle),
         r#"[Cross-File Context]
 Guessed by name only (the value's class is not known; the project's only definitions of it):
 def is_secure(self)  # Request web/request.py:2-3
 def get_host(self)  # Request web/request.py:5-6
-def finish(self)  # Job web/request.py:13-14
+def finish(self)  # Job web/request.py:17-18
 
 ---
 
 "#
     );
     // Read whole, the file also calls get_host and finish for certain,
-    // and uses Request itself: nothing is left to guess.
+    // and uses Request itself: is_secure is still only a guess, and says
+    // so apart from Request's members; scheme, only read, is no guess.
     assert_eq!(
         section(&service, "web/middleware.py", &ReadOptions::default()),
         r#"[Cross-File Context]
 Definitions these lines use, most relevant first:
-class Request  # web/request.py:1-9
+class Request  # web/request.py:1-13
     def get_host(self)  # web/request.py:5
     def is_secure(self)  # web/request.py:2
     def get(self, key)  # web/request.py:8
-def make()  # web/request.py:17-18
-def finish(self)  # Job web/request.py:13-14
+    @property def scheme(self)  # web/request.py:12
+def make()  # web/request.py:25-26
+def finish(self)  # Job web/request.py:17-18
+Guessed by name only (the value's class is not known; the project's only definitions of it):
+def is_secure(self)  # Request web/request.py:2-3
 
 ---
 
 "#
+    );
+}
+
+#[test]
+fn a_larger_names_limit_names_every_used_definition_and_upgrades_nothing_past_the_context_limit() {
+    // The hook's read: names within 120 tokens, the rest within the
+    // configured 45. Everything used is named at the minimal tier; no
+    // signature is shown, for that would pass 45.
+    let (_dir, service) = open("context_skeletons", "context_token_limit: 45\n");
+    let hook = ReadOptions {
+        names_limit: Some(120),
+        ..ReadOptions::default()
+    };
+    let text = section(&service, "app.py", &hook);
+    assert_eq!(
+        text,
+        "[Cross-File Context]
+Also used (name, kind, location):
+User class shop/user.py:4
+    Model.save method shop/base.py:9
+    Model.create method shop/base.py:16
+    Model.delete method shop/base.py:12
+slugify function shop/helpers.py:4
+
+---
+
+"
+    );
+    assert!(count_tokens(&text) <= 120);
+    // A names limit below the context limit changes nothing.
+    let (_dir, service) = open("context_skeletons", "");
+    let lower = ReadOptions {
+        names_limit: Some(10),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        section(&service, "app.py", &lower),
+        section(&service, "app.py", &ReadOptions::default())
     );
 }

@@ -229,15 +229,17 @@ class Shape(forms.Form):
         })
         .collect();
     // The base is a base; called attributes are calls; Shape's own
-    // attributes on self, chains of two through instances, an unknown
-    // parameter and a call's result are not recorded. `form` holds the
-    // constructor call.
+    // attributes on self, a chain of two through a local (`form.a.b`), an
+    // unknown parameter and a call's result are not recorded; a chain of
+    // two from self (`self.a.b`, a member of what self.a holds) is.
+    // `form` holds the constructor call.
     assert_eq!(
         reads,
         [
             (7, "pkg.fields.DecimalField".to_string()),
             (14, "forms.CASCADE".to_string()),
             (15, "self.clean".to_string()),
+            (18, "self.a.b".to_string()),
             (19, "super().errors".to_string()),
             (20, "forms.Form().errors".to_string()),
         ]

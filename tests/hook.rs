@@ -248,6 +248,33 @@ fn hook_token_limit_cuts_the_context_at_a_line() {
     assert!(!cut.contains("retry_with_backoff"), "{cut}");
 }
 
+/// The hook's read names everything the lines use within
+/// `hook_token_limit`, past a smaller `context_token_limit`, which still
+/// bounds a `read_with_context` call's section.
+#[test]
+fn the_hook_names_what_the_lines_use_within_its_own_limit() {
+    let sample = common::copy_sample();
+    std::fs::write(
+        sample.path().join(".cross_file_context_links.yml"),
+        "context_token_limit: 80\nenable_injection_logging: false\n",
+    )
+    .expect("write the configuration");
+    let service = xfile::service::Service::open(sample.path()).expect("index the sample");
+    let read = service.read_with_context("app/bot.py").expect("read");
+    assert!(read.contains("Not shown for the 80-token budget"), "{read}");
+    let runtime = Runtime::new();
+    let bot = sample.path().join("app/bot.py");
+    let text = context(&hook(&read_call(&bot, None, None), &runtime));
+    assert!(!text.contains("Not shown"), "{text}");
+    for used in ["Message", "Storage", "retry_with_backoff"] {
+        assert!(text.contains(used), "{used}: {text}");
+    }
+    assert!(
+        xfile::service::context::count_tokens(&text) <= 1_500,
+        "{text}"
+    );
+}
+
 #[test]
 fn anything_but_a_read_of_python_in_a_project_gives_nothing() {
     let sample = common::copy_sample();

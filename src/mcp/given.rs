@@ -115,14 +115,30 @@ fn blocks(section: &str) -> Vec<Vec<&str>> {
     groups
 }
 
-/// A definition's first line: unindented, with its location after `  # `.
+/// A definition's first line: unindented, with its location after `  # `
+/// (a header) or as its last word (the minimal tier's `User class
+/// app/models.py:15`).
 fn is_definition(line: &str) -> bool {
-    !line.starts_with(' ') && line.contains("  # ")
+    !line.starts_with(' ') && (line.contains("  # ") || minimal_location(line).is_some())
 }
 
-/// What a definition's first line names, short: `class User`, `def retry`.
+/// The `path:line` that ends a minimal-tier line, if it is one.
+fn minimal_location(line: &str) -> Option<&str> {
+    let (_, last) = line.trim_end().rsplit_once(' ')?;
+    let (path, number) = last.rsplit_once(':')?;
+    let is_python = path.ends_with(".py") || path.ends_with(".pyi");
+    (is_python && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit())).then_some(last)
+}
+
+/// What a definition's first line names, short: `class User`, `def retry`
+/// (`User class` at the minimal tier).
 fn name_of(line: &str) -> String {
-    let head = line.split("  # ").next().unwrap_or(line);
+    let head = match line.split_once("  # ") {
+        Some((head, _)) => head,
+        None => minimal_location(line)
+            .and_then(|location| line.trim_end().strip_suffix(location))
+            .unwrap_or(line),
+    };
     let head = head.split(['(', ':', '=']).next().unwrap_or(head).trim();
     head.chars().take(60).collect()
 }
@@ -154,6 +170,24 @@ mod tests {
             given.strip(&changed).as_deref(),
             Some(
                 "[Cross-File Context]\nDefinitions these lines use, most relevant first:\nclass Storage  # app/storage.py:6-16\n    def put(self, row, at)  # app/storage.py:12\nWarnings: 1 circular_import in these lines.\nGiven earlier in this session, unchanged: class User."
+            )
+        );
+    }
+
+    #[test]
+    fn minimal_tier_lines_are_definitions_too() {
+        let section = "[Cross-File Context]\nAlso used (name, kind, location):\nUser class app/models.py:15\n    User.save method app/models.py:20\nretry_with_backoff function app/utils/retry.py:7\nWarnings: 1 circular_import in these lines (get_warnings app/bot.py).";
+        let mut given = given();
+        assert_eq!(given.strip(section).as_deref(), Some(section));
+        assert_eq!(given.strip(section), None, "nothing new");
+        let more = section.replace(
+            "retry_with_backoff function app/utils/retry.py:7",
+            "retry_with_backoff function app/utils/retry.py:7\nStorage class app/storage.py:6",
+        );
+        assert_eq!(
+            given.strip(&more).as_deref(),
+            Some(
+                "[Cross-File Context]\nAlso used (name, kind, location):\nStorage class app/storage.py:6\nWarnings: 1 circular_import in these lines (get_warnings app/bot.py).\nGiven earlier in this session, unchanged: User class, retry_with_backoff function."
             )
         );
     }

@@ -514,37 +514,41 @@ impl<'src> Extractor<'src> {
     /// certain: a name chain headed by a global (`models.CASCADE`, which
     /// resolution follows through modules only), or one attribute of
     /// `self`, `cls`, `super()` or a local whose class is known
-    /// (`form.errors`). A class's own attribute read on `self` or `cls`
-    /// is left out: the lookup finds it in this file first. Longer chains
-    /// through instances are left out too: they rarely resolve, and each
-    /// link would cost facts in every file.
+    /// (`form.errors`), or two of `self` or `cls` (`self.form.errors`, a
+    /// member of what an attribute of the instance holds). A class's own
+    /// attribute read on `self` or `cls` is left out: the lookup finds it
+    /// in this file first. Longer chains through instances are left out
+    /// too: they rarely resolve, and each link would cost facts in every
+    /// file.
     fn attribute_read(&mut self, expr: &Expr) {
         let Expr::Attribute(attribute) = expr else {
             return;
         };
         let mut root = attribute.value.as_ref();
+        let mut links = 1;
         while let Expr::Attribute(inner) = root {
             root = &inner.value;
+            links += 1;
         }
-        let one_link = std::ptr::eq(root, attribute.value.as_ref());
         let readable = match root {
             Expr::Name(head) => match self.name_value(head.id.as_str()) {
                 NameValue::Global(_) => true,
-                NameValue::Local(Some(id)) if one_link => {
+                NameValue::Local(Some(id)) if links <= 2 => {
                     match self.semantic.expressions[id as usize].kind {
-                        ExprKind::SelfOf { class } | ExprKind::ClassOf { class } => {
+                        ExprKind::SelfOf { class } | ExprKind::ClassOf { class } if links == 1 => {
                             let name = attribute.attr.as_str();
                             self.class_frame(class).is_none_or(|frame| {
                                 !frame.locals.contains_key(name)
                                     && !frame.set_on_self.contains(name)
                             })
                         }
-                        _ => true,
+                        ExprKind::SelfOf { .. } | ExprKind::ClassOf { .. } => true,
+                        _ => links == 1,
                     }
                 }
                 NameValue::Local(_) => false,
             },
-            Expr::Call(call) => one_link && self.super_call(call).is_some(),
+            Expr::Call(call) => links == 1 && self.super_call(call).is_some(),
             _ => false,
         };
         if readable && let Some(id) = self.value_expr(expr, None) {

@@ -3,6 +3,7 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
+use rmcp::service::{Peer, RoleServer};
 use rmcp::{tool, tool_router};
 
 use crate::mcp::XfileServer;
@@ -17,8 +18,17 @@ impl XfileServer {
         title = "Read with context",
         description = "Read a Python file with the signatures and locations of the project definitions it uses from other files. Prefer it to a plain read."
     )]
-    async fn read_with_context(&self, Parameters(args): Parameters<ReadArgs>) -> CallToolResult {
+    async fn read_with_context(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<ReadArgs>,
+    ) -> CallToolResult {
         let session = self.session;
+        // The hook's read names what the lines use within its own, larger
+        // limit: the agent did not ask, so naming is all it must get.
+        let from_hook = peer
+            .peer_info()
+            .is_some_and(|info| info.client_info.name == crate::mcp::hook::CLIENT_NAME);
         let involved = Involved::Dependencies(args.file_path.clone());
         let path = args.file_path.clone();
         self.fresh_before_edit(path, involved, move |s| {
@@ -29,6 +39,7 @@ impl XfileServer {
                 show_available: args.show_available,
                 log: true,
                 accesses: crate::ops::metrics::global().reads(session, s.root()),
+                names_limit: from_hook.then(|| s.config().hook_token_limit),
             };
             let started = std::time::Instant::now();
             let answer = s.read_with_options(&args.file_path, &options)?;

@@ -106,6 +106,11 @@ pub struct ReadOptions {
     /// How often the session read each file: the frequency boost of the
     /// used definitions' order.
     pub accesses: Accesses,
+    /// A larger limit, in tokens, for naming what the lines use (the
+    /// hook's `hook_token_limit`): every used definition and member is
+    /// named within it, while signatures, docstrings and other members
+    /// still stop at `context_token_limit`. None: one limit for all.
+    pub names_limit: Option<u64>,
 }
 
 /// Why a read failed.
@@ -169,10 +174,18 @@ pub fn read_with_context(
     let limit = usize::try_from(service.config().context_token_limit)
         .unwrap_or(usize::MAX)
         .min(answer_limit / 2);
+    let names_limit = options
+        .names_limit
+        .map_or(limit, |names| {
+            usize::try_from(names)
+                .unwrap_or(usize::MAX)
+                .min(answer_limit / 2)
+        })
+        .max(limit);
     let injecting = service.config().enable_context_injection;
     // The file's lines get what the answer budget leaves after the context.
     let content_budget = answer_limit
-        .saturating_sub(if injecting { limit } else { 0 })
+        .saturating_sub(if injecting { names_limit } else { 0 })
         .saturating_sub(CONTENT_HEADINGS)
         .max(CONTENT_HEADINGS);
     let (lines, cut) = fit_lines(content, lines, content_budget);
@@ -203,7 +216,8 @@ pub fn read_with_context(
         .map_or(service.config().import_depth, u64::from)
         .clamp(1, MAX_DEPTH);
     let depth = u32::try_from(depth).unwrap_or(1);
-    let mut context = Context::new(service, &path, lines, limit, &options.accesses);
+    let mut context = Context::new(service, &path, lines, names_limit, &options.accesses);
+    context.rest = limit;
     context.allocate(depth, options.show_available);
     let (mut out, events) = context.render();
     if options.log
@@ -433,7 +447,14 @@ struct Context<'s> {
     definitions: Definitions<'s>,
     path: &'s str,
     lines: Lines,
+    /// The hard limit: naming what the lines use stays within it.
     limit: usize,
+    /// Where the rest stops (signatures, docstrings, other members): the
+    /// limit, or a smaller one when names have more room
+    /// ([`ReadOptions::names_limit`]).
+    rest: usize,
+    /// The naming pass is under way: it may spend up to `limit`.
+    naming: bool,
     spent: usize,
     candidates: Vec<Candidate<'s>>,
     relationships: Vec<Relationship>,
@@ -465,6 +486,8 @@ impl<'s> Context<'s> {
             path,
             lines,
             limit,
+            rest: limit,
+            naming: false,
             spent: 0,
             candidates: Vec::new(),
             relationships,
@@ -716,8 +739,13 @@ impl<'s> Context<'s> {
         notes
     }
 
+    /// Whether `extra` tokens fit under the cap of the pass under way.
     fn fits(&self, extra: usize) -> bool {
-        self.spent + extra <= self.limit
+        let cap = match self.naming {
+            true => self.limit,
+            false => self.rest.min(self.limit),
+        };
+        self.spent + extra <= cap
     }
 
     fn set_tier(&mut self, index: usize, tier: Tier) -> bool {
@@ -785,7 +813,7 @@ impl<'s> Context<'s> {
             return;
         }
         let first = self.candidates.len();
-        let base_budget = self.limit / BASE_SHARE;
+        let base_budget = self.rest.min(self.limit) / BASE_SHARE;
         for i in 0..first {
             let candidate = &mut self.candidates[i];
             if !candidate.base {
@@ -803,12 +831,14 @@ impl<'s> Context<'s> {
         // Every definition by name, each with the members the lines use
         // (compactly, at this tier) before anything ranked lower: a used
         // member is never hidden while less is shown.
+        self.naming = true;
         for i in 0..first {
             self.set_tier(i, Tier::Minimal);
             if self.candidates[i].tier > Tier::Omitted && !self.show_used(i) {
                 break;
             }
         }
+        self.naming = false;
         for i in 0..first {
             self.set_tier(i, Tier::Signature);
         }

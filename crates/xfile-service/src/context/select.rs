@@ -205,17 +205,9 @@ pub(super) fn used_definitions(
         })
         .map(last_name)
         .collect();
-    let guessed: Vec<Used> = guessed_members(service, path, &names, &known)
-        .into_iter()
-        // A member of a class already in the section goes with its class.
-        .filter(|g| {
-            let class = g.symbol.rsplit_once('.').map(|(class, _)| class);
-            !used
-                .iter()
-                .any(|u| u.file == g.file && Some(u.symbol.as_str()) == class)
-        })
-        .collect();
-    used.extend(guessed);
+    // A guess stands apart even when its class is in the section: listed
+    // among the class's members it would read as certain.
+    used.extend(guessed_members(service, path, &names, &known));
     (used, relationships)
 }
 
