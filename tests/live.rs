@@ -282,6 +282,64 @@ fn a_failing_watcher_falls_back_to_polling_and_retries_with_backoff() {
     assert!(dependents(&live, "shop/models.py").contains(&"extra/new_user.py".to_string()));
 }
 
+/// The sender of the watcher [`injecting_native`] made last.
+static INJECT: std::sync::Mutex<Option<mpsc::Sender<Message>>> = std::sync::Mutex::new(None);
+
+/// The platform's watcher, whose events go where the watcher's thread
+/// reads them; the sender is kept so a test can add events of its own.
+fn injecting_native(
+    sender: mpsc::Sender<Message>,
+) -> notify::Result<Box<dyn notify::Watcher + Send>> {
+    *INJECT.lock().unwrap() = Some(sender.clone());
+    let watcher = notify::recommended_watcher(move |event| {
+        let _ = sender.send(Message::Event(event));
+    })?;
+    Ok(Box::new(watcher))
+}
+
+#[test]
+fn access_events_never_hold_a_change_back() {
+    let (_dir, live) = live_copy("live_edits");
+    let root = root_of(&live);
+    // A batch that only a quiet spell closes: were access events (our own
+    // reads raise them) to keep it open, no change would ever be taken.
+    let options = watch::Options {
+        force_poll: false,
+        max_batch: Duration::from_secs(3600),
+        native: injecting_native,
+        ..watch::Options::default()
+    };
+    let watcher = Watch::start(live.clone(), options, |_| {});
+    wait_until("the watcher runs", || watcher.status().mode == "native");
+    let inject = INJECT
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the watcher's sender");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reads = {
+        let stop = stop.clone();
+        let path = root.join("shop/models.py");
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let event =
+                    notify::Event::new(notify::EventKind::Access(notify::event::AccessKind::Any))
+                        .add_path(path.clone());
+                if inject.send(Message::Event(Ok(event))).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    write_importer(&root, "tools/new_user.py");
+    wait_until("the new importer is a dependent amid access events", || {
+        dependents(&live, "shop/models.py").contains(&"tools/new_user.py".to_string())
+    });
+    stop.store(true, Ordering::SeqCst);
+    reads.join().unwrap();
+}
+
 #[test]
 fn the_native_watcher_sees_creations_edits_renames_and_deletions() {
     let (_dir, live) = live_copy("live_edits");

@@ -201,12 +201,25 @@ impl State {
                 }
             };
             let mut paths = BTreeSet::new();
-            self.take_event(first, &mut paths);
+            // Only an event worth a look opens a batch or keeps it open:
+            // the access events of our own reads (a freshness check
+            // lists directories on every answer) would otherwise hold
+            // every change back for the whole `max_batch`.
+            if !self.take_event(first, &mut paths) {
+                continue;
+            }
             let mut stop = false;
             let opened = Instant::now();
+            let mut quiet_from = opened;
             while opened.elapsed() < self.options.max_batch {
-                match receiver.recv_timeout(self.options.quiet) {
-                    Ok(Message::Event(event)) => self.take_event(event, &mut paths),
+                let wait =
+                    (quiet_from + self.options.quiet).saturating_duration_since(Instant::now());
+                match receiver.recv_timeout(wait) {
+                    Ok(Message::Event(event)) => {
+                        if self.take_event(event, &mut paths) {
+                            quiet_from = Instant::now();
+                        }
+                    }
                     Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => {
                         stop = true;
                         break;
@@ -227,27 +240,40 @@ impl State {
     }
 
     /// Adds an event's relevant paths; a watcher error switches to polling.
-    fn take_event(&mut self, event: notify::Result<notify::Event>, paths: &mut BTreeSet<PathBuf>) {
+    /// Whether it added any.
+    fn take_event(
+        &mut self,
+        event: notify::Result<notify::Event>,
+        paths: &mut BTreeSet<PathBuf>,
+    ) -> bool {
         match event {
             // Reading files (as every update does) raises access events.
-            Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => {}
+            Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => false,
             Ok(event) => {
+                let mut added = false;
                 if event.need_rescan() {
                     paths.insert(self.live.root().to_path_buf());
+                    added = true;
                 }
                 for path in event.paths {
                     tracing::debug!(path = %path.display(), kind = ?event.kind, "file event");
                     if self.relevant(&path) {
                         paths.insert(path);
+                        added = true;
                     }
                 }
+                added
             }
             Err(error) if !self.polling => {
                 self.start_polling(format!("file watcher failed: {error}"));
                 // Whatever happened meanwhile is found by one walk.
                 paths.insert(self.live.root().to_path_buf());
+                true
             }
-            Err(error) => tracing::debug!("poll watcher: {error}"),
+            Err(error) => {
+                tracing::debug!("poll watcher: {error}");
+                false
+            }
         }
     }
 

@@ -93,6 +93,10 @@ impl Service {
         let mut computed = 0;
         let ahead = self.ahead();
         for (_, entry) in scored.into_iter().take(MAX_HOT) {
+            // Between clusters: an update waiting for this snapshot goes
+            // first (it waits until every snapshot is dropped), and the
+            // work is tried again once the tree is quiet.
+            self.engine.check_cancelled();
             ahead.compute_hot(entry);
             computed += 1;
         }
@@ -214,6 +218,7 @@ impl Service {
             .entries()
             .filter(|e| stale.binary_search(&e.id()).is_ok())
         {
+            self.engine.check_cancelled();
             ahead.refresh_hot(entry);
             refreshed += 1;
         }
