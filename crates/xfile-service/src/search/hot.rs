@@ -115,7 +115,7 @@ impl Service {
         {
             score += 3;
         }
-        if exported.contains(&(entry.file.clone(), entry.qualname.clone())) {
+        if exported.contains(&(entry.file.to_string(), entry.qualname.to_string())) {
             score += 5;
         }
         if entry.kind == Kind::Class {
@@ -123,7 +123,9 @@ impl Service {
         }
         // Naming and kind alone do not make a hot spot: something must use it
         // or export it.
-        if uses < MIN_USES && !exported.contains(&(entry.file.clone(), entry.qualname.clone())) {
+        if uses < MIN_USES
+            && !exported.contains(&(entry.file.to_string(), entry.qualname.to_string()))
+        {
             return 0;
         }
         score
@@ -158,7 +160,7 @@ impl Service {
             ..SearchOptions::default()
         };
         let kept = KeptCluster {
-            seeds: vec![(entry.file.clone(), entry.qualname.clone())],
+            seeds: vec![(entry.file.to_string(), entry.qualname.to_string())],
             depth: HOT_DEPTH,
             include_preview: true,
             kept_at: Instant::now(),
@@ -170,7 +172,7 @@ impl Service {
         );
         let cluster = self.cluster(&[seed], &kept, &options);
         let related = &cluster.related;
-        let mut files: BTreeSet<&str> = BTreeSet::from([entry.file.as_str()]);
+        let mut files: BTreeSet<&str> = BTreeSet::from([&*entry.file]);
         for container in [&related.callers, &related.callees, &related.type_family] {
             files.extend(container.data.iter().map(|r| r.file.as_str()));
         }
@@ -182,7 +184,7 @@ impl Service {
             entry.id(),
             HotEntry {
                 cluster: cluster.clone(),
-                file: entry.file.clone(),
+                file: entry.file.to_string(),
                 touched,
                 dependents: self.engine.dependent_files(&entry.file),
                 hits: 0,

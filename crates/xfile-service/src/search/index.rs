@@ -3,27 +3,32 @@
 //! matching a query against it: exact, qualified, prefix, word parts of
 //! snake_case and camelCase names, substring, and one or two typos.
 
+use std::sync::Arc;
 use xfile_engine::Engine;
-use xfile_python::DefinitionKind;
+
+use xfile_python::{DefinitionKind, Name};
 
 /// One definition of the project.
 #[derive(Clone, Debug)]
 pub(crate) struct Entry {
-    pub file: String,
+    /// Shared by the file's entries.
+    pub file: Arc<str>,
     /// `User.save`; empty for a module.
-    pub qualname: String,
+    pub qualname: Name,
     /// The last part of the qualified name (the module's own name for a module).
-    pub name: String,
+    pub name: Name,
     /// `app.models.User.save`.
-    pub dotted: String,
+    pub dotted: Name,
     pub kind: Kind,
     pub line: u32,
-    /// Lower-case forms and words, computed once for matching.
-    lower_name: String,
-    lower_dotted: String,
-    words: Vec<String>,
+    /// Lower-case forms, kept for the matches every query tries; the
+    /// words are made when a query of several words needs them. Names of
+    /// up to 24 bytes (most) are stored inline: an index of every
+    /// definition was 36 MB of a served Django, most of it small strings.
+    lower_name: Name,
+    lower_dotted: Name,
     /// Lower-case letters and digits only.
-    squashed: String,
+    squashed: Name,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -114,26 +119,24 @@ pub(crate) fn words(name: &str) -> Vec<String> {
 }
 
 impl Entry {
-    fn new(file: &str, module: &str, qualname: &str, kind: Kind, line: u32) -> Entry {
+    fn new(file: &Arc<str>, module: &str, qualname: &str, kind: Kind, line: u32) -> Entry {
         let name = match qualname.rsplit_once('.') {
             Some((_, last)) => last,
             None if qualname.is_empty() => module.rsplit('.').next().unwrap_or(module),
             None => qualname,
-        }
-        .to_string();
+        };
         let dotted = match (module.is_empty(), qualname.is_empty()) {
-            (_, true) => module.to_string(),
-            (true, false) => qualname.to_string(),
-            (false, false) => format!("{module}.{qualname}"),
+            (_, true) => Name::from(module),
+            (true, false) => Name::from(qualname),
+            (false, false) => compact_str::format_compact!("{module}.{qualname}"),
         };
         Entry {
-            file: file.to_string(),
-            qualname: qualname.to_string(),
-            lower_name: name.to_lowercase(),
-            lower_dotted: dotted.to_lowercase(),
-            words: words(&name),
-            squashed: squash(&name),
-            name,
+            file: file.clone(),
+            qualname: Name::from(qualname),
+            lower_name: Name::from(name.to_lowercase()),
+            lower_dotted: Name::from(dotted.to_lowercase()),
+            squashed: Name::from(squash(name)),
+            name: Name::from(name),
             dotted,
             kind,
             line,
@@ -143,10 +146,15 @@ impl Entry {
     /// `path::Qualified.name`, or the path for a module.
     pub(crate) fn id(&self) -> String {
         if self.qualname.is_empty() {
-            self.file.clone()
+            self.file.to_string()
         } else {
             format!("{}::{}", self.file, self.qualname)
         }
+    }
+
+    /// The name's words ([`words`]).
+    fn words(&self) -> Vec<String> {
+        words(&self.name)
     }
 
     /// How `query` matches this entry, if it does, and how closely within
@@ -154,14 +162,15 @@ impl Entry {
     /// beyond the query's).
     fn matches(&self, query: &Query) -> Option<(MatchKind, u8)> {
         if let Some((path, qualname)) = &query.path {
-            let found = self.file == *path && self.qualname == *qualname;
+            let found = *self.file == **path && self.qualname == *qualname;
             return found.then_some((MatchKind::Qualified, 0));
         }
         if query.qualified {
             let q = &query.lower;
-            let suffix = self.lower_dotted.ends_with(q.as_str())
-                && (self.lower_dotted.len() == q.len()
-                    || self.lower_dotted.as_bytes()[self.lower_dotted.len() - q.len() - 1] == b'.');
+            let lower_dotted = &self.lower_dotted;
+            let suffix = lower_dotted.ends_with(q.as_str())
+                && (lower_dotted.len() == q.len()
+                    || lower_dotted.as_bytes()[lower_dotted.len() - q.len() - 1] == b'.');
             let qualname = self.qualname.eq_ignore_ascii_case(&query.text);
             let case = u8::from(!self.dotted.ends_with(&query.text));
             return (suffix || qualname).then_some((MatchKind::Qualified, case));
@@ -175,9 +184,19 @@ impl Entry {
         if self.lower_name.starts_with(&query.lower) {
             return Some((MatchKind::Prefix, 0));
         }
-        if query.words.len() > 1 && in_order_prefixes(&query.words, &self.words) {
-            let extra = self.words.len().saturating_sub(query.words.len());
-            return Some((MatchKind::WordParts, extra.min(255) as u8));
+        // Each query word starts a word of the name, so it is in the name:
+        // most entries are ruled out before their words are made.
+        if query.words.len() > 1
+            && query
+                .words
+                .iter()
+                .all(|w| self.lower_name.contains(w.as_str()))
+        {
+            let own = self.words();
+            if in_order_prefixes(&query.words, &own) {
+                let extra = own.len().saturating_sub(query.words.len());
+                return Some((MatchKind::WordParts, extra.min(255) as u8));
+            }
         }
         let substring = query.lower.len() >= 3 && self.lower_name.contains(&query.lower);
         if substring && self.word_start_match(&query.lower) {
@@ -231,7 +250,7 @@ impl Entry {
                 .map(|distance| (MatchKind::Fuzzy, distance.min(127) * 2));
         }
         if query.words.len() > 1 && self.words_any_order(&query.stems) {
-            let extra = self.words.len().saturating_sub(query.words.len());
+            let extra = self.words().len().saturating_sub(query.words.len());
             return Some((MatchKind::WordParts, extra.min(255) as u8));
         }
         None
@@ -245,7 +264,7 @@ impl Entry {
         if !stems.iter().all(|q| self.lower_dotted.contains(q.as_str())) {
             return false;
         }
-        let own: Vec<String> = self.words.iter().map(|w| stem(w)).collect();
+        let own: Vec<String> = self.words().iter().map(|w| stem(w)).collect();
         let all: Vec<String> = words(&self.qualname).iter().map(|w| stem(w)).collect();
         let starts = |list: &[String], q: &str| list.iter().any(|w| w.starts_with(q));
         stems.iter().all(|q| starts(&all, q)) && stems.iter().any(|q| starts(&own, q))
@@ -368,7 +387,7 @@ impl SymbolIndex {
                 index
                     .files
                     .iter()
-                    .filter_map(|f| Some((f.entries.first()?.file.as_str(), f)))
+                    .filter_map(|f| Some((&*f.entries.first()?.file, f)))
                     .collect()
             })
             .unwrap_or_default();
@@ -412,7 +431,7 @@ impl SymbolIndex {
         let by_file: rustc_hash::FxHashMap<&str, &[Entry]> = self
             .files
             .iter()
-            .filter_map(|f| Some((f.entries.first()?.file.as_str(), f.entries.as_slice())))
+            .filter_map(|f| Some((&*f.entries.first()?.file, f.entries.as_slice())))
             .collect();
         let mut aliases = Vec::new();
         for kept in &self.files {
@@ -430,12 +449,12 @@ impl SymbolIndex {
                 else {
                     continue;
                 };
-                let dotted = format!("{}.{}", kept.module, imported.name);
+                let dotted = compact_str::format_compact!("{}.{}", kept.module, imported.name);
                 if dotted == target.dotted {
                     continue;
                 }
                 aliases.push(Entry {
-                    lower_dotted: dotted.to_lowercase(),
+                    lower_dotted: Name::from(dotted.to_lowercase()),
                     dotted,
                     ..(*target).clone()
                 });
@@ -470,11 +489,11 @@ impl SymbolIndex {
         if query.qualified && query.path.is_none() {
             let mut seen: rustc_hash::FxHashSet<(&str, &str)> = found
                 .iter()
-                .map(|(_, e)| (e.file.as_str(), e.qualname.as_str()))
+                .map(|(_, e)| (&*e.file, e.qualname.as_str()))
                 .collect();
             for alias in &self.aliases {
                 if let Some(quality) = alias.matches(query)
-                    && seen.insert((alias.file.as_str(), alias.qualname.as_str()))
+                    && seen.insert((&*alias.file, alias.qualname.as_str()))
                 {
                     found.push((quality, alias));
                 }
@@ -488,7 +507,8 @@ impl SymbolIndex {
 /// twice is its last binding, as Python sees it).
 fn file_entries(engine: &Engine, path: &str, module: &str) -> Option<Vec<Entry>> {
     let facts = engine.facts(path)?;
-    let mut entries = vec![Entry::new(path, module, "", Kind::Module, 1)];
+    let path: Arc<str> = Arc::from(path);
+    let mut entries = vec![Entry::new(&path, module, "", Kind::Module, 1)];
     let mut seen = rustc_hash::FxHashSet::default();
     for definition in facts.definitions.iter().rev() {
         if !seen.insert(definition.qualname.as_str()) {
@@ -501,7 +521,7 @@ fn file_entries(engine: &Engine, path: &str, module: &str) -> Option<Vec<Entry>>
             DefinitionKind::Variable => Kind::Variable,
         };
         let line = definition.start_line;
-        entries.push(Entry::new(path, module, &definition.qualname, kind, line));
+        entries.push(Entry::new(&path, module, &definition.qualname, kind, line));
     }
     Some(entries)
 }
@@ -520,8 +540,9 @@ mod tests {
 
     #[test]
     fn word_forms_any_order_and_typos_in_any_part_match() {
-        let entry =
-            |module: &str, qualname: &str| Entry::new("f.py", module, qualname, Kind::Function, 1);
+        let entry = |module: &str, qualname: &str| {
+            Entry::new(&Arc::from("f.py"), module, qualname, Kind::Function, 1)
+        };
         let kind = |e: &Entry, q: &str| {
             let query = Query::new(q);
             e.matches(&query)

@@ -486,7 +486,7 @@ impl Service {
             let kept = KeptCluster {
                 seeds: seeds
                     .iter()
-                    .map(|(_, _, e)| (e.file.clone(), e.qualname.clone()))
+                    .map(|(_, _, e)| (e.file.to_string(), e.qualname.to_string()))
                     .collect(),
                 depth: options.expansion_depth.clamp(1, super::calls::MAX_DEPTH),
                 include_preview: options.include_preview,
@@ -576,7 +576,7 @@ impl Service {
             let seed = Seed {
                 symbol: entry.id(),
                 kind: entry.kind.as_str(),
-                file: entry.file.clone(),
+                file: entry.file.to_string(),
                 line: entry.line,
                 matched: *matched,
                 used_by: *used,
@@ -936,7 +936,7 @@ fn container_key(entry: &Entry) -> String {
     };
     match class {
         Some(class) => format!("{}::{class}", entry.file),
-        None => entry.file.clone(),
+        None => entry.file.to_string(),
     }
 }
 
