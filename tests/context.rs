@@ -499,7 +499,8 @@ fn methods_called_on_a_value_of_unknown_class_are_guessed_by_a_name_few_define()
     };
     // `request` and `factory()` have no known class. is_secure, get_host
     // and finish are each one project method (the test module's
-    // FakeJob.finish does not count): guessed, and marked. Not guessed:
+    // FakeJob.finish and the tools sub-project's Session.is_secure do not
+    // count): guessed, and marked. Not guessed:
     // get (a builtin type's member), render (three classes), headers (a
     // method of one class, set on self in another), request.session (no
     // such member), the two-letter ab, self.is_secure(), json.loads(),

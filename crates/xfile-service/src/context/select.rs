@@ -436,7 +436,7 @@ const SHORTEST: usize = 3;
 
 /// Methods the lines call (`request.is_secure()`) on a value whose class
 /// nothing tells, with a name that at most [`GUESSES`] members of project
-/// classes (tests aside) have, and all of them methods: each of those,
+/// classes of its sub-project (tests aside) have, and all of them methods: each of those,
 /// marked as a guess, first use first. Only calls: an attribute read
 /// (`request.session`) is as likely set from outside the class, where no
 /// definition shows it. Left out: names something certain in the lines
@@ -511,8 +511,15 @@ fn guessed_members(
     // guesses nothing when one class has a `headers` method and another
     // sets `self.headers`.
     let mut found: HashMap<&str, Vec<(&str, &str, DefinitionKind)>> = HashMap::new();
+    // Only the reader's own sub-project: a copy of a class in another one
+    // is a namesake, not a second candidate.
+    let sub_projects = engine.sub_projects();
+    let own_project = sub_project_of(sub_projects, path);
     for file in engine.paths() {
-        if file == path || engine.is_test_module(file) {
+        if file == path
+            || engine.is_test_module(file)
+            || sub_project_of(sub_projects, file) != own_project
+        {
             continue;
         }
         let Some(facts) = engine.facts(file) else {
@@ -555,6 +562,18 @@ fn guessed_members(
         (a.first_line, &a.file, &a.symbol).cmp(&(b.first_line, &b.file, &b.symbol))
     });
     guessed
+}
+
+/// The innermost of the sub-project directories `dirs` that holds `path`
+/// (none: the root project).
+fn sub_project_of<'d>(dirs: &'d [String], path: &str) -> Option<&'d str> {
+    dirs.iter()
+        .map(String::as_str)
+        .filter(|dir| {
+            path.strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+        .max_by_key(|dir| dir.len())
 }
 
 /// The chain of names that ends `receiver` (`os.path`, `request`), empty
@@ -609,6 +628,15 @@ mod tests {
         for name in ["get", "join", "write", "setter", "strftime"] {
             assert!(BUILTIN_MEMBERS.binary_search(&name).is_ok(), "{name}");
         }
+    }
+
+    #[test]
+    fn a_path_belongs_to_its_innermost_sub_project() {
+        let dirs = ["copy".to_string(), "copy/inner".to_string()];
+        assert_eq!(sub_project_of(&dirs, "copy/inner/a.py"), Some("copy/inner"));
+        assert_eq!(sub_project_of(&dirs, "copy/a.py"), Some("copy"));
+        assert_eq!(sub_project_of(&dirs, "copy2/a.py"), None);
+        assert_eq!(sub_project_of(&dirs, "a.py"), None);
     }
 
     #[test]
