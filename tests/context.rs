@@ -23,6 +23,15 @@ fn section(service: &Service, file: &str, options: &ReadOptions) -> String {
     text[..end].to_string()
 }
 
+/// A read of lines `start..=end`.
+fn lines(start: u32, end: u32) -> ReadOptions {
+    ReadOptions {
+        start_line: Some(start),
+        end_line: Some(end),
+        ..ReadOptions::default()
+    }
+}
+
 fn depth(depth: u32) -> ReadOptions {
     ReadOptions {
         import_depth: Some(depth),
@@ -128,11 +137,7 @@ fn show_available_lists_the_sibling_modules_public_names() {
 #[test]
 fn a_line_range_reads_those_lines_and_injects_what_they_use() {
     let (_dir, service) = open("context_skeletons", "");
-    let options = ReadOptions {
-        start_line: Some(11),
-        end_line: Some(14),
-        ..ReadOptions::default()
-    };
+    let options = lines(11, 14);
     let text = service.read_with_options("app.py", &options).unwrap();
     // `make` names User (imported above the range) and calls User.create,
     // then delete on what it returns (`-> "Model"`, a forward reference);
@@ -158,11 +163,7 @@ def make() -> User:
 "#
     );
     for (start, end) in [(0, 3), (15, 20), (9, 4)] {
-        let options = ReadOptions {
-            start_line: Some(start),
-            end_line: Some(end),
-            ..ReadOptions::default()
-        };
+        let options = lines(start, end);
         let error = service.read_with_options("app.py", &options).unwrap_err();
         assert_eq!(error.code(), "invalid_parameter", "{start}-{end}");
         assert!(error.to_string().contains("14 lines"), "{error}");
@@ -435,11 +436,6 @@ LIMIT = 10  # pkg/fields.py:1
 
 "#
     );
-    let lines = |start, end| ReadOptions {
-        start_line: Some(start),
-        end_line: Some(end),
-        ..ReadOptions::default()
-    };
     assert_eq!(
         section(&service, "app.py", &lines(11, 15)),
         r#"[Cross-File Context]
@@ -492,11 +488,7 @@ Definitions these lines use, most relevant first:
 #[test]
 fn methods_called_on_a_value_of_unknown_class_are_guessed_by_a_name_few_define() {
     let (_dir, service) = open("context_guesses", "");
-    let handle = ReadOptions {
-        start_line: Some(7),
-        end_line: Some(24),
-        ..ReadOptions::default()
-    };
+    let handle = lines(7, 24);
     // `request` and `factory()` have no known class. is_secure, get_host
     // and finish are each one project method (the test module's
     // FakeJob.finish and the tools sub-project's Session.is_secure do not

@@ -21,7 +21,7 @@ use super::super::model::{Relationship, RelationshipType};
 use super::super::ranking::{Accesses, Boosts};
 use super::builtin_members::BUILTIN_MEMBERS;
 use super::defs::Definitions;
-use xfile_engine::is_marker;
+use xfile_engine::{ImportedName, is_marker};
 use xfile_python::{DefinitionKind, ImportTarget, ModuleFacts};
 
 /// Lines `start..=end` of the read file (1-based), or all of it.
@@ -85,6 +85,9 @@ pub(super) fn used_definitions(
     let mut uses: Vec<Use> = relationships.iter().filter_map(Use::of).collect();
     let text = engine.text(path).unwrap_or_default();
     let names = Names::of(text, lines);
+    // The names the file imports from the project, for both the names the
+    // lines use and what a guess leaves out.
+    let imported = engine.imported_names(path);
     // Names bound by `import *`, or (for a line range) by imports above
     // the range, are found by their uses in the lines.
     if !lines.whole
@@ -92,7 +95,7 @@ pub(super) fn used_definitions(
             .iter()
             .any(|r| r.metadata.wildcard == Some(true))
     {
-        uses.extend(names_used(service, path, &names));
+        uses.extend(names_used(&imported, &names));
     }
     // A module's attributes read without a call (`models.CASCADE`).
     uses.extend(
@@ -207,7 +210,7 @@ pub(super) fn used_definitions(
         .collect();
     // A guess stands apart even when its class is in the section: listed
     // among the class's members it would read as certain.
-    used.extend(guessed_members(service, path, &names, &known));
+    used.extend(guessed_members(service, path, &names, &imported, &known));
     (used, relationships)
 }
 
@@ -288,8 +291,7 @@ impl Found {
 /// that the read lines mention, at their first mention: a star import
 /// expands to the explicit names the file uses, and a range read sees
 /// the names its imports bind above it.
-fn names_used(service: &Service, path: &str, names: &Names) -> Vec<Use> {
-    let imported = service.engine().imported_names(path);
+fn names_used(imported: &[ImportedName], names: &Names) -> Vec<Use> {
     if imported.is_empty() {
         return Vec::new();
     }
@@ -298,12 +300,12 @@ fn names_used(service: &Service, path: &str, names: &Names) -> Vec<Use> {
         first_use.entry(name.text).or_insert(name.line);
     }
     imported
-        .into_iter()
+        .iter()
         .filter_map(|n| {
             let line = *first_use.get(n.name.as_str())?;
             Some(Use {
-                file: n.file,
-                symbol: n.symbol,
+                file: n.file.clone(),
+                symbol: n.symbol.clone(),
                 line,
                 kind: RelationshipType::Import,
                 base: false,
@@ -449,6 +451,7 @@ fn guessed_members(
     service: &Service,
     path: &str,
     names: &Names,
+    imported: &[ImportedName],
     known: &HashSet<&str>,
 ) -> Vec<Used> {
     let engine = service.engine();
@@ -459,16 +462,15 @@ fn guessed_members(
     // attributes are that library's. A chain from a project name that
     // resolution could not follow (`ContentType.objects.db_manager()`,
     // through a base made by a call) may still be guessed.
-    let project: HashSet<String> = engine
-        .imported_names(path)
-        .into_iter()
-        .map(|n| n.name)
+    let project: HashSet<&str> = imported
+        .iter()
+        .map(|n| n.name.as_str())
         .chain(
             facts
                 .definitions
                 .iter()
                 .filter(|d| !d.qualname.contains('.'))
-                .map(|d| d.qualname.to_string()),
+                .map(|d| d.qualname.as_str()),
         )
         .collect();
     let outside: HashSet<&str> = bound_names(facts)
