@@ -212,8 +212,15 @@ impl State {
             let opened = Instant::now();
             let mut quiet_from = opened;
             while opened.elapsed() < self.options.max_batch {
-                let wait =
-                    (quiet_from + self.options.quiet).saturating_duration_since(Instant::now());
+                // The quiet spell is over once its time has passed, even
+                // with ignored events still queued: a steady stream of
+                // them must not keep the batch open.
+                let Some(wait) = (quiet_from + self.options.quiet)
+                    .checked_duration_since(Instant::now())
+                    .filter(|wait| !wait.is_zero())
+                else {
+                    break;
+                };
                 match receiver.recv_timeout(wait) {
                     Ok(Message::Event(event)) => {
                         if self.take_event(event, &mut paths) {
