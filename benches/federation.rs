@@ -14,9 +14,6 @@ use std::time::{Duration, Instant};
 use xfile::federation::links::{self, CrossIndex, Peer};
 use xfile::service::Service;
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const PROJECTS: usize = 10;
 const RUNS: usize = 200;
 

@@ -23,9 +23,6 @@ use xfile::git::{HistoryIndex, LogQuery, Repo, WalkBounds};
 use xfile::service::Service;
 use xfile::service::history;
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The answer budget the tools use by default.
 const BUDGET: usize = 8_000;
 const BLAMED: &str = "django/db/models/fields/related.py";

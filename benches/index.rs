@@ -14,9 +14,6 @@ use xfile::service::search::{Expand, SearchOptions};
 use xfile::watch::{self, Watch};
 use xfile::workspace::discover;
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn tree() -> Option<PathBuf> {
     let path = std::env::var_os("XFILE_BENCH_TREE")
         .map(PathBuf::from)

@@ -5,6 +5,7 @@
 //! [`registry`] the projects and collections a user registered, shared by processes;
 //! [`federation`] scopes, sessions and references across the projects a server serves.
 
+pub mod allocator;
 pub mod cli;
 /// The incremental engine and the rules, a crate of its own
 /// (`crates/xfile-engine`): it sees the front end and nothing above it.

@@ -1,9 +1,5 @@
-// Parsing and fact extraction allocate many small, short-lived objects:
-// mimalloc serves them faster than the system allocator. The feature
-// `system-alloc` leaves it out for heap profilers (README, development).
-#[cfg(not(feature = "system-alloc"))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The global allocator is set in the library (`xfile::allocator`), so that
+// the tests run on the same one.
 
 fn main() -> std::process::ExitCode {
     disable_transparent_huge_pages();

@@ -114,8 +114,10 @@ impl Member {
             // Hot spots are computed off the request path; an update
             // cancels and restarts the computation.
             let hot = live.clone();
+            // Then what the first index freed goes back to the system.
             tokio::task::spawn_blocking(move || {
-                hot.read_when_quiet(BACKGROUND_QUIET, Service::precompute_hot_spots)
+                hot.read_when_quiet(BACKGROUND_QUIET, Service::precompute_hot_spots);
+                crate::allocator::give_back_freed_memory();
             });
             // The files modified last are prepared for cheap first edits,
             // once updates pause.
