@@ -533,6 +533,42 @@ def is_secure(self)  # Request web/request.py:2-3
 }
 
 #[test]
+fn a_name_its_module_binds_under_a_condition_shows_the_projects_definitions_marked() {
+    let (_dir, service) = open("context_conditional", "");
+    // compat.py binds Encoder by `from fastjson import Encoder`, or, if
+    // that fails, by its own class: which one runs is not known, so the
+    // class comes under its own heading, never as a certain definition.
+    assert_eq!(
+        section(&service, "app.py", &lines(8, 9)),
+        r#"[Cross-File Context]
+Bound conditionally (a `try`/`except` or an `if` picks one when the program runs; the project's definitions of it):
+class Encoder  # compat.py:4-8
+    """Pure-Python fallback."""
+    def encode(self, value)  # compat.py:7
+
+---
+
+"#
+    );
+    // dumps is bound once: certain. Lines that do not use Encoder get
+    // nothing of it, and neither does an attribute of the same name.
+    assert_eq!(
+        section(&service, "app.py", &lines(4, 5)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+def dumps(value)  # compat.py:11-12
+
+---
+
+"#
+    );
+    assert_eq!(
+        section(&service, "app.py", &lines(12, 13)),
+        "[Cross-File Context]\n\n---\n\n"
+    );
+}
+
+#[test]
 fn a_larger_names_limit_names_every_used_definition_and_upgrades_nothing_past_the_context_limit() {
     // The hook's read: names within 120 tokens, the rest within the
     // configured 45. Everything used is named at the minimal tier; no

@@ -932,6 +932,19 @@ enum Selected<'a> {
     Unbound,
 }
 
+/// Which of `names` a module binds last under a condition, with rivals
+/// (`try: from m import X` / `except ImportError: class X`), so that
+/// resolution leaves them unresolved.
+pub(crate) fn bound_conditionally<'n>(
+    semantic: &Semantic,
+    names: impl Iterator<Item = &'n str>,
+) -> FxHashSet<&'n str> {
+    let index = BindingIndex::new(&semantic.bindings);
+    names
+        .filter(|name| matches!(index.select(name, usize::MAX), Selected::Ambiguous))
+        .collect()
+}
+
 /// The module-level bindings by name, so that looking one up costs the
 /// bindings of that name, not all of them: a file binding 100,000 names
 /// (one `from m import (...)`) looks each up once.
@@ -950,9 +963,6 @@ impl<'a> BindingIndex<'a> {
         BindingIndex { bindings, by_name }
     }
 
-    /// The binding of `name` after the first `visible` module-level
-    /// bindings ran: the last one wins, but a conditional last binding with
-    /// rivals is ambiguous, unless all are assignments.
     /// Whether every module-level binding of `name` is an assignment: then
     /// they are one definition, the module variable, however many and
     /// wherever they run, and what it holds is known only when every
@@ -965,6 +975,9 @@ impl<'a> BindingIndex<'a> {
         })
     }
 
+    /// The binding of `name` after the first `visible` module-level
+    /// bindings ran: the last one wins, but a conditional last binding with
+    /// rivals is ambiguous, unless all are assignments.
     fn select(&self, name: &str, visible: usize) -> Selected<'a> {
         let positions = self.by_name.get(name).map_or(&[][..], Vec::as_slice);
         let seen = &positions[..positions.partition_point(|&p| p < visible)];

@@ -31,7 +31,7 @@ use super::injections::{self, InjectionEvent};
 use super::model::{Relationship, RelationshipType};
 use super::ranking::Accesses;
 use defs::Definitions;
-use select::{Lines, Member, Used};
+use select::{Certainty, Lines, Member, Used};
 use xfile_python::{Definition, DefinitionKind};
 use xfile_workspace::PathError;
 
@@ -146,14 +146,16 @@ const HEADER: &str = "[Cross-File Context]\n";
 const DEFINITIONS: &str = "Definitions these lines use, most relevant first:\n";
 const ALSO_USED: &str = "Also used (name, kind, location):\n";
 const MENTIONED: &str = "Types those signatures mention:\n";
+const CONDITIONAL: &str = "Bound conditionally (a `try`/`except` or an `if` picks one when the program runs; the project's definitions of it):\n";
 const GUESSED: &str = "Guessed by name only (the value's class is not known; the project's only definitions of it):\n";
 const AVAILABLE: &str = "Available in this package:\n";
 const SEPARATOR: &str = "\n---\n\n";
 
 /// The heading a candidate goes under at `tier`.
 fn heading(candidate: &Candidate, tier: Tier) -> &'static str {
-    match (candidate.guessed, candidate.depth, tier) {
-        (true, ..) => GUESSED,
+    match (candidate.certainty, candidate.depth, tier) {
+        (Certainty::Guessed, ..) => GUESSED,
+        (Certainty::Conditional, ..) => CONDITIONAL,
         (_, 1, Tier::Minimal) => ALSO_USED,
         (_, 1, _) => DEFINITIONS,
         _ => MENTIONED,
@@ -352,8 +354,8 @@ struct Candidate<'s> {
     /// 1 for what the lines use, 2 and up for types signatures mention.
     depth: u32,
     base: bool,
-    /// Found by name only ([`select::Used::guessed`]).
-    guessed: bool,
+    /// Whether resolution found it ([`select::Certainty`]).
+    certainty: Certainty,
     tier: Tier,
     minimal: Piece,
     /// The header and the used members' lines.
@@ -556,7 +558,7 @@ impl<'s> Context<'s> {
             definition,
             depth,
             base: used.base,
-            guessed: used.guessed,
+            certainty: used.certainty,
             tier: Tier::Omitted,
             minimal: self
                 .piece(file, &format!("{}#minimal", used.symbol), || {
@@ -958,7 +960,7 @@ impl<'s> Context<'s> {
                         base: false,
                         kind: RelationshipType::Import,
                         members: Vec::new(),
-                        guessed: false,
+                        certainty: Certainty::Certain,
                     };
                     if let Some(candidate) = self.candidate(&used, hop) {
                         next.push(self.candidates.len());
@@ -1021,8 +1023,10 @@ impl<'s> Context<'s> {
         let left: Vec<&Candidate> = self
             .candidates
             .iter()
-            // Guesses are no definitions `get_dependencies` would list.
-            .filter(|c| c.depth == 1 && !c.guessed && c.tier == Tier::Omitted)
+            // Only certain definitions are ones `get_dependencies` lists.
+            .filter(|c| {
+                c.depth == 1 && c.certainty == Certainty::Certain && c.tier == Tier::Omitted
+            })
             .collect();
         if left.is_empty() {
             return String::new();
@@ -1060,7 +1064,7 @@ impl<'s> Context<'s> {
     fn compose(&self) -> String {
         let names_budget = self.left_out_tokens + self.limit.saturating_sub(self.spent);
         let mut out = String::from(HEADER);
-        for section in [DEFINITIONS, ALSO_USED, MENTIONED, GUESSED] {
+        for section in [DEFINITIONS, ALSO_USED, MENTIONED, CONDITIONAL, GUESSED] {
             let mut shown = self
                 .candidates
                 .iter()

@@ -61,10 +61,22 @@ pub(super) struct Used {
     pub kind: RelationshipType,
     /// For a class: the members the reader uses, in first-use order.
     pub members: Vec<Member>,
+    pub certainty: Certainty,
+}
+
+/// How sure the context is that the lines use a definition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Certainty {
+    /// Resolution found it.
+    Certain,
+    /// One of the definitions a name may be bound to: the module it is
+    /// imported from binds it under a condition (`try`/`except
+    /// ImportError`, `if`), and the program decides which when it runs.
+    Conditional,
     /// Found by its name alone: a member the lines use on a value whose
     /// class is not known, and one of the few project definitions with
     /// that name.
-    pub guessed: bool,
+    Guessed,
 }
 
 /// The definitions `path` uses in `lines`, most useful first, and the
@@ -210,7 +222,9 @@ pub(super) fn used_definitions(
         .collect();
     // A guess stands apart even when its class is in the section: listed
     // among the class's members it would read as certain.
-    used.extend(guessed_members(service, path, &names, &imported, &known));
+    let guessed = guessed_members(service, path, &names, &imported, &known);
+    used.extend(conditional_names(engine, path, &names));
+    used.extend(guessed);
     (used, relationships)
 }
 
@@ -280,7 +294,7 @@ impl Found {
                     base: u.base,
                     kind: u.kind,
                     members: Vec::new(),
-                    guessed: false,
+                    certainty: Certainty::Certain,
                 });
             }
         }
@@ -556,7 +570,7 @@ fn guessed_members(
                 base: false,
                 kind: RelationshipType::FunctionCall,
                 members: Vec::new(),
-                guessed: true,
+                certainty: Certainty::Guessed,
             })
         })
         .collect();
@@ -564,6 +578,39 @@ fn guessed_members(
         (a.first_line, &a.file, &a.symbol).cmp(&(b.first_line, &b.file, &b.symbol))
     });
     guessed
+}
+
+/// The names the lines use that the file imports from a module binding
+/// them conditionally ([`xfile_engine::Engine::conditional_imports`]): each
+/// of that module's definitions of the name, at the name's first use.
+fn conditional_names(engine: &xfile_engine::Engine, path: &str, names: &Names) -> Vec<Used> {
+    let conditional = engine.conditional_imports(path);
+    if conditional.is_empty() {
+        return Vec::new();
+    }
+    let mut first_use: HashMap<&str, u32> = HashMap::new();
+    for name in names.in_lines() {
+        // `x.Jsonb` is some other value's attribute.
+        if !names.before(name).ends_with('.') {
+            first_use.entry(name.text).or_insert(name.line);
+        }
+    }
+    conditional
+        .into_iter()
+        .filter_map(|n| {
+            let line = *first_use.get(n.name.as_str())?;
+            Some(Used {
+                file: n.file,
+                symbol: n.symbol,
+                first_line: line,
+                uses: 1,
+                base: false,
+                kind: RelationshipType::Import,
+                members: Vec::new(),
+                certainty: Certainty::Conditional,
+            })
+        })
+        .collect()
 }
 
 /// The innermost of the sub-project directories `dirs` that holds `path`
