@@ -566,6 +566,19 @@ def dumps(value)  # compat.py:11-12
         section(&service, "app.py", &lines(12, 13)),
         "[Cross-File Context]\n\n---\n\n"
     );
+    // The reader's own `try: from fast import parse` / `except
+    // ImportError: from slow import parse`: both definitions, marked.
+    assert_eq!(
+        section(&service, "app.py", &lines(22, 23)),
+        r#"[Cross-File Context]
+Bound conditionally (a `try`/`except` or an `if` picks one when the program runs; the project's definitions of it):
+def parse(text)  # fast.py:1-2
+def parse(text)  # slow.py:1-2
+
+---
+
+"#
+    );
 }
 
 #[test]

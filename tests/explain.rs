@@ -400,3 +400,27 @@ fn a_warning_left_out_in_a_test_module_is_a_near_miss_that_says_why() {
         "{text}"
     );
 }
+
+#[test]
+fn a_conditional_binding_is_explained_down_to_the_definition_it_may_be() {
+    // compat.py binds Encoder by an import, or by its own class if that
+    // fails: app.py's Encoder may be the class, and says why.
+    assert_eq!(
+        explain(
+            "context_conditional",
+            r#"MayResolve("app.py", "Encoder", _, _)"#
+        ),
+        r#"
+MayResolve(app.py, Encoder, compat.py, Encoder)
+  [rule rules/resolution.dl:69] MayResolve(m, n, df, dn) <- BindsImported(m, n, t, tn), MayResolve(t, tn, df, dn);
+  BindsImported(app.py, Encoder, compat.py, Encoder)
+    [base app.py:1] from compat import Encoder, dumps
+  MayResolve(compat.py, Encoder, compat.py, Encoder)
+    [rule rules/resolution.dl:67] MayResolve(m, n, m, n) <- DefinesConditionally(m, n);
+    DefinesConditionally(compat.py, Encoder)
+      [base compat.py:4] class Encoder:
+
+"#
+        .trim_start()
+    );
+}

@@ -16,12 +16,12 @@ mod links;
 
 use super::datalog::{
     AllIncludes, Annotated, AssignedCall, AssignedName, BaseOf, BaseRef, Binds, BindsImported,
-    CallIn, CallRef, ClassDef, Defines, DynamicSite, EitherCall, EitherHolds, ExprAttr, ExprCall,
-    ExprCls, ExprEither, ExprFixture, ExprInstance, ExprName, ExprSelf, ExprSuper, External,
-    FixtureBefore, HasAll, HasMember, ImportName, ImportStmt, InputFact, IsFixture, IsProperty,
-    MadeBy, MethodCall, Node, OpaqueBase, PatchesAttr, Pattern, ProjectFile, ReadRef,
-    ReturnsAnnotated, ReturnsCall, ReturnsCls, ReturnsSelf, ReturnsSelfVia, RuntimeImport,
-    SetsOnSelf, Site, StarExport, StarImport, Sym,
+    CallIn, CallRef, ClassDef, Defines, DefinesConditionally, DynamicSite, EitherCall, EitherHolds,
+    ExprAttr, ExprCall, ExprCls, ExprEither, ExprFixture, ExprInstance, ExprName, ExprSelf,
+    ExprSuper, External, FixtureBefore, HasAll, HasMember, ImportName, ImportStmt,
+    ImportsConditionally, InputFact, IsFixture, IsProperty, MadeBy, MethodCall, Node, OpaqueBase,
+    PatchesAttr, Pattern, ProjectFile, ReadRef, ReturnsAnnotated, ReturnsCall, ReturnsCls,
+    ReturnsSelf, ReturnsSelfVia, RuntimeImport, SetsOnSelf, Site, StarExport, StarImport, Sym,
 };
 use super::intern::Interner;
 use super::modules::{self, ModuleLoc};
@@ -258,7 +258,8 @@ impl Builder<'_> {
             }
             match self.index.select(&binding.name, usize::MAX) {
                 Selected::One(final_binding) => self.final_binding(name, final_binding),
-                Selected::Ambiguous | Selected::Unbound => {}
+                Selected::Ambiguous => self.conditional_bindings(name, &binding.name),
+                Selected::Unbound => {}
             }
         }
         match &self.semantic.all {
@@ -286,6 +287,39 @@ impl Builder<'_> {
             // a rule derives from what resolves (rules/resolution.dl): names
             // that resolve to nothing would relate nothing anyway.
             DunderAll::Absent => {}
+        }
+    }
+
+    /// The alternatives of a name bound under a condition: the file's own
+    /// def or class, and what its name imports name.
+    fn conditional_bindings(&mut self, name: Sym, text: &str) {
+        let mut defines = false;
+        let alternatives: Vec<&Binding> = self.index.all(text).collect();
+        for binding in alternatives {
+            match binding.kind {
+                BindingKind::Definition => defines = true,
+                BindingKind::Import(index) => {
+                    let Some(import) = self.semantic.imports.get(index as usize) else {
+                        continue;
+                    };
+                    if let Some(ModuleOrName::Name(module, original)) = self.import_binding(import)
+                    {
+                        let node = self.node(&module);
+                        let original = self.interner.sym(&original);
+                        self.facts
+                            .push(InputFact::ImportsConditionally(ImportsConditionally(
+                                self.me, name, node, original,
+                            )));
+                    }
+                }
+                BindingKind::Assignment | BindingKind::Other => {}
+            }
+        }
+        if defines {
+            self.facts
+                .push(InputFact::DefinesConditionally(DefinesConditionally(
+                    self.me, name,
+                )));
         }
     }
 
@@ -932,19 +966,6 @@ enum Selected<'a> {
     Unbound,
 }
 
-/// Which of `names` a module binds last under a condition, with rivals
-/// (`try: from m import X` / `except ImportError: class X`), so that
-/// resolution leaves them unresolved.
-pub(crate) fn bound_conditionally<'n>(
-    semantic: &Semantic,
-    names: impl Iterator<Item = &'n str>,
-) -> FxHashSet<&'n str> {
-    let index = BindingIndex::new(&semantic.bindings);
-    names
-        .filter(|name| matches!(index.select(name, usize::MAX), Selected::Ambiguous))
-        .collect()
-}
-
 /// The module-level bindings by name, so that looking one up costs the
 /// bindings of that name, not all of them: a file binding 100,000 names
 /// (one `from m import (...)`) looks each up once.
@@ -967,6 +988,15 @@ impl<'a> BindingIndex<'a> {
     /// they are one definition, the module variable, however many and
     /// wherever they run, and what it holds is known only when every
     /// assignment agrees (`Declarations`).
+    /// Every module-level binding of `name`, in statement order.
+    fn all(&self, name: &str) -> impl Iterator<Item = &'a Binding> + '_ {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&p| &self.bindings[p])
+    }
+
     fn only_assigned(&self, name: &str) -> bool {
         self.by_name.get(name).is_some_and(|positions| {
             positions

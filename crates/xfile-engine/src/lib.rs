@@ -609,72 +609,31 @@ impl Engine {
             .collect()
     }
 
-    /// The names `path` imports from a project module that binds them more
-    /// than once under a condition (`try: from psycopg import Jsonb` then
+    /// The names `path` binds under a condition, itself or through the
+    /// module it imports them from (`try: from psycopg import Jsonb` then
     /// `except ImportError: class Jsonb`): which binding runs is decided
     /// when the program runs, so resolution gives none ([`imported_names`]
-    /// leaves them out). Each comes with every `def` or `class` of that
-    /// name the module has, one entry per definition name: the candidates
-    /// within the project.
+    /// leaves them out). One entry per project definition the name may be
+    /// (`MayResolve`), the file's own left out.
     ///
     /// [`imported_names`]: Engine::imported_names
     pub fn conditional_imports(&self, path: &str) -> Vec<ImportedName> {
-        let (Some(node), Some(&file)) = (self.interner().find_node(path), self.files.get(path))
-        else {
+        let Some(node) = self.interner().find_node(path) else {
             return Vec::new();
         };
         let interner = self.interner();
-        let resolved = db::file_resolved(&self.db, file);
-        let certain: FxHashSet<datalog::Sym> = semantic::keyed(resolved.resolves(), |t| t.0, node)
+        // No rule of the `file` stage reads these, so they are not in the
+        // file's `resolved` input: read from the stage itself.
+        let stage = db::resolve_stage(&self.db, self.project);
+        semantic::keyed(stage.may_resolve(), |t| t.0, node)
             .iter()
-            .map(|t| t.1)
-            .collect();
-        // The unresolved names by the project module they come from, so
-        // that each module's bindings and definitions are indexed once
-        // (a file may import 100,000 names from one module).
-        let mut wanted: BTreeMap<datalog::Node, Vec<(datalog::Sym, datalog::Sym)>> =
-            BTreeMap::new();
-        for fact in db::file_base_facts(&self.db, self.project, file) {
-            if let datalog::InputFact::BindsImported(binds) = fact
-                && binds.0 == node
-                && !binds.2.is_external()
-                && !certain.contains(&binds.1)
-            {
-                wanted.entry(binds.2).or_default().push((binds.1, binds.3));
-            }
-        }
-        let mut found = Vec::new();
-        for (module, names) in wanted {
-            let module_path = interner.node_text(module);
-            let Some(&module_file) = self.files.get(&*module_path) else {
-                continue;
-            };
-            let originals: Vec<Arc<str>> = names.iter().map(|n| interner.sym_text(n.1)).collect();
-            let conditional = base_facts::bound_conditionally(
-                module_file.semantic(&self.db),
-                originals.iter().map(|o| &**o),
-            );
-            if conditional.is_empty() {
-                continue;
-            }
-            let defined: FxHashSet<&str> = db::module_facts(&self.db, module_file)
-                .definitions
-                .iter()
-                .filter(|d| d.kind != xfile_python::DefinitionKind::Variable)
-                .map(|d| d.qualname.as_str())
-                .filter(|q| conditional.contains(q))
-                .collect();
-            for ((name, _), original) in names.iter().zip(&originals) {
-                if defined.contains(&**original) {
-                    found.push(ImportedName {
-                        name: interner.sym_text(*name).to_string(),
-                        file: module_path.to_string(),
-                        symbol: original.to_string(),
-                    });
-                }
-            }
-        }
-        found
+            .filter(|t| t.2 != node)
+            .map(|t| ImportedName {
+                name: interner.sym_text(t.1).to_string(),
+                file: interner.node_text(t.2).to_string(),
+                symbol: interner.sym_text(t.3).to_string(),
+            })
+            .collect()
     }
 
     /// Whether `path` is a test module (by name, under `tests/`, or by the pytest settings).

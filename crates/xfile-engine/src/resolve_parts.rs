@@ -63,6 +63,8 @@ impl Joins {
             InputFact::Defines(t) => Joins::One(Pair(t.0, t.1)),
             InputFact::Binds(t) => Joins::One(Pair(t.0, t.1)),
             InputFact::BindsImported(t) => Joins::Two(Pair(t.0, t.1), Pair(t.2, t.3)),
+            InputFact::DefinesConditionally(t) => Joins::One(Pair(t.0, t.1)),
+            InputFact::ImportsConditionally(t) => Joins::Two(Pair(t.0, t.1), Pair(t.2, t.3)),
             InputFact::StarImport(t) => Joins::Modules(t.0, t.2),
             InputFact::AllIncludes(t) => Joins::Modules(t.0, t.1),
             // Read only for modules that are star-imported, or whose

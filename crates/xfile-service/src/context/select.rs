@@ -595,7 +595,7 @@ fn conditional_names(engine: &xfile_engine::Engine, path: &str, names: &Names) -
             first_use.entry(name.text).or_insert(name.line);
         }
     }
-    conditional
+    let mut used: Vec<Used> = conditional
         .into_iter()
         .filter_map(|n| {
             let line = *first_use.get(n.name.as_str())?;
@@ -610,7 +610,11 @@ fn conditional_names(engine: &xfile_engine::Engine, path: &str, names: &Names) -
                 certainty: Certainty::Conditional,
             })
         })
-        .collect()
+        .collect();
+    used.sort_by(|a, b| {
+        (a.first_line, &a.file, &a.symbol).cmp(&(b.first_line, &b.file, &b.symbol))
+    });
+    used
 }
 
 /// The innermost of the sub-project directories `dirs` that holds `path`
