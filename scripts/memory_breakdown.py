@@ -3,7 +3,7 @@ of `xfile serve --standalone` after its first index and a few questions, and,
 under heaptrack, the heap still live at that point broken down by structure.
 
 Usage:
-  python3 scripts/memory_breakdown.py TREE [--xfile BIN] [--cold] [--quiet S]
+  python3 scripts/memory_breakdown.py TREE [--xfile BIN] [--cold] [--quiet S | --timeline S]
   python3 scripts/memory_breakdown.py TREE --heaptrack OUT --xfile BIN_SYS
   python3 scripts/memory_breakdown.py --attribute OUT.zst
 
@@ -13,7 +13,10 @@ scratch; without it a second run starts from the warm-start cache the first
 one wrote. The server is initialized, asked `get_dependents` of
 django/db/models/base.py (or `--file`) and `read_with_context` of the same
 file; then VmRSS is sampled every 0.5 s until it has moved less than 1 MB for
-`--quiet` seconds (default 10). Prints one JSON object.
+`--quiet` seconds (default 10). Prints one JSON object. `--timeline S`
+instead samples VmRSS every 0.1 s until S seconds after the server was
+spawned and lists one sample a second ("timeline"), "steady" being the
+last.
 
 `--heaptrack OUT` runs the server under heaptrack's preload library in raw
 mode (OUT.raw.zst; BIN must be a `--features system-alloc` build, so that the
@@ -159,6 +162,7 @@ echo $! > "{args.heaptrack}.pid"
 LD_PRELOAD={lib}/libheaptrack_preload.so DUMP_HEAPTRACK_OUTPUT="{fifo}" exec "{binary}" "$@"
 """)
         os.chmod(wrapper, 0o755)
+    spawned = time.monotonic()
     server = Server(wrapper, args.tree)
     pid = server.proc.pid
     result = {"tree": args.tree, "binary": binary, "cold": args.cold,
@@ -172,7 +176,16 @@ LD_PRELOAD={lib}/libheaptrack_preload.so DUMP_HEAPTRACK_OUTPUT="{fifo}" exec "{b
     result["read_with_context_ms"] = round((time.perf_counter() - t) * 1e3, 1)
     result["read_with_context_chars"] = len(read)
     result["after_questions"] = rss(pid)
-    result["settled_after_s"] = settled(pid, args.quiet)
+    if args.timeline:
+        # A plateau can end late: what a thread frees is given back when it
+        # exits (tokio's blocking threads after 10 s idle).
+        timeline = []
+        while time.monotonic() - spawned < args.timeline:
+            timeline.append((round(time.monotonic() - spawned, 1), rss(pid)["VmRSS"]))
+            time.sleep(0.1)
+        result["timeline"] = timeline[::10]
+    else:
+        result["settled_after_s"] = settled(pid, args.quiet)
     result["steady"] = rss(pid)
     if args.heaptrack:
         os.kill(pid, signal.SIGKILL)
@@ -284,6 +297,7 @@ def main():
     ap.add_argument("--file", default="django/db/models/base.py")
     ap.add_argument("--cold", action="store_true")
     ap.add_argument("--quiet", type=float, default=10.0)
+    ap.add_argument("--timeline", type=float, default=0.0)
     ap.add_argument("--heaptrack", metavar="OUT")
     ap.add_argument("--attribute", metavar="DATA")
     ap.add_argument("--top", type=int, default=0)
