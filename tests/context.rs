@@ -500,7 +500,7 @@ fn methods_called_on_a_value_of_unknown_class_are_guessed_by_a_name_few_define()
     assert_eq!(
         section(&service, "web/middleware.py", &handle),
         r#"[Cross-File Context]
-Guessed by name only (the value's class is not known; the project's only definitions of it):
+Guessed by name only (the value's class is not known; the project's only definitions of it, overrides aside):
 def is_secure(self)  # Request web/request.py:2-3
 def get_host(self)  # Request web/request.py:5-6
 def finish(self)  # Job web/request.py:17-18
@@ -523,8 +523,21 @@ class Request  # web/request.py:1-13
     @property def scheme(self)  # web/request.py:12
 def make()  # web/request.py:25-26
 def finish(self)  # Job web/request.py:17-18
-Guessed by name only (the value's class is not known; the project's only definitions of it):
+Guessed by name only (the value's class is not known; the project's only definitions of it, overrides aside):
 def is_secure(self)  # Request web/request.py:2-3
+def run_query(self, query)  # Compiler web/compilers.py:2-3
+
+---
+
+"#
+    );
+    // Three definitions of run_query, two overriding the first: the one
+    // they override is the guess, whatever subclass the value is.
+    assert_eq!(
+        section(&service, "web/middleware.py", &lines(38, 41)),
+        r#"[Cross-File Context]
+Guessed by name only (the value's class is not known; the project's only definitions of it, overrides aside):
+def run_query(self, query)  # Compiler web/compilers.py:2-3
 
 ---
 

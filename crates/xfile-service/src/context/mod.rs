@@ -147,7 +147,7 @@ const DEFINITIONS: &str = "Definitions these lines use, most relevant first:\n";
 const ALSO_USED: &str = "Also used (name, kind, location):\n";
 const MENTIONED: &str = "Types those signatures mention:\n";
 const CONDITIONAL: &str = "Bound conditionally (a `try`/`except` or an `if` picks one when the program runs; the project's definitions of it):\n";
-const GUESSED: &str = "Guessed by name only (the value's class is not known; the project's only definitions of it):\n";
+const GUESSED: &str = "Guessed by name only (the value's class is not known; the project's only definitions of it, overrides aside):\n";
 const AVAILABLE: &str = "Available in this package:\n";
 const SEPARATOR: &str = "\n---\n\n";
 

@@ -442,9 +442,14 @@ impl<'t> Names<'t> {
     }
 }
 
-/// At most this many project definitions of a name make a guess: more
-/// say nothing about which one the value has.
+/// At most this many unrelated project definitions of a name make a
+/// guess: more say nothing about which one the value has. Overrides of a
+/// guessed method are no rivals: the method they override is the guess.
 const GUESSES: usize = 2;
+
+/// Names with more definitions than this are not looked at for overrides
+/// (each costs a method resolution order).
+const OVERRIDES: usize = 8;
 
 /// Names shorter than this (`d`, `f`, `i` of a date format) are too
 /// common to guess from.
@@ -452,7 +457,7 @@ const SHORTEST: usize = 3;
 
 /// Methods the lines call (`request.is_secure()`) on a value whose class
 /// nothing tells, with a name that at most [`GUESSES`] members of project
-/// classes of its sub-project (tests aside) have, and all of them methods: each of those,
+/// classes of its sub-project (tests aside) have, overrides aside, and all of them methods: each of those,
 /// marked as a guess, first use first. Only calls: an attribute read
 /// (`request.session`) is as likely set from outside the class, where no
 /// definition shows it. Left out: names something certain in the lines
@@ -559,7 +564,9 @@ fn guessed_members(
     }
     let mut guessed: Vec<Used> = found
         .into_iter()
-        .filter(|(_, at)| at.len() <= GUESSES && at.iter().all(|a| a.2 == DefinitionKind::Method))
+        .filter(|(_, at)| at.len() <= OVERRIDES && at.iter().all(|a| a.2 == DefinitionKind::Method))
+        .map(|(name, at)| (name, roots(engine, at)))
+        .filter(|(_, roots)| roots.len() <= GUESSES)
         .flat_map(|(name, at)| {
             let line = wanted[name];
             at.into_iter().map(move |(file, qualname, _)| Used {
@@ -578,6 +585,34 @@ fn guessed_members(
         (a.first_line, &a.file, &a.symbol).cmp(&(b.first_line, &b.file, &b.symbol))
     });
     guessed
+}
+
+/// The definitions of a method name no other of them overrides: the one
+/// method of a hierarchy whatever subclass the value is (its contract),
+/// one per unrelated hierarchy.
+fn roots<'f>(
+    engine: &xfile_engine::Engine,
+    at: Vec<(&'f str, &'f str, DefinitionKind)>,
+) -> Vec<(&'f str, &'f str, DefinitionKind)> {
+    let class = |qualname: &'f str| qualname.rsplit_once('.').map_or(qualname, |(c, _)| c);
+    let overrides: Vec<bool> = at
+        .iter()
+        .map(|&(file, qualname, _)| {
+            let order = engine.mro(file, class(qualname));
+            at.iter().any(|&(other, other_qualname, _)| {
+                (other, other_qualname) != (file, qualname)
+                    && order
+                        .iter()
+                        .skip(1)
+                        .any(|(f, c)| f == other && c == class(other_qualname))
+            })
+        })
+        .collect();
+    at.into_iter()
+        .zip(overrides)
+        .filter(|(_, overrides)| !overrides)
+        .map(|(definition, _)| definition)
+        .collect()
 }
 
 /// The names the lines use that the file imports from a module binding
