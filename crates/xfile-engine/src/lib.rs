@@ -617,7 +617,7 @@ impl Engine {
     /// (`MayResolve`), the file's own left out.
     ///
     /// [`imported_names`]: Engine::imported_names
-    pub fn conditional_imports(&self, path: &str) -> Vec<ImportedName> {
+    pub fn conditional_bindings(&self, path: &str) -> Vec<ImportedName> {
         let Some(node) = self.interner().find_node(path) else {
             return Vec::new();
         };

@@ -457,12 +457,13 @@ const SHORTEST: usize = 3;
 
 /// Methods the lines call (`request.is_secure()`) on a value whose class
 /// nothing tells, with a name that at most [`GUESSES`] members of project
-/// classes of its sub-project (tests aside) have, overrides aside, and all of them methods: each of those,
-/// marked as a guess, first use first. Only calls: an attribute read
-/// (`request.session`) is as likely set from outside the class, where no
-/// definition shows it. Left out: names something certain in the lines
-/// has (`known`), dunder and very short names, the names of builtin and
-/// everyday standard library types' members (`get`, `join`, `write`),
+/// classes of its sub-project (tests aside) have, overrides aside, and all
+/// of them methods: each of those, marked as a guess, first use first.
+/// Only calls: an attribute read (`request.session`) is as likely set from
+/// outside the class, where no definition shows it. Left out: names
+/// something certain in the lines has (`known`), dunder and very short
+/// names, the names of builtin and everyday standard library types'
+/// members (`get`, `join`, `write`),
 /// names the read file defines itself, calls on `self`, `cls` and
 /// `super()` (whose classes are known), and attributes of a name bound to
 /// something outside the project (`os.path.join`).
@@ -615,11 +616,12 @@ fn roots<'f>(
         .collect()
 }
 
-/// The names the lines use that the file imports from a module binding
-/// them conditionally ([`xfile_engine::Engine::conditional_imports`]): each
-/// of that module's definitions of the name, at the name's first use.
+/// The names the lines use that are bound under a condition, in the file
+/// or in the module it imports them from
+/// ([`xfile_engine::Engine::conditional_bindings`]): each project
+/// definition the name may be, at the name's first use.
 fn conditional_names(engine: &xfile_engine::Engine, path: &str, names: &Names) -> Vec<Used> {
-    let conditional = engine.conditional_imports(path);
+    let conditional = engine.conditional_bindings(path);
     if conditional.is_empty() {
         return Vec::new();
     }
