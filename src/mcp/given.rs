@@ -44,17 +44,28 @@ impl Given {
     /// the blocks given before, and a line naming them; `None` when no
     /// definition in it is new. Marks the new ones as given.
     pub(crate) fn strip(&mut self, section: &str) -> Option<String> {
-        let mut kept = String::new();
+        let mut kept: Vec<Vec<&str>> = Vec::new();
         let mut earlier: Vec<String> = Vec::new();
         let mut new = 0;
+        // The heading over the definitions being read: a heading all of
+        // whose definitions were given earlier goes with them.
+        let mut heading: Option<Heading> = None;
         for block in blocks(section) {
             let Some(first) = block.first().filter(|l| is_definition(l)) else {
-                for line in &block {
-                    kept.push_str(line);
-                    kept.push('\n');
+                close(&mut kept, heading.take());
+                if block.first().is_some_and(|l| l.ends_with(':')) {
+                    heading = Some(Heading {
+                        at: kept.len(),
+                        definitions: false,
+                        kept: false,
+                    });
                 }
+                kept.push(block);
                 continue;
             };
+            if let Some(heading) = &mut heading {
+                heading.definitions = true;
+            }
             let hash = hex(&Sha256::digest(block.join("\n").as_bytes())[..8]);
             if self.seen.contains(&hash) {
                 earlier.push(name_of(first));
@@ -62,14 +73,20 @@ impl Given {
             }
             self.seen.push(hash);
             new += 1;
-            for line in &block {
-                kept.push_str(line);
-                kept.push('\n');
+            if let Some(heading) = &mut heading {
+                heading.kept = true;
             }
+            kept.push(block);
         }
+        close(&mut kept, heading);
         if new == 0 {
             return None;
         }
+        let mut kept: String = kept
+            .iter()
+            .flatten()
+            .flat_map(|line| [*line, "\n"])
+            .collect();
         if !earlier.is_empty() {
             kept.push_str(&format!(
                 "Given earlier in this session, unchanged: {}.\n",
@@ -95,6 +112,24 @@ impl Given {
         {
             let _ = std::fs::remove_file(&temporary);
         }
+    }
+}
+
+/// A heading of the section, by its place among the kept blocks, and
+/// whether definitions followed it and whether one of those was kept.
+struct Heading {
+    at: usize,
+    definitions: bool,
+    kept: bool,
+}
+
+/// Drops a heading whose definitions were all given earlier.
+fn close(kept: &mut Vec<Vec<&str>>, heading: Option<Heading>) {
+    if let Some(heading) = heading
+        && heading.definitions
+        && !heading.kept
+    {
+        kept.remove(heading.at);
     }
 }
 
@@ -170,6 +205,21 @@ mod tests {
             given.strip(&changed).as_deref(),
             Some(
                 "[Cross-File Context]\nDefinitions these lines use, most relevant first:\nclass Storage  # app/storage.py:6-16\n    def put(self, row, at)  # app/storage.py:12\nWarnings: 1 circular_import in these lines.\nGiven earlier in this session, unchanged: class User."
+            )
+        );
+    }
+
+    #[test]
+    fn a_heading_whose_definitions_were_all_given_earlier_goes_too() {
+        let mut given = given();
+        let first = "[Cross-File Context]\nDefinitions these lines use, most relevant first:\nclass User(Base)  # app/models.py:15-21";
+        assert_eq!(given.strip(first).as_deref(), Some(first));
+        // A heading over lines that are no definitions stays.
+        let second = "[Cross-File Context]\nDefinitions these lines use, most relevant first:\nclass User(Base)  # app/models.py:15-21\nGuessed by name only (the value's class is not known):\ndef is_secure(self)  # Request web/request.py:2-3\nAvailable in this package:\nviews.py: index, detail";
+        assert_eq!(
+            given.strip(second).as_deref(),
+            Some(
+                "[Cross-File Context]\nGuessed by name only (the value's class is not known):\ndef is_secure(self)  # Request web/request.py:2-3\nAvailable in this package:\nviews.py: index, detail\nGiven earlier in this session, unchanged: class User."
             )
         );
     }
