@@ -43,6 +43,11 @@ Share. Per read, share = (oracle definitions the context names) /
 a share of at least 0.9 on 9 reads of 10. "Pooled" is over all the
 definitions of all reads.
 
+Guesses. The summary counts the definitions listed under the context's
+"Guessed by name only" heading, and how many of them are one of the
+definitions jedi says the read uses (by path:line): jedi is no judge of
+the rest, which it mostly cannot type either.
+
 Misses. Each definition the context does not name gets the shape of its
 first use in the lines (`name`, `module.attr`, `self.attr`, `super().attr`,
 `name.attr` for any other name on the left, `self.a.attr`, `a.b.attr`,
@@ -425,11 +430,47 @@ def measure(read, defs, context, probe_context):
     }
 
 
+GUESSED = "Guessed by name only"
+
+
+def guesses(context):
+    """The (path, line) of each definition the context lists under its
+    guesses' heading."""
+    found, inside = [], False
+    for line in (context or "").splitlines():
+        if line.startswith(GUESSED):
+            inside = True
+        elif inside and (not line.strip() or line.startswith("---")
+                         or (not line.startswith(" ") and line.endswith(":"))):
+            inside = False
+        elif inside and not line.startswith(" "):
+            # A definition's line ends with its location (a warnings or
+            # "Not shown" line after the guesses does not).
+            m = list(LOCATION.finditer(line))
+            if m and m[-1].end() == len(line.rstrip()):
+                found.append((m[-1].group("path"), int(m[-1].group("line"))))
+    return found
+
+
+def guess_summary(records):
+    """How many guesses the contexts show, and how many of them are a
+    definition jedi says the read uses (the rest jedi either cannot type
+    or gives another definition for)."""
+    shown = named = 0
+    for r in records:
+        oracle = {(d["path"], d["line"]) for d in r["definitions"]}
+        for at in guesses(r.get("context")):
+            shown += 1
+            named += at in oracle
+    return {"shown": shown, "jedi_names": named}
+
+
 def summary(records, key="share"):
     shares = [r[key] for r in records if r[key] is not None]
     if not shares:
         return {"measured": 0}
     return {
+        "guesses": guess_summary(records),
         "measured": len(shares),
         "skipped_no_oracle": len(records) - len(shares),
         "at_goal": sum(s >= GOAL for s in shares),
@@ -455,6 +496,8 @@ def print_summary(records, probe):
           f"median {statistics.median(with_vars):.3f}, mean {statistics.mean(with_vars):.3f}")
     cut = sum(1 for r in records if r["left_out"])
     print(f"  contexts with a 'Not shown for the budget' line: {cut}/{len(records)}")
+    g = s["guesses"]
+    print(f"  guesses shown: {g['shown']}, of which jedi names {g['jedi_names']}")
     if probe:
         p = summary(records, "probe_share")
         print(f"  with the section's limit at {probe} tokens: share >= {GOAL} on "
