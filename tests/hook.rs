@@ -254,11 +254,11 @@ fn hook_token_limit_cuts_the_context_at_a_line() {
 #[test]
 fn the_hook_names_what_the_lines_use_within_its_own_limit() {
     let sample = common::copy_sample();
-    std::fs::write(
-        sample.path().join(".cross_file_context_links.yml"),
+    common::write(
+        sample.path(),
+        ".cross_file_context_links.yml",
         "context_token_limit: 80\nenable_injection_logging: false\n",
-    )
-    .expect("write the configuration");
+    );
     let service = xfile::service::Service::open(sample.path()).expect("index the sample");
     let read = service.read_with_context("app/bot.py").expect("read");
     assert!(read.contains("Not shown for the 80-token budget"), "{read}");

@@ -299,16 +299,10 @@ impl Builder<'_> {
             match binding.kind {
                 BindingKind::Definition => defines = true,
                 BindingKind::Import(index) => {
-                    let Some(import) = self.semantic.imports.get(index as usize) else {
-                        continue;
-                    };
-                    if let Some(ModuleOrName::Name(module, original)) = self.import_binding(import)
-                    {
-                        let node = self.node(&module);
-                        let original = self.interner.sym(&original);
+                    if let Some((module, original)) = self.imported_name(index) {
                         self.facts
                             .push(InputFact::ImportsConditionally(ImportsConditionally(
-                                self.me, name, node, original,
+                                self.me, name, module, original,
                             )));
                     }
                 }
@@ -329,18 +323,23 @@ impl Builder<'_> {
                 self.facts.push(InputFact::Defines(Defines(self.me, name)));
             }
             BindingKind::Import(index) => {
-                let Some(import) = self.semantic.imports.get(index as usize) else {
-                    return;
-                };
-                if let Some(ModuleOrName::Name(module, original)) = self.import_binding(import) {
-                    let node = self.node(&module);
-                    let original = self.interner.sym(&original);
+                if let Some((module, original)) = self.imported_name(index) {
                     self.facts.push(InputFact::BindsImported(BindsImported(
-                        self.me, name, node, original,
+                        self.me, name, module, original,
                     )));
                 }
             }
         }
+    }
+
+    /// The module and name that import `index` binds, when it binds a name
+    /// of a module (`from m import x`) rather than a module.
+    fn imported_name(&mut self, index: u32) -> Option<(Node, Sym)> {
+        let import = self.semantic.imports.get(index as usize)?;
+        let ModuleOrName::Name(module, original) = self.import_binding(import)? else {
+            return None;
+        };
+        Some((self.node(&module), self.interner.sym(&original)))
     }
 
     /// What the name import `index` binds refers to, memoized.
@@ -984,10 +983,6 @@ impl<'a> BindingIndex<'a> {
         BindingIndex { bindings, by_name }
     }
 
-    /// Whether every module-level binding of `name` is an assignment: then
-    /// they are one definition, the module variable, however many and
-    /// wherever they run, and what it holds is known only when every
-    /// assignment agrees (`Declarations`).
     /// Every module-level binding of `name`, in statement order.
     fn all(&self, name: &str) -> impl Iterator<Item = &'a Binding> + '_ {
         self.by_name
@@ -997,6 +992,10 @@ impl<'a> BindingIndex<'a> {
             .map(|&p| &self.bindings[p])
     }
 
+    /// Whether every module-level binding of `name` is an assignment: then
+    /// they are one definition, the module variable, however many and
+    /// wherever they run, and what it holds is known only when every
+    /// assignment agrees (`Declarations`).
     fn only_assigned(&self, name: &str) -> bool {
         self.by_name.get(name).is_some_and(|positions| {
             positions

@@ -218,8 +218,7 @@ pub fn read_with_context(
         .map_or(service.config().import_depth, u64::from)
         .clamp(1, MAX_DEPTH);
     let depth = u32::try_from(depth).unwrap_or(1);
-    let mut context = Context::new(service, &path, lines, names_limit, &options.accesses);
-    context.rest = limit;
+    let mut context = Context::new(service, &path, lines, names_limit, limit, &options.accesses);
     context.allocate(depth, options.show_available);
     let (mut out, events) = context.render();
     if options.log
@@ -453,7 +452,7 @@ struct Context<'s> {
     limit: usize,
     /// Where the rest stops (signatures, docstrings, other members): the
     /// limit, or a smaller one when names have more room
-    /// ([`ReadOptions::names_limit`]).
+    /// ([`ReadOptions::names_limit`]); never above `limit`.
     rest: usize,
     /// The naming pass is under way: it may spend up to `limit`.
     naming: bool,
@@ -477,6 +476,7 @@ impl<'s> Context<'s> {
         path: &'s str,
         lines: Lines,
         limit: usize,
+        rest: usize,
         accesses: &Accesses,
     ) -> Self {
         let definitions = Definitions::new(service.engine());
@@ -488,7 +488,7 @@ impl<'s> Context<'s> {
             path,
             lines,
             limit,
-            rest: limit,
+            rest: rest.min(limit),
             naming: false,
             spent: 0,
             candidates: Vec::new(),
@@ -745,7 +745,7 @@ impl<'s> Context<'s> {
     fn fits(&self, extra: usize) -> bool {
         let cap = match self.naming {
             true => self.limit,
-            false => self.rest.min(self.limit),
+            false => self.rest,
         };
         self.spent + extra <= cap
     }
@@ -815,7 +815,7 @@ impl<'s> Context<'s> {
             return;
         }
         let first = self.candidates.len();
-        let base_budget = self.rest.min(self.limit) / BASE_SHARE;
+        let base_budget = self.rest / BASE_SHARE;
         for i in 0..first {
             let candidate = &mut self.candidates[i];
             if !candidate.base {
@@ -953,14 +953,14 @@ impl<'s> Context<'s> {
                         continue;
                     }
                     let used = Used {
-                        file: type_file,
-                        symbol: class,
-                        first_line: 0,
                         uses: 0,
-                        base: false,
-                        kind: RelationshipType::Import,
-                        members: Vec::new(),
-                        certainty: Certainty::Certain,
+                        ..Used::new(
+                            type_file,
+                            class,
+                            0,
+                            RelationshipType::Import,
+                            Certainty::Certain,
+                        )
                     };
                     if let Some(candidate) = self.candidate(&used, hop) {
                         next.push(self.candidates.len());

@@ -64,6 +64,28 @@ pub(super) struct Used {
     pub certainty: Certainty,
 }
 
+impl Used {
+    /// A definition first used at `first_line`, once, with no members yet.
+    pub(super) fn new(
+        file: String,
+        symbol: String,
+        first_line: u32,
+        kind: RelationshipType,
+        certainty: Certainty,
+    ) -> Used {
+        Used {
+            file,
+            symbol,
+            first_line,
+            uses: 1,
+            base: false,
+            kind,
+            members: Vec::new(),
+            certainty,
+        }
+    }
+}
+
 /// How sure the context is that the lines use a definition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Certainty {
@@ -287,14 +309,8 @@ impl Found {
                 self.index
                     .insert((u.file.clone(), u.symbol.clone()), self.items.len());
                 self.items.push(Used {
-                    file: u.file,
-                    symbol: u.symbol,
-                    first_line: u.line,
-                    uses: 1,
                     base: u.base,
-                    kind: u.kind,
-                    members: Vec::new(),
-                    certainty: Certainty::Certain,
+                    ..Used::new(u.file, u.symbol, u.line, u.kind, Certainty::Certain)
                 });
             }
         }
@@ -309,10 +325,7 @@ fn names_used(imported: &[ImportedName], names: &Names) -> Vec<Use> {
     if imported.is_empty() {
         return Vec::new();
     }
-    let mut first_use: HashMap<&str, u32> = HashMap::new();
-    for name in names.in_lines() {
-        first_use.entry(name.text).or_insert(name.line);
-    }
+    let first_use = names.first_uses();
     imported
         .iter()
         .filter_map(|n| {
@@ -417,6 +430,18 @@ impl<'t> Names<'t> {
             .iter()
             .copied()
             .filter(move |n| lines.contains(n.line))
+    }
+
+    /// The line of each name's first use in the lines as a name of its
+    /// own: `x.User` is some value's attribute, not the name `User`.
+    fn first_uses(&self) -> HashMap<&'t str, u32> {
+        let mut first: HashMap<&str, u32> = HashMap::new();
+        for name in self.in_lines() {
+            if !self.before(name).ends_with('.') {
+                first.entry(name.text).or_insert(name.line);
+            }
+        }
+        first
     }
 
     /// Whether `name` is on a line that starts an import statement (the
@@ -570,21 +595,18 @@ fn guessed_members(
         .filter(|(_, roots)| roots.len() <= GUESSES)
         .flat_map(|(name, at)| {
             let line = wanted[name];
-            at.into_iter().map(move |(file, qualname, _)| Used {
-                file: file.to_string(),
-                symbol: qualname.to_string(),
-                first_line: line,
-                uses: 1,
-                base: false,
-                kind: RelationshipType::FunctionCall,
-                members: Vec::new(),
-                certainty: Certainty::Guessed,
+            at.into_iter().map(move |(file, qualname, _)| {
+                Used::new(
+                    file.to_string(),
+                    qualname.to_string(),
+                    line,
+                    RelationshipType::FunctionCall,
+                    Certainty::Guessed,
+                )
             })
         })
         .collect();
-    guessed.sort_by(|a, b| {
-        (a.first_line, &a.file, &a.symbol).cmp(&(b.first_line, &b.file, &b.symbol))
-    });
+    by_first_use(&mut guessed);
     guessed
 }
 
@@ -625,33 +647,29 @@ fn conditional_names(engine: &xfile_engine::Engine, path: &str, names: &Names) -
     if conditional.is_empty() {
         return Vec::new();
     }
-    let mut first_use: HashMap<&str, u32> = HashMap::new();
-    for name in names.in_lines() {
-        // `x.Jsonb` is some other value's attribute.
-        if !names.before(name).ends_with('.') {
-            first_use.entry(name.text).or_insert(name.line);
-        }
-    }
+    let first_use = names.first_uses();
     let mut used: Vec<Used> = conditional
         .into_iter()
         .filter_map(|n| {
             let line = *first_use.get(n.name.as_str())?;
-            Some(Used {
-                file: n.file,
-                symbol: n.symbol,
-                first_line: line,
-                uses: 1,
-                base: false,
-                kind: RelationshipType::Import,
-                members: Vec::new(),
-                certainty: Certainty::Conditional,
-            })
+            Some(Used::new(
+                n.file,
+                n.symbol,
+                line,
+                RelationshipType::Import,
+                Certainty::Conditional,
+            ))
         })
         .collect();
+    by_first_use(&mut used);
+    used
+}
+
+/// In order of first use, then of file and name.
+fn by_first_use(used: &mut [Used]) {
     used.sort_by(|a, b| {
         (a.first_line, &a.file, &a.symbol).cmp(&(b.first_line, &b.file, &b.symbol))
     });
-    used
 }
 
 /// The innermost of the sub-project directories `dirs` that holds `path`

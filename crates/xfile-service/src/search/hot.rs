@@ -115,7 +115,8 @@ impl Service {
         {
             score += 3;
         }
-        if exported.contains(&(entry.file.to_string(), entry.qualname.to_string())) {
+        let is_exported = exported.contains(&(entry.file.to_string(), entry.qualname.to_string()));
+        if is_exported {
             score += 5;
         }
         if entry.kind == Kind::Class {
@@ -123,9 +124,7 @@ impl Service {
         }
         // Naming and kind alone do not make a hot spot: something must use it
         // or export it.
-        if uses < MIN_USES
-            && !exported.contains(&(entry.file.to_string(), entry.qualname.to_string()))
-        {
+        if uses < MIN_USES && !is_exported {
             return 0;
         }
         score

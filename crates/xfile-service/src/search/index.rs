@@ -249,8 +249,10 @@ impl Entry {
             return segment_typos(&query.lower, &self.lower_dotted)
                 .map(|distance| (MatchKind::Fuzzy, distance.min(127) * 2));
         }
-        if query.words.len() > 1 && self.words_any_order(&query.stems) {
-            let extra = self.words().len().saturating_sub(query.words.len());
+        if query.words.len() > 1
+            && let Some(own) = self.words_any_order(&query.stems)
+        {
+            let extra = own.saturating_sub(query.words.len());
             return Some((MatchKind::WordParts, extra.min(255) as u8));
         }
         None
@@ -258,16 +260,17 @@ impl Entry {
 
     /// Whether every query word's base form (`stems`) starts a word of
     /// the qualified name in any order, and one of them a word of the name
-    /// itself.
-    fn words_any_order(&self, stems: &[String]) -> bool {
+    /// itself: then how many words the name has.
+    fn words_any_order(&self, stems: &[String]) -> Option<usize> {
         // Most entries lack a word: ruled out before any word is made.
         if !stems.iter().all(|q| self.lower_dotted.contains(q.as_str())) {
-            return false;
+            return None;
         }
         let own: Vec<String> = self.words().iter().map(|w| stem(w)).collect();
         let all: Vec<String> = words(&self.qualname).iter().map(|w| stem(w)).collect();
         let starts = |list: &[String], q: &str| list.iter().any(|w| w.starts_with(q));
-        stems.iter().all(|q| starts(&all, q)) && stems.iter().any(|q| starts(&own, q))
+        (stems.iter().all(|q| starts(&all, q)) && stems.iter().any(|q| starts(&own, q)))
+            .then_some(own.len())
     }
 }
 
