@@ -483,6 +483,21 @@ Definitions these lines use, most relevant first:
 
 "#
     );
+    // One link from a call: a property of what `Form()` gives.
+    assert_eq!(
+        section(&service, "app.py", &lines(39, 41)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+class Form  # pkg/forms.py:1-12
+    @property def errors(self)  # pkg/forms.py:8
+    label = "form"  # pkg/forms.py:2
+    def clean_field(self, name)  # pkg/forms.py:4
+    def is_valid(self)  # pkg/forms.py:11
+
+---
+
+"#
+    );
 }
 
 #[test]

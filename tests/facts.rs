@@ -229,10 +229,11 @@ class Shape(forms.Form):
         })
         .collect();
     // The base is a base; called attributes are calls; Shape's own
-    // attributes on self, a chain of two through a local (`form.a.b`), an
-    // unknown parameter and a call's result are not recorded; a chain of
-    // two from self (`self.a.b`, a member of what self.a holds) is.
-    // `form` holds the constructor call.
+    // attributes on self, a chain of two through a local (`form.a.b`) and
+    // an unknown parameter are not recorded; a chain of two from self
+    // (`self.a.b`, a member of what self.a holds) and one attribute of a
+    // call's result (`forms.Form().errors`) are. `form` holds the
+    // constructor call.
     assert_eq!(
         reads,
         [
@@ -242,6 +243,7 @@ class Shape(forms.Form):
             (18, "self.a.b".to_string()),
             (19, "super().errors".to_string()),
             (20, "forms.Form().errors".to_string()),
+            (23, "forms.Form().errors".to_string()),
         ]
     );
 }

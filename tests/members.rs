@@ -325,11 +325,12 @@ fn a_local_bound_several_times_holds_the_binding_that_reaches_it_in_straight_lin
             "flow/rebinding.py:46:11 function_call flow/models.py Product 6",
             "flow/rebinding.py:48:15 function_call flow/models.py Order 14",
             "flow/rebinding.py:52:13 function_call flow/models.py Order.total 15",
-            // with: straight on inside; a context manager may swallow an
-            // exception, so what follows relates nothing.
+            // with: straight-line code, as type checkers read a context
+            // manager not known to swallow exceptions...
             "flow/rebinding.py:57:11 function_call flow/models.py Product 6",
             "flow/rebinding.py:59:15 function_call flow/models.py Order 14",
             "flow/rebinding.py:60:13 function_call flow/models.py Order.total 15",
+            "flow/rebinding.py:61:9 function_call flow/models.py Order.total 15",
             // A nested function runs later (item.save() there relates
             // nothing); one that rebinds a local through nonlocal makes it
             // unknown, even bound once.
@@ -344,6 +345,12 @@ fn a_local_bound_several_times_holds_the_binding_that_reaches_it_in_straight_lin
             "flow/rebinding.py:93:11 function_call flow/models.py Product 6",
             "flow/rebinding.py:96:19 function_call flow/models.py Order 14",
             "flow/rebinding.py:97:17 function_call flow/models.py Order.total 15",
+            // ...while after one that is (`suppress`), item may still be
+            // the Order: the item.total() after it relates nothing.
+            "flow/rebinding.py:106:11 function_call flow/models.py Order 14",
+            "flow/rebinding.py:107:9 function_call <stdlib:contextlib> suppress -",
+            "flow/rebinding.py:108:15 function_call flow/models.py Product 6",
+            "flow/rebinding.py:109:13 function_call flow/models.py Product.save 7",
         ]
     );
 }

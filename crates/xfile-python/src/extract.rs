@@ -513,7 +513,8 @@ impl<'src> Extractor<'src> {
     /// attribute of its chain), when it may name a definition for
     /// certain: a name chain headed by a global (`models.CASCADE`, which
     /// resolution follows through modules only), or one attribute of
-    /// `self`, `cls`, `super()` or a local whose class is known
+    /// `self`, `cls`, `super()`, a call (`Q(...).referenced_base_fields`,
+    /// a member of what the call gives) or a local whose class is known
     /// (`form.errors`), or two of `self` or `cls` (`self.form.errors`, a
     /// member of what an attribute of the instance holds). A class's own
     /// attribute read on `self` or `cls` is left out: the lookup finds it
@@ -548,7 +549,7 @@ impl<'src> Extractor<'src> {
                 }
                 NameValue::Local(_) => false,
             },
-            Expr::Call(call) => links == 1 && self.super_call(call).is_some(),
+            Expr::Call(_) => links == 1,
             _ => false,
         };
         if readable && let Some(id) = self.value_expr(expr, None) {
@@ -1581,8 +1582,8 @@ impl<'src> Extractor<'src> {
                         }
                     }
                 }
-                // Straight on inside; a context manager that swallows an
-                // exception ends the body early, so what follows merges.
+                // Straight on inside; when the context manager may swallow
+                // an exception (`flow::may_swallow`), what follows merges.
                 self.suite(&stmt.body);
             }
             Stmt::Match(stmt) => {

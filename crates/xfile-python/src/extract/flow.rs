@@ -3,8 +3,9 @@
 //! it to the use. `form = Form(a); form.is_valid(); form = Form(b);
 //! form.is_valid()` knows both calls' receivers.
 //!
-//! A compound statement (`for`, `while`, `try`, `with`, `match`) can
-//! skip, repeat or leave early any part of its body, so where its branches
+//! A compound statement (`for`, `while`, `try`, `match`, a `with` whose
+//! context manager may swallow an exception) can skip, repeat or leave
+//! early any part of its body, so where its branches
 //! meet again (after it, at a loop's next iteration, in an exception
 //! handler) every local it binds anywhere is forgotten. After an `if`, a
 //! local holds what every path that goes on gives it (one of them,
@@ -14,12 +15,13 @@
 //! it runs later.
 
 use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Expr, Stmt};
+use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{
-    Extractor, Frame, FrameKind, attribute_heads, collect_locals, setattr_object, target_names,
+    Extractor, Frame, FrameKind, attribute_heads, collect_locals, last_name, setattr_object,
+    target_names,
 };
 use crate::facts::ExprId;
 
@@ -78,15 +80,11 @@ impl Extractor<'_> {
     }
 
     pub(super) fn enter<'a>(&mut self, stmt: &'a Stmt) -> Entry<'a> {
-        let compound = matches!(
-            stmt,
-            Stmt::If(_)
-                | Stmt::For(_)
-                | Stmt::While(_)
-                | Stmt::Try(_)
-                | Stmt::With(_)
-                | Stmt::Match(_)
-        );
+        let compound = match stmt {
+            Stmt::If(_) | Stmt::For(_) | Stmt::While(_) | Stmt::Try(_) | Stmt::Match(_) => true,
+            Stmt::With(with) => may_swallow(with),
+            _ => false,
+        };
         let before = match self.function_frame() {
             Some(frame) if compound => frame.reaching.clone(),
             _ => Reaching::default(),
@@ -211,6 +209,42 @@ impl Extractor<'_> {
             frame.reaching = reaching;
         }
     }
+}
+
+/// Context managers whose exit may swallow an exception from the body
+/// (`suppress`, pytest's `raises`, unittest's and Django's `assertRaises*`
+/// and `assertWarns*`; an `ExitStack` when a callback says so), by the
+/// last name of what the `with` calls or names.
+const SWALLOWERS: &[&str] = &[
+    "suppress",
+    "raises",
+    "assertRaises",
+    "assertRaisesRegex",
+    "assertRaisesRegexp",
+    "assertRaisesMessage",
+    "assertWarns",
+    "assertWarnsRegex",
+    "assertWarnsMessage",
+    "ExitStack",
+    "AsyncExitStack",
+];
+
+/// Whether a `with` may leave its body early and go on after it. Type
+/// checkers read a context manager as letting exceptions through unless
+/// its `__exit__` is declared to return `bool`; without types, the known
+/// swallowers above stand for those. Any other `with` body is
+/// straight-line code, so a local it binds keeps its value after it
+/// (`with open(p) as f: data = load(f)`, then `data.items()`). A project
+/// context manager whose `__exit__` returns true is not told apart: none
+/// of Django, Flask, httpx or rich has one.
+fn may_swallow(with: &ast::StmtWith) -> bool {
+    with.items.iter().any(|item| {
+        let manager = match &item.context_expr {
+            Expr::Call(call) => call.func.as_ref(),
+            other => other,
+        };
+        last_name(manager).is_some_and(|name| SWALLOWERS.contains(&name.as_str()))
+    })
 }
 
 /// The names `stmts` bind anywhere outside nested scopes.
