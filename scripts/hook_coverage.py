@@ -188,7 +188,9 @@ class Service:
         # No session: a session's record would leave out what an earlier
         # read of this run was given.
         path = os.path.join(self.tree, rel)
-        return call(self.xfile, self.env, read_payload(path, offset, limit))[1]
+        # The agent works at the top of the tree.
+        payload = read_payload(path, offset, limit, cwd=self.tree)
+        return call(self.xfile, self.env, payload)[1]
 
     def stop(self):
         # The next call must find a service started anew, with the

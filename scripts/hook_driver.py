@@ -4,14 +4,16 @@ answer, timed), and the services of a private runtime directory stopped."""
 import json, os, signal, subprocess, time
 
 
-def read_payload(path, offset=None, limit=None, session=None):
+def read_payload(path, offset=None, limit=None, session=None, cwd=None):
     """A Read of PATH (LIMIT lines from OFFSET, or whole). Without SESSION
-    nothing given before is left out."""
+    nothing given before is left out. CWD is the agent's working directory
+    (the hook serves the project there when PATH is in it); PATH's
+    directory when not given."""
     tool_input = {"file_path": path}
     if offset is not None:
         tool_input["offset"] = offset
         tool_input["limit"] = limit
-    return payload("Read", path, tool_input, {"type": "text"}, session)
+    return payload("Read", path, tool_input, {"type": "text"}, session, cwd)
 
 
 def edit_payload(path, old, new, session=None):
@@ -21,9 +23,9 @@ def edit_payload(path, old, new, session=None):
     return payload("Edit", path, tool_input, {"filePath": path}, session)
 
 
-def payload(tool, path, tool_input, tool_response, session):
+def payload(tool, path, tool_input, tool_response, session, cwd=None):
     call = {
-        "cwd": os.path.dirname(path),
+        "cwd": cwd or os.path.dirname(path),
         "hook_event_name": "PostToolUse",
         "tool_name": tool,
         "tool_input": tool_input,
@@ -59,9 +61,8 @@ def runs_here(pid, runtime):
     return state != "Z" and f"XFILE_RUNTIME_DIR={runtime}".encode() in environ
 
 
-def stop_services(runtime):
-    """Stops the services of RUNTIME (TERM, then KILL), waiting until they
-    are gone; returns the pids that outlived both."""
+def service_pids(runtime):
+    """The pids of RUNTIME's running services."""
     pids = []
     for name in os.listdir(runtime):
         if name.endswith(".pid"):
@@ -71,6 +72,37 @@ def stop_services(runtime):
                 continue
             if runs_here(pid, runtime):
                 pids.append(pid)
+    return pids
+
+
+def settle(runtime, quiet=1.0, patience=120):
+    """Waits until RUNTIME's services have used no CPU for QUIET seconds
+    (their first index's background work done: hot spots, the warm-start
+    cache), at most PATIENCE seconds; returns the seconds waited."""
+    def cpu():
+        total = 0
+        for pid in service_pids(runtime):
+            try:
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total
+    started = time.time()
+    last = cpu()
+    while time.time() - started < patience:
+        time.sleep(quiet)
+        now = cpu()
+        if now == last:
+            break
+        last = now
+    return time.time() - started
+
+
+def stop_services(runtime):
+    """Stops the services of RUNTIME (TERM, then KILL), waiting until they
+    are gone; returns the pids that outlived both."""
+    pids = service_pids(runtime)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:

@@ -483,6 +483,17 @@ Definitions these lines use, most relevant first:
 
 "#
     );
+    // Two links from a parameter of a known class.
+    assert_eq!(
+        section(&service, "app.py", &lines(44, 46)),
+        r#"[Cross-File Context]
+Definitions these lines use, most relevant first:
+@property def errors(self)  # Form pkg/forms.py:8-9
+
+---
+
+"#
+    );
     // One link from a call: a property of what `Form()` gives.
     assert_eq!(
         section(&service, "app.py", &lines(39, 41)),

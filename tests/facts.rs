@@ -229,11 +229,10 @@ class Shape(forms.Form):
         })
         .collect();
     // The base is a base; called attributes are calls; Shape's own
-    // attributes on self, a chain of two through a local (`form.a.b`) and
-    // an unknown parameter are not recorded; a chain of two from self
-    // (`self.a.b`, a member of what self.a holds) and one attribute of a
-    // call's result (`forms.Form().errors`) are. `form` holds the
-    // constructor call.
+    // attributes on self and an unknown parameter are not recorded; a
+    // chain of two from self or a local (`self.a.b`, `form.a.b`: a member
+    // of what an attribute holds) and one attribute of a call's result
+    // (`forms.Form().errors`) are. `form` holds the constructor call.
     assert_eq!(
         reads,
         [
@@ -243,6 +242,7 @@ class Shape(forms.Form):
             (18, "self.a.b".to_string()),
             (19, "super().errors".to_string()),
             (20, "forms.Form().errors".to_string()),
+            (21, "forms.Form().a.b".to_string()),
             (23, "forms.Form().errors".to_string()),
         ]
     );

@@ -120,6 +120,48 @@ fn a_read_gets_the_definitions_its_lines_use_and_no_others() {
     );
 }
 
+#[test]
+fn a_read_in_a_sub_project_is_served_from_the_agents_project() {
+    let tree = common::copy_fixture("sub_projects");
+    std::fs::write(
+        tree.path().join("pyproject.toml"),
+        "[project]\nname = \"mono\"\n",
+    )
+    .expect("write the top marker");
+    let runtime = Runtime::new();
+    let test = tree.path().join("libs/alpha/tests/test_core.py");
+    // Each call in a session of its own, from the agent's `cwd`.
+    let read_from = |cwd: &Path| {
+        let mut call: Value = serde_json::from_str(&read_call(&test, None, None)).expect("JSON");
+        call["cwd"] = json!(cwd);
+        context(&hook(&call.to_string(), &runtime))
+    };
+    // The agent works at the top of the tree: its MCP session serves that
+    // root, and so does the hook, with paths from there.
+    let text = read_from(tree.path());
+    assert!(
+        text.lines()
+            .any(|line| line == "def run()  # libs/alpha/alpha/core.py:5-6"),
+        "{text}"
+    );
+    // An agent working in the sub-project gets the sub-project's root.
+    let text = read_from(&tree.path().join("libs/alpha/tests"));
+    assert!(
+        text.lines()
+            .any(|line| line == "def run()  # alpha/core.py:5-6"),
+        "{text}"
+    );
+    // A file outside the agent's project is served from its own.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    std::fs::write(elsewhere.path().join("pyproject.toml"), "").expect("write a marker");
+    let text = read_from(elsewhere.path());
+    assert!(
+        text.lines()
+            .any(|line| line == "def run()  # alpha/core.py:5-6"),
+        "{text}"
+    );
+}
+
 /// The service a hook used is killed: a later call starts another and
 /// answers again (a call may print nothing while that one indexes, since
 /// the hook answers within its cap or not at all).

@@ -24,6 +24,7 @@ use super::rendezvous;
 use crate::service::context::count_tokens;
 use crate::service::jsonl::LOG_DIR;
 use crate::workspace::config::Config;
+use crate::workspace::marked_root;
 
 /// The name the hook gives itself to the service, which writes no session
 /// record for it.
@@ -222,13 +223,15 @@ impl ToolCall {
         if file.extension().is_none_or(|e| e != "py") || !file.is_file() {
             return None;
         }
-        // The root as the command line finds it, but only a real project:
-        // a file under no marker is nobody's to index.
-        let root = file
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").exists())?
-            .to_path_buf();
+        // The agent's project, when the file is in it: the root its MCP
+        // session serves (`xfile serve` started there), so both share one
+        // service and one set of paths, sub-projects included. Otherwise
+        // the file's own project; a file under no marker is nobody's to
+        // index.
+        let root = agent_project(call)
+            .and_then(|dir| marked_root(&dir))
+            .filter(|root| file.starts_with(root))
+            .or_else(|| marked_root(file.parent()?))?;
         let number = |key: &str| input.get(key).and_then(Value::as_u64);
         let start = number("offset").filter(|&n| n > 0).unwrap_or(1);
         let end = number("limit")
@@ -249,6 +252,20 @@ impl ToolCall {
             session,
         })
     }
+}
+
+/// Set by Claude Code for its hook commands: the project the agent was
+/// started in (the input's `cwd` moves when the agent changes directory).
+const PROJECT_DIR_ENV: &str = "CLAUDE_PROJECT_DIR";
+
+/// The directory the agent works in: `CLAUDE_PROJECT_DIR`, else the
+/// input's `cwd`.
+fn agent_project(call: &Value) -> Option<PathBuf> {
+    let dir = std::env::var_os(PROJECT_DIR_ENV)
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from(call.get("cwd")?.as_str()?)))?;
+    dir.canonicalize().ok()
 }
 
 /// The text of the service's answer to `read`: `read_with_context` for a

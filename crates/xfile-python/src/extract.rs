@@ -513,10 +513,10 @@ impl<'src> Extractor<'src> {
     /// attribute of its chain), when it may name a definition for
     /// certain: a name chain headed by a global (`models.CASCADE`, which
     /// resolution follows through modules only), or one attribute of
-    /// `self`, `cls`, `super()`, a call (`Q(...).referenced_base_fields`,
-    /// a member of what the call gives) or a local whose class is known
-    /// (`form.errors`), or two of `self` or `cls` (`self.form.errors`, a
-    /// member of what an attribute of the instance holds). A class's own
+    /// `super()` or a call (`Q(...).referenced_base_fields`, a member of
+    /// what the call gives), or one or two of `self`, `cls` or a local
+    /// whose value is known (`form.errors`; `self.form.errors` and
+    /// `request.url.scheme`, a member of what an attribute holds). A class's own
     /// attribute read on `self` or `cls` is left out: the lookup finds it
     /// in this file first. Longer chains through instances are left out
     /// too: they rarely resolve, and each link would cost facts in every
@@ -543,8 +543,7 @@ impl<'src> Extractor<'src> {
                                     && !frame.set_on_self.contains(name)
                             })
                         }
-                        ExprKind::SelfOf { .. } | ExprKind::ClassOf { .. } => true,
-                        _ => links == 1,
+                        _ => true,
                     }
                 }
                 NameValue::Local(_) => false,

@@ -84,11 +84,16 @@ impl PathError {
 /// The nearest ancestor of `start` holding `.git` or `pyproject.toml`, else
 /// `start` itself.
 pub fn find_root(start: &Path) -> PathBuf {
+    marked_root(start).unwrap_or_else(|| start.to_path_buf())
+}
+
+/// The nearest ancestor of `start` (itself included) holding `.git` or
+/// `pyproject.toml`, if any.
+pub fn marked_root(start: &Path) -> Option<PathBuf> {
     start
         .ancestors()
         .find(|dir| dir.join(".git").exists() || dir.join("pyproject.toml").exists())
-        .unwrap_or(start)
-        .to_path_buf()
+        .map(Path::to_path_buf)
 }
 
 /// Canonicalizes a root given by the user.
