@@ -150,8 +150,10 @@ fn after_its_first_edit_a_file_edit_does_not_walk_the_other_files_resolutions() 
         ),
     );
     assert_same_as_scratch(&engine);
-    // The file's semantic is low now: the other files' chains read high
-    // inputs only and are verified without visiting their resolutions.
+    // The file's semantic and resolutions are low now, as if it had been
+    // prepared: the other files' chains read high inputs only and are
+    // verified without visiting their resolutions.
+    assert!(!engine.needs_preparing("client.py"));
     let second = edit(&mut engine, text);
     assert_same_as_scratch(&engine);
     // What is left is the edited file's own: its search path and its

@@ -316,7 +316,7 @@ impl Engine {
         {
             tree.add(new);
         }
-        tree.write(&mut self.db);
+        self.walk_due |= tree.write(&mut self.db);
         self.unindexed = Arc::new(paths);
     }
 
@@ -388,6 +388,20 @@ impl Engine {
             file.set_semantic(&mut self.db)
                 .with_durability(durability)
                 .to(semantic);
+            // The first edit of a file of the first index: its `resolved`
+            // input, which the rules will rewrite after this edit, goes low
+            // in the same revision (as `prepare_for_edits` does). Written
+            // over its high value later, it would start a second revision
+            // with a high change, and salsa would walk every file's chain
+            // twice in one update.
+            if self.tree.settled() && !self.prepared.contains(&file) {
+                let resolved = file.resolved(&self.db).clone();
+                file.set_resolved(&mut self.db)
+                    .with_durability(Durability::LOW)
+                    .to(resolved);
+                Arc::make_mut(&mut self.prepared).insert(file);
+                self.walk_due = true;
+            }
         }
     }
 
@@ -396,7 +410,7 @@ impl Engine {
     /// files or lost files (`emptied`): each from its old list, so the
     /// cost is the buckets', not the project's.
     fn sync_file_set(&mut self, added: Vec<(usize, SourceFile)>, mut emptied: Vec<usize>) {
-        Arc::make_mut(&mut self.tree).write(&mut self.db);
+        self.walk_due |= Arc::make_mut(&mut self.tree).write(&mut self.db);
         let buckets = self.project.buckets(&self.db).clone();
         let mut lists: Vec<Option<Vec<SourceFile>>> = vec![None; buckets.len()];
         emptied.extend(added.iter().map(|&(index, _)| index));

@@ -116,6 +116,10 @@ pub struct Engine {
     /// Many files were new at the last [`Engine::resolve`]: the rest of the
     /// analysis runs their rules on all cores.
     many_new: bool,
+    /// An input of the first index was written over its high value: salsa
+    /// will check every file's chain, which `analyze` then does on all
+    /// cores, file by file, instead of one bucket query after another.
+    walk_due: bool,
     /// Files whose `semantic` and `resolved` inputs are low already: made
     /// ready for an edit ([`Engine::prepare_for_edits`]) or added after the
     /// first index.
@@ -173,6 +177,7 @@ impl Engine {
             unindexed: Arc::default(),
             resolved_inputs: Default::default(),
             many_new: false,
+            walk_due: false,
             prepared: Arc::default(),
         }
     }
@@ -299,6 +304,7 @@ impl Engine {
                 |db, &bucket| {
                     db::bucket_project_shares(db, project, bucket);
                     db::bucket_report_shares(db, project, bucket);
+                    semantic::bucket_dependents(db, project, bucket);
                 },
             );
         }
@@ -317,12 +323,14 @@ impl Engine {
     /// snapshot is held (a write waits for every snapshot to be dropped);
     /// the rest of the analysis can then run beside readers.
     fn resolve(&mut self) {
-        let files: Vec<SourceFile> = if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD {
-            self.many_new = true;
-            self.files.values().copied().collect()
-        } else {
-            Vec::new()
-        };
+        let walk = std::mem::take(&mut self.walk_due);
+        let files: Vec<SourceFile> =
+            if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD || walk {
+                self.many_new = true;
+                self.files.values().copied().collect()
+            } else {
+                Vec::new()
+            };
         let project = self.project;
         // Each file's facts, class facts and keys, so that the bucket
         // queries gather on one thread what is already there.
@@ -332,6 +340,19 @@ impl Engine {
                 db::class_facts(db, project, file);
                 db::file_keys(db, project, file);
             });
+        if walk {
+            // The stages' bucket queries, checked (and the edited file's
+            // made again) on all cores before the stages gather them.
+            project
+                .buckets(&self.db)
+                .par_iter()
+                .for_each_with(self.db.clone(), |db, &bucket| {
+                    db::bucket_files_keys(db, project, bucket);
+                    db::bucket_resolve_shares(db, project, bucket);
+                    db::bucket_class_inputs(db, project, bucket);
+                    db::bucket_path_facts(db, project, bucket);
+                });
+        }
         // High durability on the first run, low for a later rewrite
         // (`resolved_inputs.rs`).
         let (changes, first) = self.resolved_inputs.changes(&self.db, project);

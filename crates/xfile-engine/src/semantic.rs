@@ -113,7 +113,11 @@ pub(crate) fn dependents_index(db: &dyn Db, project: Project) -> Vec<(Node, Node
 
 /// One bucket's files' `DependentOf` pairs, sorted.
 #[salsa::tracked(returns(ref))]
-fn bucket_dependents(db: &dyn Db, project: Project, bucket: Bucket) -> Vec<(Node, Node)> {
+pub(crate) fn bucket_dependents(
+    db: &dyn Db,
+    project: Project,
+    bucket: Bucket,
+) -> Vec<(Node, Node)> {
     db.log().executed("bucket_dependents", None);
     let mut pairs: Vec<(Node, Node)> = bucket
         .files(db)

@@ -45,6 +45,8 @@ pub(crate) struct Tree {
 #[derive(Clone, Default)]
 struct Stem {
     input: Option<Entry>,
+    /// The input holds a value the first index wrote (high durability).
+    high: bool,
     /// Module paths at `stem.py` (a path may be both a file and listed as
     /// too large while an update moves it).
     files: usize,
@@ -64,6 +66,8 @@ impl Stem {
 #[derive(Clone, Default)]
 struct Dir {
     input: Option<Directory>,
+    /// The input holds a value the first index wrote (high durability).
+    high: bool,
     stems: BTreeSet<String>,
 }
 
@@ -88,6 +92,7 @@ impl Tree {
             String::new(),
             Dir {
                 input: Some(input),
+                high: true,
                 stems: BTreeSet::new(),
             },
         );
@@ -188,11 +193,15 @@ impl Tree {
     /// Re-run, it reads the new entry instead; were the entry stamped
     /// before that write, salsa would take the new answer for one older
     /// than the importers' memos and keep them.
-    pub(crate) fn write(&mut self, db: &mut Database) {
+    /// Returns whether it wrote over a value of the first index: salsa
+    /// then checks every memo that read a high input.
+    pub(crate) fn write(&mut self, db: &mut Database) -> bool {
         let durability = self.durability(Durability::HIGH);
+        let high = durability == Durability::HIGH;
+        let mut over_high = false;
         let mut new_entries = Vec::new();
         for path in std::mem::take(&mut self.touched_stems) {
-            let Some(stem) = self.stems.get(&path) else {
+            let Some(stem) = self.stems.get_mut(&path) else {
                 continue;
             };
             let kinds = stem.kinds();
@@ -200,6 +209,8 @@ impl Tree {
                 None => new_entries.push((path, kinds)),
                 Some(input) if input.kinds(db) != kinds => {
                     input.set_kinds(db).with_durability(durability).to(kinds);
+                    over_high |= stem.high;
+                    stem.high = high;
                 }
                 Some(_) => {}
             }
@@ -214,6 +225,8 @@ impl Tree {
                 None => new_dirs.push((path, stems)),
                 Some(input) if *input.stems(db) != stems => {
                     input.set_stems(db).with_durability(durability).to(stems);
+                    over_high |= dir.high;
+                    dir.high = high;
                 }
                 Some(_) => {}
             }
@@ -223,6 +236,7 @@ impl Tree {
             db.tree_inputs().insert_entry(path.clone(), input);
             if let Some(stem) = self.stems.get_mut(&path) {
                 stem.input = Some(input);
+                stem.high = high;
             }
         }
         for (path, stems) in new_dirs {
@@ -232,7 +246,9 @@ impl Tree {
             db.tree_inputs().insert_directory(path.clone(), input);
             if let Some(dir) = self.dirs.get_mut(&path) {
                 dir.input = Some(input);
+                dir.high = high;
             }
         }
+        over_high
     }
 }

@@ -2,6 +2,7 @@
 //! [`ExecutionLog`] records it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What salsa did while recording: for tests, `explain_recomputation` and
@@ -28,72 +29,98 @@ pub struct Recomputation {
 /// name inputs by id only, and reports should name files).
 #[derive(Clone, Default)]
 pub(crate) struct ExecutionLog {
-    entries: Arc<Mutex<Option<Recording>>>,
-    /// Whether a recording is on: checked before taking the lock, since
+    entries: Arc<Mutex<Option<Recomputation>>>,
+    /// Whether a recording is on: checked before taking a lock, since
     /// salsa reports every memo it checks (tens of thousands an update).
-    recording: Arc<std::sync::atomic::AtomicBool>,
+    recording: Arc<AtomicBool>,
+    /// The memos salsa reported valid while recording, by shard: each
+    /// thread pushes to its own, so the threads that check memos together
+    /// (a first edit's walk runs on all cores) seldom wait for each other.
+    /// Counted by query when the recording is taken: an update runs over
+    /// several revisions (each input write starts one), and a memo checked
+    /// in two of them is one memo reused.
+    reused: Arc<[Mutex<Shard>; SHARDS]>,
 }
 
-/// A recording in progress. Reused memos are counted by salsa ingredient
-/// (one per query); a query's name is formatted once per recording, not
-/// once per memo (an update re-verifies thousands). An update runs over
-/// several revisions (each input write starts one), and a memo checked in
-/// two of them is one memo reused.
+/// One thread's share of the memos reported valid, and the names of their
+/// queries: salsa formats a key with its query's name only inside its own
+/// callback, so each query's name is kept the first time it comes.
 #[derive(Default)]
-struct Recording {
-    report: Recomputation,
-    reused: rustc_hash::FxHashMap<salsa::IngredientIndex, (String, usize)>,
-    seen: rustc_hash::FxHashSet<salsa::DatabaseKeyIndex>,
+struct Shard {
+    keys: Vec<salsa::DatabaseKeyIndex>,
+    names: rustc_hash::FxHashMap<salsa::IngredientIndex, String>,
+}
+
+/// Shards of [`ExecutionLog::reused`].
+const SHARDS: usize = 8;
+
+/// The shard of the calling thread, given out in turn.
+fn shard() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.with(|shard| *shard)
 }
 
 impl ExecutionLog {
     /// Starts recording (clearing what was recorded before).
     pub(crate) fn start(&self) {
-        *self.lock() = Some(Recording::default());
-        self.recording
-            .store(true, std::sync::atomic::Ordering::Release);
+        for shard in self.reused.iter() {
+            lock(shard).keys.clear();
+        }
+        *lock(&self.entries) = Some(Recomputation::default());
+        self.recording.store(true, Ordering::Release);
     }
 
     /// Stops recording and returns what was recorded.
     pub(crate) fn take(&self) -> Recomputation {
-        self.recording
-            .store(false, std::sync::atomic::Ordering::Release);
-        let Some(recording) = self.lock().take() else {
+        self.recording.store(false, Ordering::Release);
+        let Some(mut report) = lock(&self.entries).take() else {
             return Recomputation::default();
         };
-        let mut report = recording.report;
-        for (name, count) in recording.reused.into_values() {
-            *report.reused.entry(name).or_default() += count;
+        let mut keys: Vec<salsa::DatabaseKeyIndex> = Vec::new();
+        let mut names = rustc_hash::FxHashMap::default();
+        for shard in self.reused.iter() {
+            let mut shard = lock(shard);
+            keys.append(&mut shard.keys);
+            names.extend(shard.names.iter().map(|(k, v)| (*k, v.clone())));
+        }
+        keys.sort_unstable_by_key(|key| (key.ingredient_index(), key.key_index()));
+        keys.dedup();
+        for run in keys.chunk_by(|a, b| a.ingredient_index() == b.ingredient_index()) {
+            let name = names
+                .get(&run[0].ingredient_index())
+                .cloned()
+                .unwrap_or_default();
+            *report.reused.entry(name).or_default() += run.len();
         }
         report
     }
 
     pub(crate) fn record(&self, f: impl FnOnce(&mut Recomputation)) {
-        if !self.recording.load(std::sync::atomic::Ordering::Acquire) {
+        if !self.recording.load(Ordering::Acquire) {
             return;
         }
-        if let Some(recording) = self.lock().as_mut() {
-            f(&mut recording.report);
+        if let Some(report) = lock(&self.entries).as_mut() {
+            f(report);
         }
     }
 
     pub(crate) fn reused(&self, key: salsa::DatabaseKeyIndex) {
-        if !self.recording.load(std::sync::atomic::Ordering::Acquire) {
+        if !self.recording.load(Ordering::Acquire) {
             return;
         }
-        if let Some(recording) = self.lock().as_mut() {
-            if !recording.seen.insert(key) {
-                return;
-            }
-            recording
-                .reused
-                .entry(key.ingredient_index())
-                .or_insert_with(|| {
-                    let key = format!("{key:?}");
-                    (key.split('(').next().unwrap_or_default().to_string(), 0)
-                })
-                .1 += 1;
-        }
+        let mut shard = lock(&self.reused[shard()]);
+        shard.keys.push(key);
+        // A query's name is formatted once, not once per memo.
+        shard
+            .names
+            .entry(key.ingredient_index())
+            .or_insert_with(|| {
+                let key = format!("{key:?}");
+                key.split('(').next().unwrap_or_default().to_string()
+            });
     }
 
     pub(crate) fn executed(&self, query: &str, file: Option<&str>) {
@@ -104,8 +131,8 @@ impl ExecutionLog {
             })
         });
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
-    }
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

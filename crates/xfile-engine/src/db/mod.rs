@@ -64,11 +64,12 @@ use crate::resolve::TreeInputs;
 use crate::resolve_parts::ResolveMemo;
 
 pub(crate) use self::classes::{
-    class_facts, class_slices, class_table, classes_outputs, classes_stage, mro_facts,
+    bucket_class_inputs, class_facts, class_slices, class_table, classes_outputs, classes_stage,
+    mro_facts,
 };
 pub(crate) use self::facts::{
-    all_files, file_base_facts, files_by_node, module_facts, project_facts, search_path_of,
-    test_matcher,
+    all_files, bucket_path_facts, file_base_facts, files_by_node, module_facts, project_facts,
+    search_path_of, test_matcher,
 };
 pub(crate) use self::file::{file_resolved, file_stage};
 pub(crate) use self::inputs::{Bucket, Project, SourceFile};
@@ -76,7 +77,10 @@ pub(crate) use self::log::ExecutionLog;
 pub use self::log::Recomputation;
 pub(crate) use self::project::{bucket_project_shares, cycle_groups, project_stage};
 pub(crate) use self::report::{bucket_report_shares, report_stage};
-pub(crate) use self::resolve::{Slices, file_keys, files_keys, resolve_stage, resolved_slices};
+pub(crate) use self::resolve::{
+    Slices, bucket_files_keys, bucket_resolve_shares, file_keys, files_keys, resolve_stage,
+    resolved_slices,
+};
 pub(crate) use self::stages::{
     StageInputs, add_share, bucket_shares, gathered, per_file, run_stage, whole_project_inputs,
 };
