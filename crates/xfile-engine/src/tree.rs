@@ -38,7 +38,7 @@ pub(crate) struct Tree {
     /// Directories that gained a stem since the last [`Tree::write`].
     touched_dirs: FxHashSet<String>,
     /// Set once the first index was analyzed: inputs written from then on
-    /// are medium.
+    /// are low.
     settled: bool,
 }
 
