@@ -151,6 +151,14 @@ fn a_read_in_a_sub_project_is_served_from_the_agents_project() {
             .any(|line| line == "def run()  # alpha/core.py:5-6"),
         "{text}"
     );
+    // A directory that is no project itself (its marker is above it, as
+    // in a home directory kept in git) leaves the file its own root.
+    let text = read_from(&tree.path().join("libs"));
+    assert!(
+        text.lines()
+            .any(|line| line == "def run()  # alpha/core.py:5-6"),
+        "{text}"
+    );
     // A file outside the agent's project is served from its own.
     let elsewhere = tempfile::tempdir().expect("tempdir");
     std::fs::write(elsewhere.path().join("pyproject.toml"), "").expect("write a marker");

@@ -223,14 +223,15 @@ impl ToolCall {
         if file.extension().is_none_or(|e| e != "py") || !file.is_file() {
             return None;
         }
-        // The agent's project, when the file is in it: the root its MCP
-        // session serves (`xfile serve` started there), so both share one
-        // service and one set of paths, sub-projects included. Otherwise
-        // the file's own project; a file under no marker is nobody's to
-        // index.
+        // The agent's project, when it is one (it holds the marker) and the
+        // file is in it: the root its MCP session serves, so both share one
+        // service and one set of paths, sub-projects included. A marker
+        // found above the agent's directory is not taken: a home directory
+        // kept in git would make every Read index the whole home.
+        // Otherwise the file's own project; a file under no marker is
+        // nobody's to index.
         let root = agent_project(call)
-            .and_then(|dir| marked_root(&dir))
-            .filter(|root| file.starts_with(root))
+            .filter(|dir| file.starts_with(dir) && marked_root(dir).as_deref() == Some(dir))
             .or_else(|| marked_root(file.parent()?))?;
         let number = |key: &str| input.get(key).and_then(Value::as_u64);
         let start = number("offset").filter(|&n| n > 0).unwrap_or(1);
