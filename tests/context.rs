@@ -472,28 +472,21 @@ class Form  # pkg/forms.py:1-12
 
 "#
     );
-    // Two links from self: a property of what self.form holds.
-    assert_eq!(
-        section(&service, "app.py", &lines(34, 36)),
-        r#"[Cross-File Context]
+    // Two links, from self (lines 34-36) and from a parameter of a known
+    // class (lines 44-46): a property of what the attribute holds.
+    for (first, last) in [(34, 36), (44, 46)] {
+        assert_eq!(
+            section(&service, "app.py", &lines(first, last)),
+            r#"[Cross-File Context]
 Definitions these lines use, most relevant first:
 @property def errors(self)  # Form pkg/forms.py:8-9
 
 ---
 
-"#
-    );
-    // Two links from a parameter of a known class.
-    assert_eq!(
-        section(&service, "app.py", &lines(44, 46)),
-        r#"[Cross-File Context]
-Definitions these lines use, most relevant first:
-@property def errors(self)  # Form pkg/forms.py:8-9
-
----
-
-"#
-    );
+"#,
+            "lines {first}-{last}"
+        );
+    }
     // One link from a call: a property of what `Form()` gives.
     assert_eq!(
         section(&service, "app.py", &lines(39, 41)),

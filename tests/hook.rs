@@ -130,44 +130,38 @@ fn a_read_in_a_sub_project_is_served_from_the_agents_project() {
     .expect("write the top marker");
     let runtime = Runtime::new();
     let test = tree.path().join("libs/alpha/tests/test_core.py");
-    // Each call in a session of its own, from the agent's `cwd`.
-    let read_from = |cwd: &Path| {
+    // Each call in a session of its own, from the agent's `cwd`: the
+    // context's line for `run`, the definition the file uses.
+    let run_line = |cwd: &Path| {
         let mut call: Value = serde_json::from_str(&read_call(&test, None, None)).expect("JSON");
         call["cwd"] = json!(cwd);
-        context(&hook(&call.to_string(), &runtime))
+        let text = context(&hook(&call.to_string(), &runtime));
+        match text.lines().find(|line| line.starts_with("def run()")) {
+            Some(line) => line.to_string(),
+            None => text,
+        }
     };
     // The agent works at the top of the tree: its MCP session serves that
     // root, and so does the hook, with paths from there.
-    let text = read_from(tree.path());
-    assert!(
-        text.lines()
-            .any(|line| line == "def run()  # libs/alpha/alpha/core.py:5-6"),
-        "{text}"
+    assert_eq!(
+        run_line(tree.path()),
+        "def run()  # libs/alpha/alpha/core.py:5-6"
     );
-    // An agent working in the sub-project gets the sub-project's root.
-    let text = read_from(&tree.path().join("libs/alpha/tests"));
-    assert!(
-        text.lines()
-            .any(|line| line == "def run()  # alpha/core.py:5-6"),
-        "{text}"
-    );
-    // A directory that is no project itself (its marker is above it, as
-    // in a home directory kept in git) leaves the file its own root.
-    let text = read_from(&tree.path().join("libs"));
-    assert!(
-        text.lines()
-            .any(|line| line == "def run()  # alpha/core.py:5-6"),
-        "{text}"
-    );
+    // An agent working inside the sub-project, in a directory with no
+    // marker of its own, and one working in a directory that is no project
+    // itself (its marker is above it, as in a home directory kept in git),
+    // leave the file its own root: the sub-project.
+    for cwd in ["libs/alpha/tests", "libs"] {
+        assert_eq!(
+            run_line(&tree.path().join(cwd)),
+            "def run()  # alpha/core.py:5-6",
+            "from {cwd}"
+        );
+    }
     // A file outside the agent's project is served from its own.
     let elsewhere = tempfile::tempdir().expect("tempdir");
     std::fs::write(elsewhere.path().join("pyproject.toml"), "").expect("write a marker");
-    let text = read_from(elsewhere.path());
-    assert!(
-        text.lines()
-            .any(|line| line == "def run()  # alpha/core.py:5-6"),
-        "{text}"
-    );
+    assert_eq!(run_line(elsewhere.path()), "def run()  # alpha/core.py:5-6");
 }
 
 /// The service a hook used is killed: a later call starts another and

@@ -395,12 +395,7 @@ impl Engine {
             // with a high change, and salsa would walk every file's chain
             // twice in one update.
             if self.tree.settled() && !self.prepared.contains(&file) {
-                let resolved = file.resolved(&self.db).clone();
-                file.set_resolved(&mut self.db)
-                    .with_durability(Durability::LOW)
-                    .to(resolved);
-                Arc::make_mut(&mut self.prepared).insert(file);
-                self.walk_due = true;
+                self.lower_resolved(file);
             }
         }
     }

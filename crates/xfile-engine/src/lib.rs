@@ -113,8 +113,9 @@ pub struct Engine {
     unindexed: Arc<Vec<String>>,
     /// What every file's `resolved` input was last written from.
     resolved_inputs: resolved_inputs::ResolvedInputs,
-    /// Many files were new at the last [`Engine::resolve`]: the rest of the
-    /// analysis runs their rules on all cores.
+    /// Many files were new at the last [`Engine::resolve`], or every file's
+    /// chain was to be checked (`walk_due`): the rest of the analysis runs
+    /// every file's rules on all cores.
     many_new: bool,
     /// An input of the first index was written over its high value: salsa
     /// will check every file's chain, which `analyze` then does on all
@@ -239,18 +240,27 @@ impl Engine {
                 continue;
             }
             let file = self.files[path];
-            Arc::make_mut(&mut self.prepared).insert(file);
             let semantic = file.semantic(&self.db).clone();
             file.set_semantic(&mut self.db)
                 .with_durability(Durability::LOW)
                 .to(semantic);
-            let resolved = file.resolved(&self.db).clone();
-            file.set_resolved(&mut self.db)
-                .with_durability(Durability::LOW)
-                .to(resolved);
+            self.lower_resolved(file);
             written += 1;
         }
         written
+    }
+
+    /// Writes `file`'s `resolved` input again, unchanged, at low durability,
+    /// and counts the file prepared: the write over the first index's high
+    /// value, which makes salsa check every file's chain once, so that
+    /// [`Engine::analyze`] does that check on all cores (`walk_due`).
+    pub(crate) fn lower_resolved(&mut self, file: SourceFile) {
+        let resolved = file.resolved(&self.db).clone();
+        file.set_resolved(&mut self.db)
+            .with_durability(Durability::LOW)
+            .to(resolved);
+        Arc::make_mut(&mut self.prepared).insert(file);
+        self.walk_due = true;
     }
 
     pub fn test_patterns(&self) -> &TestPatterns {
@@ -324,23 +334,21 @@ impl Engine {
     /// the rest of the analysis can then run beside readers.
     fn resolve(&mut self) {
         let walk = std::mem::take(&mut self.walk_due);
-        let files: Vec<SourceFile> =
-            if std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD || walk {
-                self.many_new = true;
-                self.files.values().copied().collect()
-            } else {
-                Vec::new()
-            };
+        let many = std::mem::take(&mut self.unanalyzed) >= PARALLEL_THRESHOLD;
+        // Either way the later stages run on all cores too.
+        self.many_new = many || walk;
         let project = self.project;
-        // Each file's facts, class facts and keys, so that the bucket
-        // queries gather on one thread what is already there.
-        files
-            .par_iter()
-            .for_each_with(self.db.clone(), |db, &file| {
-                db::class_facts(db, project, file);
-                db::file_keys(db, project, file);
-            });
-        if walk {
+        if many {
+            // Each file's facts, class facts and keys, so that the bucket
+            // queries gather on one thread what is already there.
+            let files: Vec<SourceFile> = self.files.values().copied().collect();
+            files
+                .par_iter()
+                .for_each_with(self.db.clone(), |db, &file| {
+                    db::class_facts(db, project, file);
+                    db::file_keys(db, project, file);
+                });
+        } else if walk {
             // The stages' bucket queries, checked (and the edited file's
             // made again) on all cores before the stages gather them.
             project
@@ -639,10 +647,10 @@ impl Engine {
     ///
     /// [`imported_names`]: Engine::imported_names
     pub fn conditional_bindings(&self, path: &str) -> Vec<ImportedName> {
-        let Some(node) = self.interner().find_node(path) else {
+        let interner = self.interner();
+        let Some(node) = interner.find_node(path) else {
             return Vec::new();
         };
-        let interner = self.interner();
         // No rule of the `file` stage reads these, so they are not in the
         // file's `resolved` input: read from the stage itself.
         let stage = db::resolve_stage(&self.db, self.project);
