@@ -62,7 +62,15 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Relationships where FILE is the source.
-    Deps { file: String },
+    Deps {
+        file: String,
+        /// Only imports, each to the module file its statement names, from
+        /// the import graph alone: on a tree with no cache, answered without
+        /// indexing calls and classes (FILE's text is the only one parsed).
+        /// Re-exports are not followed (no `defined_in`).
+        #[arg(long)]
+        imports: bool,
+    },
     /// Relationships where FILE is the target.
     Dependents {
         file: String,
@@ -70,6 +78,10 @@ enum Command {
         /// `User.save`); a class takes in its members.
         #[arg(long)]
         symbol: Option<String>,
+        /// Only imports that name the module FILE, from the import graph
+        /// alone (no calls or classes indexed; re-exports not followed).
+        #[arg(long, conflicts_with = "symbol")]
+        imports: bool,
     },
     /// Who calls SYMBOL (`path::Qualified.name`, a dotted name such as
     /// app.models.User.save, or a name only one definition has, such as
@@ -381,6 +393,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
             status: 1,
         });
     }
+    if let Command::Deps {
+        file,
+        imports: true,
+    }
+    | Command::Dependents {
+        file,
+        imports: true,
+        ..
+    } = &cli.command
+    {
+        let root = workspace::canonical_root(&root)?;
+        let file = file_arg(&root, file)?;
+        let relationships = if matches!(cli.command, Command::Deps { .. }) {
+            crate::service::import_graph::dependencies(&root, &file)?
+        } else {
+            crate::service::import_graph::dependents(&root, &file)?
+        };
+        return print_relationships(&mut std::io::stdout().lock(), &relationships, cli.json);
+    }
     if cache::answered(&cli.command, &root, cli.json)? {
         return Ok(());
     }
@@ -451,12 +482,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 None => writeln!(out, "{json}")?,
             }
         }
-        Command::Deps { file } => print_relationships(
+        Command::Deps { file, .. } => print_relationships(
             &mut out,
             &service.dependencies(&file_arg(&file)?)?,
             cli.json,
         )?,
-        Command::Dependents { file, symbol } => {
+        Command::Dependents { file, symbol, .. } => {
             let file = file_arg(&file)?;
             let dependents = match symbol {
                 Some(symbol) => service.dependents_of_symbol(&file, &symbol)?,

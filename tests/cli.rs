@@ -99,6 +99,51 @@ fn dependents_follow_reexports_to_the_defining_file_fr18() {
     );
 }
 
+/// `--imports` answers from the import graph alone: the modules the
+/// statements name, with no re-export followed, so `app/bot.py`'s import of
+/// `retry_with_backoff` through `app/utils/__init__.py` is not among the
+/// dependents of `app/utils/retry.py`, where the full answer has it.
+#[test]
+fn imports_alone_name_the_modules_the_statements_name() {
+    let (status, full) = xfile(&["deps", "app/bot.py"]);
+    assert_eq!(status, 0);
+    let (status, imports) = xfile(&["deps", "--imports", "app/bot.py"]);
+    assert_eq!(status, 0);
+    let rows = |json: &serde_json::Value| -> Vec<(u64, String)> {
+        json.as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["relationship_type"] == "import")
+            .map(|r| {
+                let line = r["line_number"].as_u64().unwrap();
+                (line, r["target_file"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    assert_eq!(rows(&imports), rows(&full));
+    assert_eq!(rows(&imports).len(), imports.as_array().unwrap().len());
+    assert!(
+        rows(&imports)
+            .iter()
+            .any(|(_, t)| t == "app/utils/__init__.py")
+    );
+    let imports = imports.as_array().unwrap();
+    assert!(
+        imports
+            .iter()
+            .all(|r| r["metadata"]["defined_in"].is_null())
+    );
+    let (status, importers) = xfile(&["dependents", "--imports", "app/utils/retry.py"]);
+    assert_eq!(status, 0);
+    assert_eq!(
+        rows(&importers),
+        [(2, "app/utils/retry.py".to_string())],
+        "{importers:#}"
+    );
+    let (status, _) = xfile(&["dependents", "--imports", "--symbol", "x", "app/models.py"]);
+    assert_eq!(status, 2, "--imports and --symbol together are refused");
+}
+
 #[test]
 fn query_filters_any_relation_and_explains_bad_patterns() {
     let (status, result) = xfile(&["query", r#"Inherits("app/admin.py", _, _, _)"#]);
@@ -153,6 +198,7 @@ fn read_only_commands_write_nothing_into_the_project() {
         for args in [
             vec!["read", "app/bot.py"],
             vec!["deps", "app/bot.py"],
+            vec!["deps", "--imports", "app/bot.py"],
             vec!["query", "Calls(_, _, _, _)"],
             vec!["explain", "DependsOn(\"app/bot.py\", \"app/models.py\")"],
         ] {

@@ -156,3 +156,66 @@ fn a_real_tree_agrees_between_dependencies_and_dependents() {
     let compared = assert_consistent(&service);
     assert!(compared > 500, "only {compared} relationships compared");
 }
+
+/// The import graph's stage alone (`xfile deps --imports`, `dependents
+/// --imports`, which parse only the files the answer reads) gives every
+/// import the full index gives, as the full index gives it but for what
+/// following re-exports adds.
+#[test]
+fn the_import_graph_alone_gives_every_import_of_the_full_index() {
+    use xfile::service::import_graph;
+    use xfile::service::model::{Relationship, RelationshipType};
+    // A full answer's import as the import graph has it: no re-export
+    // followed.
+    let unfollowed = |r: &Relationship| {
+        let mut r = r.clone();
+        r.target_line = None;
+        r.metadata.defined_in = None;
+        line(&r)
+    };
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut roots: Vec<_> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    roots.sort();
+    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample_project"));
+    let (mut compared, mut outward) = (0, 0);
+    for root in roots {
+        let Ok(service) = Service::open(&root) else {
+            continue;
+        };
+        for file in service.engine().paths() {
+            let imports = |rs: Vec<Relationship>| -> Vec<String> {
+                rs.iter()
+                    .filter(|r| r.relationship_type == RelationshipType::Import)
+                    .map(unfollowed)
+                    .collect()
+            };
+            let full = imports(service.dependencies(file).unwrap());
+            let staged = import_graph::dependencies(&root, file).unwrap();
+            assert!(staged.iter().all(|r| r.metadata.defined_in.is_none()));
+            assert_eq!(
+                staged.iter().map(line).collect::<Vec<_>>(),
+                full,
+                "{}: imports of {file}",
+                root.display()
+            );
+            compared += full.len();
+            let mut full: Vec<String> = imports(service.dependents(file).unwrap())
+                .into_iter()
+                .filter(|l| l.split(' ').nth(2) == Some(file))
+                .collect();
+            full.sort();
+            let mut staged: Vec<String> = import_graph::dependents(&root, file)
+                .unwrap()
+                .iter()
+                .map(line)
+                .collect();
+            staged.sort();
+            assert_eq!(staged, full, "{}: importers of {file}", root.display());
+            outward += full.len();
+        }
+    }
+    assert!(compared > 300 && outward > 100, "{compared} and {outward}");
+}

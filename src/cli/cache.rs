@@ -134,8 +134,8 @@ fn blames_text(root: &Path, blames: &blame_store::Usage) -> String {
 /// as a fresh index would: the answers never stand in for an error).
 pub(super) fn answered(command: &Command, root: &Path, json: bool) -> Result<bool, Failure> {
     let (file, symbol, dependents) = match command {
-        Command::Deps { file } => (file, None, false),
-        Command::Dependents { file, symbol } => (file, symbol.as_deref(), true),
+        Command::Deps { file, .. } => (file, None, false),
+        Command::Dependents { file, symbol, .. } => (file, symbol.as_deref(), true),
         _ => return Ok(false),
     };
     let Ok(root) = workspace::canonical_root(root) else {

@@ -134,6 +134,14 @@ impl Engine {
         applied
     }
 
+    /// Writes `change` into the inputs and makes each written file's facts,
+    /// without name resolution or rules: the first stage of an index, on
+    /// which [`Engine::imports_from`] answers (the import graph). The other
+    /// answers wait for [`Engine::analyze`], which completes the index.
+    pub fn apply_files(&mut self, change: Change) -> Applied {
+        self.write(change)
+    }
+
     /// Writes the inputs `change` names: the settings, then the removals
     /// and the texts, each with one change to the file set, then the
     /// unindexed paths.

@@ -443,6 +443,34 @@ impl Engine {
         }
     }
 
+    /// The imports of `path`, each to the module file (or marker) its
+    /// statement names, from that file's facts and the module tree alone:
+    /// no re-export is followed (`symbol` and `defined_in` are `None`), so
+    /// this needs neither the other files' texts nor the rules. The import
+    /// references of [`Engine::references_from`] are the same, with those
+    /// two filled in.
+    pub fn imports_from(&self, path: &str) -> Vec<Reference> {
+        let Some(&file) = self.files.get(path) else {
+            return Vec::new();
+        };
+        let mut imports: Vec<Reference> = db::file_base_facts(&self.db, self.project, file)
+            .iter()
+            .filter_map(|fact| match fact {
+                datalog::InputFact::ImportStmt(stmt) => Some(Reference {
+                    source: stmt.0,
+                    site: stmt.1,
+                    kind: RefKind::Import,
+                    target: stmt.2,
+                    symbol: None,
+                    defined_in: None,
+                }),
+                _ => None,
+            })
+            .collect();
+        imports.sort_unstable();
+        imports
+    }
+
     /// The references of other files that point into `path`: they target
     /// it, or (imports) reach a definition in it through re-exports. Only
     /// the files `DependentOf` lists are read, so this costs what the

@@ -19,6 +19,7 @@ mod git_cache;
 pub mod graph;
 pub mod history;
 pub mod impact;
+pub mod import_graph;
 pub(crate) mod injections;
 pub mod jsonl;
 pub mod links;
@@ -160,96 +161,36 @@ impl Service {
     /// Like [`Service::open`], reporting each phase to `progress`.
     pub fn open_with_progress(root: &Path, progress: &dyn Fn(&str)) -> Result<Service, PathError> {
         let started = Instant::now();
-        // Before anything is read: what the warm-start answers are true of.
-        let read_from = warm::now();
-        let root = workspace::canonical_root(root)?;
-        warm::prepare(&root);
-        let (config, config_notices) = Config::load(&root);
-        let mut notices: Vec<Notice> = config_notices
-            .into_iter()
-            .map(|message| Notice {
-                path: workspace::config::CONFIG_FILE.to_string(),
-                kind: NoticeKind::Config,
-                message,
-            })
-            .collect();
-        progress("discovering files");
-        let phase = Instant::now();
-        let discovery = workspace::discover::discover(&root, &config.ignore_patterns);
-        let discover_ms = elapsed_ms(phase);
-        let unindexed = too_large(&discovery.notices);
-        notices.extend(discovery.notices);
-        let dirs: BTreeSet<PathBuf> = discovery.dirs.into_iter().collect();
-        let markers: BTreeSet<String> = discovery.markers.into_iter().collect();
-        // Where the packaging metadata and the test settings put packages:
-        // searched after the configured roots.
-        let mut config = config;
-        let (package_roots, roots_notice) =
-            workspace::package_roots::find(&root, &markers, &discovery.files);
-        for found in package_roots {
-            if !config.extra_search_paths.contains(&found.dir) {
-                config.extra_search_paths.push(found.dir);
-            }
-        }
-        notices.extend(roots_notice);
-        progress(&format!("analyzing {} files", discovery.files.len()));
+        let Gathered {
+            root,
+            read_from,
+            config,
+            mut notices,
+            discover_ms,
+            dirs,
+            markers,
+            stamps,
+            sub_projects,
+            warm_key,
+            files,
+            settings,
+        } = Gathered::read(root, progress)?;
+        progress(&format!("analyzing {} files", files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
-        let (pytest, pytest_problems) = workspace::pytest::load(&root);
-        notices.extend(pytest_problems.into_iter().map(|(path, message)| Notice {
-            path,
-            kind: NoticeKind::Config,
-            message,
-        }));
-        let sub_projects = workspace::discover::sub_project_dirs(&markers);
-        let warm_key = warm::Key::new(&config, &sub_projects);
-        let sub_projects_seen = sub_projects.clone();
-        let (entry_points, entry_point_notices) = links::declared_entry_points(&root, &markers);
-        notices.extend(entry_point_notices);
         let phase = Instant::now();
-        let stamps = discovery
-            .files
-            .iter()
-            .map(|f| (f.path.clone(), f.stamp))
-            .collect();
         let cached = warm::load(&root, &warm_key);
-        let (files, warm) = cached.attach(
-            discovery
-                .files
-                .into_iter()
-                .map(|f| (f.path, f.text))
-                .collect(),
-        );
+        let (files, warm) = cached.attach(files);
         if let Some(notice) = &warm.notice {
             tracing::warn!("{notice}");
         }
-        let applied = engine.apply(Change {
-            files,
-            sub_projects: Some(sub_projects),
-            unindexed: Some(unindexed),
-            entry_points: Some(entry_points),
-            test_patterns: Some(TestPatterns {
-                python_files: pytest.python_files,
-                testpaths: pytest.testpaths,
-            }),
-            layers: Some(
-                config
-                    .layers
-                    .iter()
-                    .map(|l| Layer {
-                        name: l.name.clone(),
-                        globs: l.globs.clone(),
-                    })
-                    .collect(),
-            ),
-            ..Change::default()
-        });
+        let applied = engine.apply(Change { files, ..settings });
         let analyze_ms = ms(applied.analysis_time);
         let parse_ms = elapsed_ms(phase) - analyze_ms;
         let tree = warm::answers::Tree {
             read_from,
             watched: warm::watched(&root, &dirs, &markers, &notices),
             dirs: dirs.iter().cloned().collect(),
-            sub_projects: sub_projects_seen,
+            sub_projects,
             budget: usize::try_from(config.answer_token_limit).unwrap_or(usize::MAX),
         };
         let writer = warm::Writer::new(&root, warm_key, tree).map(Arc::new);
@@ -700,6 +641,113 @@ pub(crate) fn ms(duration: Duration) -> f64 {
 
 fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
+}
+
+/// What an index reads before the engine runs: the configuration, every
+/// Python file's text, and the settings the module tree depends on.
+struct Gathered {
+    root: PathBuf,
+    /// When the reading began: what the warm-start answers are true of.
+    read_from: i64,
+    config: Config,
+    notices: Vec<Notice>,
+    discover_ms: f64,
+    dirs: BTreeSet<PathBuf>,
+    markers: BTreeSet<String>,
+    stamps: FxHashMap<String, Stamp>,
+    sub_projects: Vec<String>,
+    warm_key: warm::Key,
+    files: Vec<(String, String)>,
+    /// The engine's settings, as a change with no files.
+    settings: Change,
+}
+
+impl Gathered {
+    fn read(root: &Path, progress: &dyn Fn(&str)) -> Result<Gathered, PathError> {
+        let read_from = warm::now();
+        let root = workspace::canonical_root(root)?;
+        warm::prepare(&root);
+        let (mut config, config_notices) = Config::load(&root);
+        let mut notices: Vec<Notice> = config_notices
+            .into_iter()
+            .map(|message| Notice {
+                path: workspace::config::CONFIG_FILE.to_string(),
+                kind: NoticeKind::Config,
+                message,
+            })
+            .collect();
+        progress("discovering files");
+        let phase = Instant::now();
+        let discovery = workspace::discover::discover(&root, &config.ignore_patterns);
+        let discover_ms = elapsed_ms(phase);
+        let unindexed = too_large(&discovery.notices);
+        notices.extend(discovery.notices);
+        let dirs: BTreeSet<PathBuf> = discovery.dirs.into_iter().collect();
+        let markers: BTreeSet<String> = discovery.markers.into_iter().collect();
+        // Where the packaging metadata and the test settings put packages:
+        // searched after the configured roots.
+        let (package_roots, roots_notice) =
+            workspace::package_roots::find(&root, &markers, &discovery.files);
+        for found in package_roots {
+            if !config.extra_search_paths.contains(&found.dir) {
+                config.extra_search_paths.push(found.dir);
+            }
+        }
+        notices.extend(roots_notice);
+        let (pytest, pytest_problems) = workspace::pytest::load(&root);
+        notices.extend(pytest_problems.into_iter().map(|(path, message)| Notice {
+            path,
+            kind: NoticeKind::Config,
+            message,
+        }));
+        let sub_projects = workspace::discover::sub_project_dirs(&markers);
+        let warm_key = warm::Key::new(&config, &sub_projects);
+        let (entry_points, entry_point_notices) = links::declared_entry_points(&root, &markers);
+        notices.extend(entry_point_notices);
+        let stamps = discovery
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.stamp))
+            .collect();
+        let settings = Change {
+            sub_projects: Some(sub_projects.clone()),
+            unindexed: Some(unindexed),
+            entry_points: Some(entry_points),
+            test_patterns: Some(TestPatterns {
+                python_files: pytest.python_files,
+                testpaths: pytest.testpaths,
+            }),
+            layers: Some(
+                config
+                    .layers
+                    .iter()
+                    .map(|l| Layer {
+                        name: l.name.clone(),
+                        globs: l.globs.clone(),
+                    })
+                    .collect(),
+            ),
+            ..Change::default()
+        };
+        Ok(Gathered {
+            root,
+            read_from,
+            config,
+            notices,
+            discover_ms,
+            dirs,
+            markers,
+            stamps,
+            sub_projects,
+            warm_key,
+            files: discovery
+                .files
+                .into_iter()
+                .map(|f| (f.path, f.text))
+                .collect(),
+            settings,
+        })
+    }
 }
 
 /// The Python files skipped for their size: still modules that
