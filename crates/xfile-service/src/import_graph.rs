@@ -16,16 +16,17 @@ use crate::{Gathered, relationships};
 /// absolute): [`crate::Service::dependencies`]' imports, without what
 /// following re-exports adds (`target_line`, `metadata.defined_in`). Only `file`'s text is parsed.
 pub fn dependencies(root: &Path, file: &str) -> Result<Vec<Relationship>, PathError> {
-    let (engine, file) = open(root, file, false)?;
+    let (engine, file) = open(root, file, |_, _, _| false)?;
     Ok(relationships::render(&engine, &engine.imports_from(&file)))
 }
 
-/// The import relationships whose target is the module `file`: every
-/// file's text is parsed, and no re-export is followed, so an import of a
-/// name `file` defines through a package's `__init__.py` is not among them
-/// (it is in [`crate::Service::dependents`]).
+/// The import relationships whose target is the module `file`. No
+/// re-export is followed, so an import of a name `file` defines through a
+/// package's `__init__.py` is not among them (it is in
+/// [`crate::Service::dependents`]). Only the texts that may name the module
+/// are parsed ([`may_import`]).
 pub fn dependents(root: &Path, file: &str) -> Result<Vec<Relationship>, PathError> {
-    let (engine, file) = open(root, file, true)?;
+    let (engine, file) = open(root, file, may_import)?;
     let imports: Vec<Reference> = engine
         .paths()
         .flat_map(|source| engine.imports_from(source))
@@ -41,10 +42,51 @@ pub fn dependents(root: &Path, file: &str) -> Result<Vec<Relationship>, PathErro
     Ok(relationships::render(&engine, &references))
 }
 
-/// The engine after the first stage: every file in the module tree, the
-/// text of `file` parsed (every file's with `every_text`), no rule run.
-/// Returns it with `file` root-relative.
-fn open(root: &Path, file: &str, every_text: bool) -> Result<(Engine, String), PathError> {
+/// Whether `text` may hold an import of the module file `target`: every
+/// import statement, `__import__` or `import_module` string names the
+/// module's last component as a whole word, but for `from . import name`
+/// (and `from ..`) in the package's own files, which names its
+/// `__init__.py` by its place alone.
+fn may_import(target: &str, path: &str, text: &str) -> bool {
+    let mut parts = target.trim_end_matches(".py").rsplit('/');
+    let last = match parts.next() {
+        Some("__init__") => match parts.next() {
+            Some(package) => package,
+            None => return true,
+        },
+        Some(module) => module,
+        None => return true,
+    };
+    let is_name = |c: char| c.is_alphanumeric() || c == '_';
+    let names_it = text.match_indices(last).any(|(at, _)| {
+        !text[..at].ends_with(is_name) && !text[at + last.len()..].starts_with(is_name)
+    });
+    // A relative import reaches no package above the importing file's.
+    let package = target.trim_end_matches("__init__.py");
+    names_it
+        || target.ends_with("__init__.py") && path.starts_with(package) && has_relative_import(text)
+}
+
+/// Whether `text` has `from` followed by a dot, with only blanks and line
+/// continuations between: the start of every relative import (and of some
+/// comments and strings, which only cost a parse).
+fn has_relative_import(text: &str) -> bool {
+    text.match_indices("from").any(|(at, word)| {
+        text[at + word.len()..]
+            .trim_start_matches([' ', '\t', '\x0c', '\\', '\r', '\n'])
+            .starts_with('.')
+    })
+}
+
+/// The engine after the first stage: every file in the module tree, no
+/// rule run, and parsed only the texts `parse` takes (given `file`
+/// root-relative, then a file's path and text). Returns it with `file`
+/// root-relative.
+fn open(
+    root: &Path,
+    file: &str,
+    parse: impl Fn(&str, &str, &str) -> bool,
+) -> Result<(Engine, String), PathError> {
     let gathered = Gathered::read(root, &|_| {})?;
     let relative = workspace::resolve_user_path(&gathered.root, file)?;
     if !gathered.files.iter().any(|(path, _)| *path == relative) {
@@ -59,7 +101,7 @@ fn open(root: &Path, file: &str, every_text: bool) -> Result<(Engine, String), P
     // The other files take part as paths only: an import resolves on the
     // module tree, never on the text of the module it names.
     let files = gathered.files.into_iter().map(|(path, text)| {
-        let text = if every_text || path == relative {
+        let text = if path == relative || parse(&relative, &path, &text) {
             text
         } else {
             String::new()
@@ -72,4 +114,67 @@ fn open(root: &Path, file: &str, every_text: bool) -> Result<(Engine, String), P
         ..gathered.settings
     });
     Ok((engine, relative))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_import;
+
+    #[test]
+    fn a_text_may_import_a_module_it_names_as_a_word_or_its_package_relatively() {
+        let cases = [
+            (
+                "app/base.py",
+                "app/x.py",
+                "from app.base import Model\n",
+                true,
+            ),
+            (
+                "app/base.py",
+                "app/x.py",
+                "import_module('app.base')\n",
+                true,
+            ),
+            (
+                "app/base.py",
+                "app/x.py",
+                "from .base import (\n    Model,\n)\n",
+                true,
+            ),
+            (
+                "app/base.py",
+                "app/x.py",
+                "from app.database import base_url\n",
+                false,
+            ),
+            ("app/base.py", "app/x.py", "from . import models\n", false),
+            (
+                "app/__init__.py",
+                "app/x.py",
+                "from . import models\n",
+                true,
+            ),
+            (
+                "app/__init__.py",
+                "app/sub/y.py",
+                "from \\\n  .. import models\n",
+                true,
+            ),
+            (
+                "app/__init__.py",
+                "lib/y.py",
+                "from . import models\n",
+                false,
+            ),
+            ("app/__init__.py", "lib/y.py", "import apps\n", false),
+            ("__init__.py", "lib/y.py", "x = 1\n", true),
+        ];
+        for (target, path, text, expected) in cases {
+            assert_eq!(
+                may_import(target, path, text),
+                expected,
+                "{target} in {text:?}"
+            );
+        }
+    }
 }
