@@ -142,6 +142,15 @@ fn imports_alone_name_the_modules_the_statements_name() {
     );
     let (status, _) = xfile(&["dependents", "--imports", "--symbol", "x", "app/models.py"]);
     assert_eq!(status, 2, "--imports and --symbol together are refused");
+    let dir = common::copy_sample();
+    for args in [
+        ["deps", "--imports", "app/nothing.py"],
+        ["dependents", "--imports", "pyproject.toml"],
+    ] {
+        let (status, _, stderr) = xfile_in(dir.path(), &args);
+        assert_eq!(status, 2, "{args:?}");
+        assert!(stderr.contains(args[2]), "{stderr}");
+    }
 }
 
 #[test]

@@ -7,14 +7,15 @@
 use std::path::Path;
 
 use xfile_engine::{Change, Engine, Reference};
-use xfile_workspace::{self as workspace, PathError};
+use xfile_workspace::PathError;
 
 use crate::model::Relationship;
-use crate::{Gathered, relationships};
+use crate::{Gathered, indexed_file, relationships};
 
 /// The import relationships whose source is `file` (root-relative or
 /// absolute): [`crate::Service::dependencies`]' imports, without what
-/// following re-exports adds (`target_line`, `metadata.defined_in`). Only `file`'s text is parsed.
+/// following re-exports adds (`target_line`, `metadata.defined_in`). Only
+/// `file`'s text is parsed.
 pub fn dependencies(root: &Path, file: &str) -> Result<Vec<Relationship>, PathError> {
     let (engine, file) = open(root, file, |_, _, _| false)?;
     Ok(relationships::render(&engine, &engine.imports_from(&file)))
@@ -88,16 +89,9 @@ fn open(
     parse: impl Fn(&str, &str, &str) -> bool,
 ) -> Result<(Engine, String), PathError> {
     let gathered = Gathered::read(root, &|_| {})?;
-    let relative = workspace::resolve_user_path(&gathered.root, file)?;
-    if !gathered.files.iter().any(|(path, _)| *path == relative) {
-        return Err(
-            if !relative.ends_with(".py") && gathered.root.join(&relative).is_file() {
-                PathError::NotPython(file.to_string())
-            } else {
-                PathError::NotFound(format!("{file} (not an indexed Python file)"))
-            },
-        );
-    }
+    let relative = indexed_file(&gathered.root, file, |relative| {
+        gathered.files.iter().any(|(path, _)| path == relative)
+    })?;
     // The other files take part as paths only: an import resolves on the
     // module tree, never on the text of the module it names.
     let files = gathered.files.into_iter().map(|(path, text)| {

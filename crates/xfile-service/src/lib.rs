@@ -317,17 +317,7 @@ impl Service {
     /// Validates a user path and returns it root-relative; it must be an
     /// indexed Python file.
     pub fn resolve_file(&self, input: &str) -> Result<String, PathError> {
-        let relative = workspace::resolve_user_path(&self.root, input)?;
-        if !relative.ends_with(".py") && self.root.join(&relative).is_file() {
-            return Err(PathError::NotPython(input.to_string()));
-        }
-        if self.engine.contains(&relative) {
-            Ok(relative)
-        } else {
-            Err(PathError::NotFound(format!(
-                "{input} (not an indexed Python file)"
-            )))
-        }
+        indexed_file(&self.root, input, |relative| self.engine.contains(relative))
     }
 
     pub fn relationships(&self) -> Vec<Relationship> {
@@ -641,6 +631,26 @@ pub(crate) fn ms(duration: Duration) -> f64 {
 
 fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
+}
+
+/// `input` root-relative, if it names a Python file that `indexed` holds;
+/// else the error that says why not.
+fn indexed_file(
+    root: &Path,
+    input: &str,
+    indexed: impl Fn(&str) -> bool,
+) -> Result<String, PathError> {
+    let relative = workspace::resolve_user_path(root, input)?;
+    if !relative.ends_with(".py") && root.join(&relative).is_file() {
+        return Err(PathError::NotPython(input.to_string()));
+    }
+    if indexed(&relative) {
+        Ok(relative)
+    } else {
+        Err(PathError::NotFound(format!(
+            "{input} (not an indexed Python file)"
+        )))
+    }
 }
 
 /// What an index reads before the engine runs: the configuration, every
