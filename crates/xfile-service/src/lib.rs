@@ -76,6 +76,15 @@ impl<T> PerState<T> {
         self.get_or_update(changes, |_| compute())
     }
 
+    /// The value of the state `changes`, if it has been computed.
+    fn current(&self, changes: u64) -> Option<Arc<T>> {
+        let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &*slot {
+            Some((at, value)) if *at == changes => Some(value.clone()),
+            _ => None,
+        }
+    }
+
     /// [`PerState::get`], computing from the value of an older state when
     /// there is one (to reuse what did not change).
     fn get_or_update(&self, changes: u64, compute: impl FnOnce(Option<&T>) -> T) -> Arc<T> {

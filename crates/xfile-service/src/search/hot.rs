@@ -78,8 +78,14 @@ pub(crate) enum Lookup {
 impl Service {
     /// Scores every definition and computes the clusters of the best
     /// [`MAX_HOT`], every relationship expanded. Returns how many.
+    ///
+    /// The search index it scores is the one a search built, or else one
+    /// made for this alone and dropped after: a session that never
+    /// searches does not keep it (a fifth of the heap on Django).
     pub fn precompute_hot_spots(&self) -> usize {
-        let index = self.symbol_index();
+        let index = self
+            .kept_symbol_index()
+            .unwrap_or_else(|| std::sync::Arc::new(super::SymbolIndex::build(&self.engine, None)));
         let exported = self.exported_names();
         let mut scored: Vec<(u32, &super::Entry)> = index
             .entries()
@@ -195,24 +201,24 @@ impl Service {
 
     /// Computes again every cached hot spot an update made stale (the
     /// files it shows or its seed's dependents changed), so the next search
-    /// finds it fresh. Returns how many. The search index is brought up to
-    /// date only when one is stale: most updates leave every hot spot as it
-    /// was, and rebuilding the index after each of them was a fifth of a
+    /// finds it fresh. Returns how many. Only the entries of the stale hot
+    /// spots' files are made: most updates leave every hot spot as it was,
+    /// and rebuilding the search index after each of them was a fifth of a
     /// server's CPU time during a burst of edits.
     pub fn refresh_hot_spots(&self) -> usize {
-        let mut stale: Vec<String> = {
+        let (mut stale, files): (Vec<String>, BTreeSet<String>) = {
             let entries = self.hot.entries.lock().unwrap_or_else(|e| e.into_inner());
             entries
                 .iter()
                 .filter(|(_, hot)| !self.hot_valid(hot))
-                .map(|(id, _)| id.clone())
-                .collect()
+                .map(|(id, hot)| (id.clone(), hot.file.clone()))
+                .unzip()
         };
         if stale.is_empty() {
             return 0;
         }
         stale.sort();
-        let index = self.symbol_index();
+        let index = super::SymbolIndex::of_files(&self.engine, files.iter().map(String::as_str));
         let mut refreshed = 0;
         let ahead = self.ahead();
         for entry in index

@@ -426,6 +426,29 @@ impl SymbolIndex {
         index
     }
 
+    /// The entries of the definitions in `paths` alone, with no
+    /// re-exported name: for work on a few files without the whole index.
+    pub(crate) fn of_files<'a>(
+        engine: &Engine,
+        paths: impl IntoIterator<Item = &'a str>,
+    ) -> SymbolIndex {
+        let files = paths
+            .into_iter()
+            .filter_map(|path| {
+                let module = engine.module_name(path);
+                Some(FileEntries {
+                    revision: engine.revision(path),
+                    entries: std::sync::Arc::new(file_entries(engine, path, &module)?),
+                    module,
+                })
+            })
+            .collect();
+        SymbolIndex {
+            files,
+            aliases: Vec::new(),
+        }
+    }
+
     /// The entries of definitions a package `__init__` binds, named by the
     /// package's dotted name and the bound name.
     fn reexports(&self, engine: &Engine) -> Vec<Entry> {

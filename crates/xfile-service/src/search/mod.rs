@@ -400,12 +400,18 @@ pub fn check_query(query: &str) -> Result<(), SearchError> {
 }
 
 impl Service {
-    /// The symbol index of the current state, built once per state.
+    /// The symbol index of the current state, built once per state (by the
+    /// first search of that state) and kept for the next searches.
     fn symbol_index(&self) -> std::sync::Arc<SymbolIndex> {
         self.symbols
             .get_or_update(self.engine.changes(), |previous| {
                 SymbolIndex::build(&self.engine, previous)
             })
+    }
+
+    /// The symbol index of the current state, if a search has built it.
+    fn kept_symbol_index(&self) -> Option<std::sync::Arc<SymbolIndex>> {
+        self.symbols.current(self.engine.changes())
     }
 
     /// Definitions matching `query`, best first, grouped into clusters.
