@@ -62,8 +62,8 @@ impl ClassTable {
     /// `facts`: every file's `ClassDef`, `HasMember`, `BaseOf` and
     /// `OpaqueBase` facts, plus the `BaseOf` sites of bases that add no
     /// members (`object`, `typing.Generic`); `resolved`: the resolve stage.
-    pub(crate) fn build(
-        facts: &[InputFact],
+    pub(crate) fn build<'a>(
+        facts: impl IntoIterator<Item = &'a InputFact>,
         transparent: &FxHashSet<(Node, Site)>,
         resolved: &Outputs,
     ) -> Self {

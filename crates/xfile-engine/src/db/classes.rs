@@ -41,7 +41,7 @@ fn class_declarations(
 }
 
 #[salsa::tracked(returns(ref))]
-pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> ClassFacts {
+pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Arc<ClassFacts> {
     let interner = db.interner();
     let ranks = class_sites(db, project, file);
     let mut class_facts = ClassFacts::default();
@@ -78,37 +78,39 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Cl
             _ => {}
         }
     }
-    class_facts
+    Arc::new(class_facts)
 }
 
-impl ClassFacts {
-    fn extend(&mut self, other: &ClassFacts) {
-        self.facts.extend_from_slice(&other.facts);
-        self.transparent.extend_from_slice(&other.transparent);
-    }
-}
-
-/// One bucket's class facts together.
+/// One bucket's class facts: those of its files that have any, shared
+/// with the files' own memos rather than copied.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn bucket_class_inputs(db: &dyn Db, project: Project, bucket: Bucket) -> ClassFacts {
+pub(crate) fn bucket_class_inputs(
+    db: &dyn Db,
+    project: Project,
+    bucket: Bucket,
+) -> Vec<Arc<ClassFacts>> {
     db.log().executed("bucket_class_inputs", None);
-    let mut inputs = ClassFacts::default();
-    for &file in bucket.files(db) {
-        inputs.extend(class_facts(db, project, file));
-    }
-    inputs
+    bucket
+        .files(db)
+        .iter()
+        .map(|&file| class_facts(db, project, file))
+        .filter(|facts| !facts.facts.is_empty() || !facts.transparent.is_empty())
+        .cloned()
+        .collect()
 }
 
-/// Every file's class facts together: a query of its own so that a change
-/// to the file set that adds or removes no class (a new module of
-/// functions, a rename of one) stops here and the table is reused.
+/// Every file's class facts together, shared as the buckets hold them: a
+/// query of its own so that a change to the file set that adds or removes
+/// no class (a new module of functions, a rename of one) stops here and
+/// the table is reused.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn class_inputs(db: &dyn Db, project: Project) -> ClassFacts {
-    let mut inputs = ClassFacts::default();
-    for &bucket in project.buckets(db) {
-        inputs.extend(bucket_class_inputs(db, project, bucket));
-    }
-    inputs
+pub(crate) fn class_inputs(db: &dyn Db, project: Project) -> Vec<Arc<ClassFacts>> {
+    project
+        .buckets(db)
+        .iter()
+        .flat_map(|&bucket| bucket_class_inputs(db, project, bucket))
+        .cloned()
+        .collect()
 }
 
 /// Every class's method resolution order, members and declared member
@@ -117,10 +119,12 @@ pub(crate) fn class_inputs(db: &dyn Db, project: Project) -> ClassFacts {
 pub(crate) fn class_table(db: &dyn Db, project: Project) -> Arc<ClassTable> {
     db.log().executed("class_table", None);
     let inputs = class_inputs(db, project);
-    let transparent: rustc_hash::FxHashSet<(Node, Site)> =
-        inputs.transparent.iter().copied().collect();
+    let transparent: rustc_hash::FxHashSet<(Node, Site)> = inputs
+        .iter()
+        .flat_map(|file| file.transparent.iter().copied())
+        .collect();
     Arc::new(ClassTable::build(
-        &inputs.facts,
+        inputs.iter().flat_map(|file| file.facts.iter()),
         &transparent,
         class_resolved(db, project),
     ))
