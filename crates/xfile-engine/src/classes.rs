@@ -18,6 +18,7 @@ use super::datalog::{
     IsProperty, MadeBy, MroNext, MroStart, Node, OpaqueBase, Outputs, PatchedMember, ReturnType,
     ReturnsCls, ReturnsSelf, ReturnsSelfVia, SetsOnSelf, Site, Sym,
 };
+use super::resolved_inputs::FileResolved;
 
 /// A class: its file and qualified name.
 type Class = (Node, Sym);
@@ -351,7 +352,7 @@ fn push_order(facts: &mut Vec<InputFact>, class: Class, order: &[Class]) {
 /// The classes a file's expressions start member lookups from (its own
 /// `self`/`cls`/`super()` classes), and the definitions its names and
 /// fixtures resolve to (not every name of the modules it imports).
-pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> (Vec<Class>, Vec<Class>) {
+pub(crate) fn seeds(facts: &[InputFact], resolved: &FileResolved) -> (Vec<Class>, Vec<Class>) {
     let mut names: Vec<(Node, Sym)> = Vec::new();
     let mut own: Vec<Class> = Vec::new();
     for fact in facts {
@@ -368,7 +369,6 @@ pub(crate) fn seeds(facts: &[InputFact], resolved: &Outputs) -> (Vec<Class>, Vec
     names.dedup();
     let definitions = resolved
         .resolves()
-        .iter()
         .filter(|t| names.binary_search(&(t.0, t.1)).is_ok())
         .map(|t| (t.2, t.3))
         .collect();

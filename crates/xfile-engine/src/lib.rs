@@ -655,9 +655,9 @@ impl Engine {
         };
         let interner = self.interner();
         let resolved = db::file_resolved(&self.db, file);
-        semantic::keyed(resolved.resolves(), |t| t.0, node)
-            .iter()
-            .filter(|t| t.2 != node && !t.2.is_external())
+        resolved
+            .resolves()
+            .filter(|t| t.0 == node && t.2 != node && !t.2.is_external())
             .map(|t| ImportedName {
                 name: interner.sym_text(t.1).to_string(),
                 file: interner.node_text(t.2).to_string(),

@@ -23,7 +23,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::buckets::{self, PerFile};
 use super::classes::ClassTable;
-use super::datalog::{InputFact, Outputs, Value};
+use super::datalog::{self, InputFact, Outputs, Value};
 use super::db::{self, Db, Project, Slices, SourceFile};
 
 /// The engine's side of the `resolved` inputs: the slices and keys they were
@@ -58,7 +58,7 @@ impl ResolvedInputs {
         &self,
         db: &db::Database,
         project: Project,
-    ) -> (Vec<(SourceFile, Outputs)>, bool) {
+    ) -> (Vec<(SourceFile, FileResolved)>, bool) {
         let slices = [
             db::resolved_slices(db, project).clone(),
             db::class_slices(db, project).clone(),
@@ -104,7 +104,7 @@ impl ResolvedInputs {
         drop(guard);
         let assemble =
             |(file, keys): &(SourceFile, Arc<[Value]>)| (*file, assembled(&slices, keys));
-        let assembled: Vec<(SourceFile, Outputs)> = if work.len() >= PARALLEL_THRESHOLD {
+        let assembled: Vec<(SourceFile, FileResolved)> = if work.len() >= PARALLEL_THRESHOLD {
             work.par_iter().map(assemble).collect()
         } else {
             work.iter().map(assemble).collect()
@@ -221,17 +221,39 @@ fn changed_keys(old: &Slices, new: &Slices, changed: &mut FxHashSet<Value>) {
     }
 }
 
-/// A file's tuples: each of its keys' slices, the `resolve` stage's then
-/// the `classes` stage's. Taken in key order, every relation comes out
-/// sorted (each relation comes whole from one of the two stages).
-fn assembled(slices: &[Arc<Slices>; 2], keys: &[Value]) -> Outputs {
-    let mut resolved = Outputs::default();
-    for &key in keys {
-        for slices in slices {
-            if let Some(tuples) = slices.get(key) {
-                resolved.extend(tuples);
-            }
-        }
+/// A file's `resolved` tuples: each of its keys' slices, the `resolve`
+/// stage's then the `classes` stage's, shared with the stages' slices
+/// rather than copied into one value per file. Taken in key order, every
+/// relation comes out sorted (each relation comes whole from one of the
+/// two stages, and a slice holds the tuples of one first argument).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct FileResolved(Vec<Arc<Outputs>>);
+
+impl FileResolved {
+    /// The `Resolves` tuples, sorted.
+    pub(crate) fn resolves(&self) -> impl Iterator<Item = &datalog::Resolves> {
+        self.0.iter().flat_map(|slice| slice.resolves())
     }
-    resolved
+
+    pub(crate) fn tuples_values(&self) -> impl Iterator<Item = Value> + '_ {
+        self.0.iter().flat_map(|slice| slice.tuples_values())
+    }
+
+    /// The tuples as one value, for a stage to run on.
+    pub(crate) fn union(&self) -> Outputs {
+        let mut union = Outputs::default();
+        for slice in &self.0 {
+            union.extend(slice);
+        }
+        union
+    }
+}
+
+fn assembled(slices: &[Arc<Slices>; 2], keys: &[Value]) -> FileResolved {
+    FileResolved(
+        keys.iter()
+            .flat_map(|&key| slices.iter().filter_map(move |slices| slices.get(key)))
+            .cloned()
+            .collect(),
+    )
 }

@@ -5,6 +5,7 @@
 use super::{Db, Project, SourceFile, StageInputs, file_base_facts, file_keys, run_stage};
 use crate::classes;
 use crate::datalog::{self, InputFact, Outputs, Value};
+use crate::resolved_inputs::FileResolved;
 
 /// The classes one file's member lookups can reach (`ClassTable::context`).
 #[salsa::tracked(returns(ref))]
@@ -53,7 +54,7 @@ fn project_context(project_facts: &[InputFact], keys: &[Value]) -> Vec<InputFact
 
 /// The `resolve` and `classes` tuples whose first argument occurs in a
 /// file's facts: its `resolved` input, which the engine keeps up to date.
-pub(crate) fn file_resolved(db: &dyn Db, file: SourceFile) -> &Outputs {
+pub(crate) fn file_resolved(db: &dyn Db, file: SourceFile) -> &FileResolved {
     file.resolved(db)
 }
 
@@ -97,15 +98,7 @@ pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Out
         .copied()
         .filter(datalog::FILE.reads_fact)
         .collect();
-    let resolved = file_resolved(db, file);
-    let merged;
-    let derived = if members.derived == Outputs::default() {
-        resolved
-    } else {
-        let mut union = resolved.clone();
-        union.extend(&members.derived);
-        merged = union;
-        &merged
-    };
-    run_stage(db, "file_stage", &datalog::FILE, &facts, derived)
+    let mut derived = file_resolved(db, file).union();
+    derived.extend(&members.derived);
+    run_stage(db, "file_stage", &datalog::FILE, &facts, &derived)
 }

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use crate::classes::ClassTable;
-use crate::datalog::{InputFact, Outputs};
+use crate::datalog::InputFact;
 use crate::entry_points::EntryPointSpec;
 use crate::layers::Layer;
+use crate::resolved_inputs::FileResolved;
 use crate::test_modules::TestPatterns;
 use xfile_python::{ModuleFacts, Semantic};
 
@@ -35,7 +36,7 @@ pub(crate) struct SourceFile {
     /// project: it keeps the durability of the file's inputs, and an edit
     /// elsewhere verifies it without a walk.
     #[returns(ref)]
-    pub resolved: Arc<Outputs>,
+    pub resolved: Arc<FileResolved>,
 }
 
 /// A fixed share of the project's files, chosen by a hash of the path

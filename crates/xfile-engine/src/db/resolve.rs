@@ -107,11 +107,11 @@ impl Slices {
         Arc::new(Slices(slices))
     }
 
-    pub(crate) fn get(&self, key: Value) -> Option<&Outputs> {
+    pub(crate) fn get(&self, key: Value) -> Option<&Arc<Outputs>> {
         self.0
             .binary_search_by_key(&key, |(k, _)| *k)
             .ok()
-            .map(|at| self.0[at].1.as_ref())
+            .map(|at| &self.0[at].1)
     }
 }
 
