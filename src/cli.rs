@@ -65,9 +65,9 @@ enum Command {
     Deps {
         file: String,
         /// Only imports, each to the module file its statement names, from
-        /// the import graph alone: on a tree with no cache, answered without
-        /// indexing calls and classes (FILE's text is the only one parsed).
-        /// Re-exports are not followed (no `defined_in`).
+        /// the import graph alone: no index is built and no cache read
+        /// (FILE's text is the only one parsed). Re-exports are not
+        /// followed (no `defined_in`).
         #[arg(long)]
         imports: bool,
     },
@@ -79,7 +79,8 @@ enum Command {
         #[arg(long)]
         symbol: Option<String>,
         /// Only imports that name the module FILE, from the import graph
-        /// alone (no calls or classes indexed; re-exports not followed).
+        /// alone: no index is built and no cache read (only the files that
+        /// name the module are parsed). Re-exports are not followed.
         #[arg(long, conflicts_with = "symbol")]
         imports: bool,
     },
