@@ -17,8 +17,11 @@ use crate::{Gathered, indexed_file, relationships};
 /// following re-exports adds (`target_line`, `metadata.defined_in`). Only
 /// `file`'s text is parsed.
 pub fn dependencies(root: &Path, file: &str) -> Result<Vec<Relationship>, PathError> {
-    let (engine, file) = open(root, file, |_, _, _| false)?;
-    Ok(relationships::render(&engine, &engine.imports_from(&file)))
+    let (engine, parsed) = open(root, file, |_, _, _| false)?;
+    Ok(relationships::render(
+        &engine,
+        &engine.imports_from(&parsed[0]),
+    ))
 }
 
 /// The import relationships whose target is the module `file`. No
@@ -27,13 +30,15 @@ pub fn dependencies(root: &Path, file: &str) -> Result<Vec<Relationship>, PathEr
 /// [`crate::Service::dependents`]). Only the texts that may name the module
 /// are parsed ([`may_import`]).
 pub fn dependents(root: &Path, file: &str) -> Result<Vec<Relationship>, PathError> {
-    let (engine, file) = open(root, file, may_import)?;
-    let imports: Vec<Reference> = engine
-        .paths()
+    let (engine, parsed) = open(root, file, may_import)?;
+    // Only the parsed files have imports to read.
+    let imports: Vec<Reference> = parsed
+        .iter()
         .flat_map(|source| engine.imports_from(source))
         .collect();
-    // Interned while the imports were made, if anything names it.
-    let Some(node) = engine.interner().find_node(&file) else {
+    // Interned while the imports were made, if anything names it (the
+    // asked file comes first in `parsed`).
+    let Some(node) = engine.interner().find_node(&parsed[0]) else {
         return Ok(Vec::new());
     };
     let references: Vec<Reference> = imports
@@ -80,34 +85,38 @@ fn has_relative_import(text: &str) -> bool {
 }
 
 /// The engine after the first stage: every file in the module tree, no
-/// rule run, and parsed only the texts `parse` takes (given `file`
-/// root-relative, then a file's path and text). Returns it with `file`
-/// root-relative.
+/// rule run, and parsed only `file` and the texts `parse` takes (given
+/// `file` root-relative, then a file's path and text). Returns it with the
+/// parsed files, root-relative, `file` first.
 fn open(
     root: &Path,
     file: &str,
     parse: impl Fn(&str, &str, &str) -> bool,
-) -> Result<(Engine, String), PathError> {
+) -> Result<(Engine, Vec<String>), PathError> {
     let gathered = Gathered::read(root, &|_| {})?;
     let relative = indexed_file(&gathered.root, file, |relative| {
         gathered.files.iter().any(|(path, _)| path == relative)
     })?;
     // The other files take part as paths only: an import resolves on the
     // module tree, never on the text of the module it names.
+    let mut parsed = vec![relative.clone()];
     let files = gathered.files.into_iter().map(|(path, text)| {
-        let text = if path == relative || parse(&relative, &path, &text) {
-            text
-        } else {
-            String::new()
-        };
-        (path, text)
+        if path == relative {
+            return (path, text);
+        }
+        if parse(&relative, &path, &text) {
+            parsed.push(path.clone());
+            return (path, text);
+        }
+        (path, String::new())
     });
+    let files = Change::texts(files).files;
     let mut engine = Engine::new(gathered.config.extra_search_paths.clone());
     engine.apply_files(Change {
-        files: Change::texts(files).files,
+        files,
         ..gathered.settings
     });
-    Ok((engine, relative))
+    Ok((engine, parsed))
 }
 
 #[cfg(test)]
