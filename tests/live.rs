@@ -102,6 +102,32 @@ fn a_body_only_edit_on_disk_reruns_one_parse_and_no_datalog() {
     assert_eq!(touched.unchanged, 1);
 }
 
+/// A served project keeps a text only until its facts are extracted and
+/// reads it back from disk when an answer shows it: the indexed text while
+/// the disk still has it, none while the disk holds an edit not yet
+/// applied (its lines would not be the ones the facts describe), and the
+/// edit once it is.
+#[test]
+fn a_text_is_read_back_only_while_the_disk_still_has_the_indexed_one() {
+    let (_dir, live) = live_copy("live_edits");
+    let pricing = root_of(&live).join("shop/pricing.py");
+    let indexed = std::fs::read_to_string(&pricing).unwrap();
+    let text = |live: &Live| live.read(|s| s.engine().text("shop/pricing.py"));
+    assert_eq!(text(&live).as_deref(), Some(indexed.as_str()));
+    let edited = indexed.replace("def discount(amount)", "def discount(amount, rate=0.1)");
+    assert_ne!(edited, indexed);
+    std::fs::write(&pricing, &edited).unwrap();
+    assert_eq!(text(&live), None);
+    let report = live.apply(std::slice::from_ref(&pricing), "test").unwrap();
+    assert_eq!(report.modified, ["shop/pricing.py"]);
+    assert_eq!(text(&live).as_deref(), Some(edited.as_str()));
+    let context = live.read(|s| s.read_with_context("shop/pricing.py").unwrap());
+    assert!(
+        context.contains("def discount(amount, rate=0.1)"),
+        "{context}"
+    );
+}
+
 #[test]
 fn reads_are_fresh_even_without_a_watcher() {
     let (_dir, live) = live_copy("live_edits");

@@ -176,10 +176,10 @@ fn last(name: &str) -> &str {
 /// The source line `line` of `file` in `service`, trimmed and bounded.
 fn context_line(service: &Service, file: &str, line: u32) -> String {
     const MAX_CHARS: usize = 160;
-    let text = service
-        .engine()
-        .text(file)
-        .and_then(|t| t.lines().nth(line.saturating_sub(1) as usize))
+    let whole = service.engine().text(file).unwrap_or_default();
+    let text = whole
+        .lines()
+        .nth(line.saturating_sub(1) as usize)
         .unwrap_or("")
         .trim();
     match text.char_indices().nth(MAX_CHARS) {

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use salsa::{Durability, Setter};
 
-use super::db::{self, Database, SourceFile};
+use super::db::{self, Database, Db, SourceFile};
 use super::entry_points::EntryPointSpec;
 use super::layers::Layer;
+use super::source_text::SourceText;
 use super::test_modules::TestPatterns;
 use super::{Engine, PARALLEL_THRESHOLD, buckets, empty_buckets};
 use xfile_python::{ModuleFacts, Semantic};
@@ -267,8 +268,8 @@ impl Engine {
         for FileText { path, text, facts } in files {
             match self.files.get(&path) {
                 Some(&file) => {
-                    if *file.text(&self.db) != text {
-                        file.set_text(&mut self.db).to(text);
+                    if !file.text(&self.db).is(&text) {
+                        file.set_text(&mut self.db).to(SourceText::new(text));
                         // Facts handed in for the old text must not outlive it.
                         file.set_preset(&mut self.db).to(facts);
                         self.stamp(&path);
@@ -298,6 +299,13 @@ impl Engine {
             self.sync_file_set(added, Vec::new());
         }
         self.refresh_semantics(&touched);
+        // Their facts are extracted: an answer that shows their lines reads
+        // them back from disk.
+        if self.db.text_loader().is_some() {
+            for touched in &touched {
+                touched.file.text(&self.db).let_go();
+            }
+        }
     }
 
     /// Sets the Python files that exist but are not indexed (too large,
@@ -342,6 +350,7 @@ impl Engine {
         // the placeholder's durability, and a medium one walked every
         // bucket's memos.
         let placeholder = self.tree.durability(Durability::MEDIUM);
+        let text = SourceText::new(text);
         let file = SourceFile::builder(path, text, Arc::default(), preset, Arc::default())
             .path_durability(Durability::HIGH)
             .semantic_durability(placeholder)

@@ -18,6 +18,7 @@ mod resolve_parts;
 mod resolved_inputs;
 mod semantic;
 mod site_ranks;
+mod source_text;
 mod string_links;
 mod test_modules;
 mod tree;
@@ -43,13 +44,14 @@ use salsa::{Durability, Setter};
 
 pub use self::change::{Applied, Change, FileText};
 use self::datalog::Outputs;
-use self::db::{Bucket, Database, Project, SourceFile};
+use self::db::{Bucket, Database, Db, Project, SourceFile};
 pub use self::db::{Program, Recomputation};
 pub use self::entry_points::{EntryPointSpec, parse as parse_entry_points};
 use self::intern::Interner;
 pub use self::intern::is_marker;
 pub use self::layers::Layer;
 pub use self::semantic::{CallEdge, RefKind, Reference};
+pub use self::source_text::TextLoader;
 pub use self::string_links::{LinkSite, LinkTuple};
 pub use self::test_modules::TestPatterns;
 use xfile_python::ModuleFacts;
@@ -784,9 +786,24 @@ impl Engine {
         Some(db::module_facts(&self.db, file))
     }
 
-    pub fn text(&self, path: &str) -> Option<&str> {
+    /// `path`'s indexed text: held, or read back from disk if it has not
+    /// changed there since (`None` if it has, or if it is not indexed).
+    pub fn text(&self, path: &str) -> Option<Arc<str>> {
         let file = self.files.get(path)?;
-        Some(file.text(&self.db).as_str())
+        file.text(&self.db).get(path, self.db.text_loader())
+    }
+
+    /// Whether `text` is `path`'s indexed text (`None`: not indexed).
+    pub fn text_is(&self, path: &str, text: &str) -> Option<bool> {
+        let file = self.files.get(path)?;
+        Some(file.text(&self.db).is(text))
+    }
+
+    /// How to read a text back from disk: from now on, the engine keeps a
+    /// file's text only until its facts are extracted. Set it before the
+    /// first change.
+    pub fn set_text_loader(&mut self, loader: TextLoader) {
+        self.db.set_text_loader(loader);
     }
 
     pub fn paths(&self) -> impl Iterator<Item = &str> {

@@ -387,10 +387,11 @@ impl Service {
         referrers
             .iter()
             .filter(|r| {
-                self.engine
-                    .text(&r.file)
-                    .and_then(|t| t.lines().nth(r.line.saturating_sub(1) as usize))
-                    .is_some_and(|line| line.contains(name))
+                self.engine.text(&r.file).is_some_and(|t| {
+                    t.lines()
+                        .nth(r.line.saturating_sub(1) as usize)
+                        .is_some_and(|line| line.contains(name))
+                })
             })
             .cloned()
             .collect()

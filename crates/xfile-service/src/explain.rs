@@ -436,8 +436,8 @@ fn binding_line(engine: &Engine, file: &str, name: &str) -> Option<u32> {
 
 fn line_text(engine: &Engine, file: &str, line: u32) -> Option<String> {
     let index = usize::try_from(line).ok()?.checked_sub(1)?;
-    let text = engine.text(file)?.lines().nth(index)?;
-    Some(text.trim().to_string())
+    let text = engine.text(file)?;
+    Some(text.lines().nth(index)?.trim().to_string())
 }
 
 /// The site of `file` at `line:column`, if exactly one site is there.

@@ -217,9 +217,13 @@ impl Service {
                 .base_definitions(id, || Ok(xfile_python::extract(&old_text).definitions))?,
             None => std::sync::Arc::default(),
         };
+        let indexed_text = match file.status {
+            FileStatus::Deleted => None,
+            _ => self.engine.text(&file.path),
+        };
         let (new_text, new_definitions): (&str, &[Definition]) = match file.status {
             FileStatus::Deleted => ("", &[]),
-            _ => match (self.engine.text(&file.path), self.engine.facts(&file.path)) {
+            _ => match (indexed_text.as_deref(), self.engine.facts(&file.path)) {
                 (Some(text), Some(facts)) => (text, &facts.definitions),
                 _ => ("", &[]),
             },

@@ -186,6 +186,10 @@ impl Service {
         } = Gathered::read(root, progress)?;
         progress(&format!("analyzing {} files", files.len()));
         let mut engine = Engine::new(config.extra_search_paths.clone());
+        let text_root = root.clone();
+        engine.set_text_loader(Arc::new(move |path| {
+            xfile_workspace::discover::read_again(&text_root, path)
+        }));
         let phase = Instant::now();
         let cached = warm::load(&root, &warm_key);
         let (files, warm) = cached.attach(files);

@@ -90,8 +90,11 @@ impl Service {
                 };
                 let context = engine
                     .text(&link.file)
-                    .and_then(|text| text.lines().nth(line.saturating_sub(1) as usize))
-                    .map(bounded)
+                    .and_then(|text| {
+                        text.lines()
+                            .nth(line.saturating_sub(1) as usize)
+                            .map(bounded)
+                    })
                     .unwrap_or_default();
                 Some(StringLink {
                     kind,

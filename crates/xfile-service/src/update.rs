@@ -322,10 +322,10 @@ impl Service {
         }
         let mut files = Vec::new();
         for file in found.files {
-            match self.engine.text(&file.path) {
+            match self.engine.text_is(&file.path, &file.text) {
                 None => report.added.push(file.path.clone()),
-                Some(text) if text != file.text => report.modified.push(file.path.clone()),
-                Some(_) => report.unchanged += 1,
+                Some(false) => report.modified.push(file.path.clone()),
+                Some(true) => report.unchanged += 1,
             }
             files.push(file);
         }

@@ -373,6 +373,8 @@ fn render_file(
         ..FileWarnings::default()
     };
     let engine = renderer.engine;
+    // Read once, when the first warning to render needs the lines.
+    let text = std::cell::OnceCell::new();
     let mut lookup = None;
     for &datalog::Warning(file, site, pattern) in tuples {
         if !suppression.enabled(pattern) {
@@ -385,7 +387,10 @@ fn render_file(
         let lookup = match &lookup {
             Some(lookup) => lookup,
             None => match engine.facts(path) {
-                Some(facts) => lookup.insert(FileLookup::new(facts, engine.text(path))),
+                Some(facts) => {
+                    let text = text.get_or_init(|| engine.text(path)).as_deref();
+                    lookup.insert(FileLookup::new(facts, text))
+                }
                 None => break,
             },
         };

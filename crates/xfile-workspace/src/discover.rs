@@ -663,6 +663,15 @@ fn refusal_kind(refusal: &Refusal) -> NoticeKind {
     }
 }
 
+/// An indexed file's text read again as discovery reads it, for the
+/// engine that let it go once its facts were extracted
+/// (`xfile_engine::TextLoader`): `None` if it is gone or now refused.
+pub fn read_again(root: &Path, relative: &str) -> Option<String> {
+    let path = root.join(relative);
+    let (source, _) = read_source(root, relative.to_string(), &path, Links::Resolve);
+    source.map(|source| source.text)
+}
+
 /// Reads one Python file of the project at `path` (`relative` to `root`),
 /// through [`read::read_project_file`], decoding it as UTF-8 or else
 /// latin-1.

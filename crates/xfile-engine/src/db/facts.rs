@@ -21,7 +21,12 @@ pub(crate) fn module_facts(db: &dyn Db, file: SourceFile) -> Arc<ModuleFacts> {
     db.log().executed("module_facts", Some(file.path(db)));
     match file.preset(db) {
         Some(facts) => Arc::clone(facts),
-        None => Arc::new(python::extract(file.text(db))),
+        // The text is held until these facts exist; read back only if salsa
+        // ever made them again without a new text.
+        None => {
+            let text = file.text(db).get(file.path(db), db.text_loader());
+            Arc::new(python::extract(text.as_deref().unwrap_or_default()))
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use crate::datalog::InputFact;
 use crate::entry_points::EntryPointSpec;
 use crate::layers::Layer;
 use crate::resolved_inputs::FileResolved;
+use crate::source_text::SourceText;
 use crate::test_modules::TestPatterns;
 use xfile_python::{ModuleFacts, Semantic};
 
@@ -18,8 +19,9 @@ pub(crate) struct SourceFile {
     /// a removal plus a new input.
     #[returns(ref)]
     pub path: String,
+    /// Held until the file's facts are extracted (`source_text.rs`).
     #[returns(ref)]
-    pub text: String,
+    pub text: SourceText,
     /// What `module_facts(file).semantic` was for the current text; written
     /// by the engine, never by a query.
     #[returns(ref)]

@@ -62,6 +62,7 @@ use std::sync::Arc;
 use crate::intern::Interner;
 use crate::resolve::TreeInputs;
 use crate::resolve_parts::ResolveMemo;
+use crate::source_text::TextLoader;
 
 pub(crate) use self::classes::{
     bucket_class_inputs, class_facts, class_slices, class_table, classes_outputs, classes_stage,
@@ -93,6 +94,7 @@ pub(crate) trait Db: salsa::Database {
     fn log(&self) -> &ExecutionLog;
     fn tree_inputs(&self) -> &TreeInputs;
     fn resolve_memo(&self) -> &ResolveMemo;
+    fn text_loader(&self) -> Option<&TextLoader>;
 }
 
 #[salsa::db]
@@ -103,6 +105,9 @@ pub(crate) struct Database {
     log: ExecutionLog,
     tree_inputs: TreeInputs,
     resolve_memo: ResolveMemo,
+    /// Set once, before the first index: with it, texts are let go once
+    /// their facts are extracted.
+    text_loader: Option<TextLoader>,
 }
 
 impl Default for Database {
@@ -120,6 +125,7 @@ impl Default for Database {
             log,
             tree_inputs: TreeInputs::default(),
             resolve_memo: ResolveMemo::default(),
+            text_loader: None,
         }
     }
 }
@@ -127,6 +133,10 @@ impl Default for Database {
 impl Database {
     pub(crate) fn execution_log(&self) -> &ExecutionLog {
         &self.log
+    }
+
+    pub(crate) fn set_text_loader(&mut self, loader: TextLoader) {
+        self.text_loader = Some(loader);
     }
 }
 
@@ -149,5 +159,9 @@ impl Db for Database {
 
     fn resolve_memo(&self) -> &ResolveMemo {
         &self.resolve_memo
+    }
+
+    fn text_loader(&self) -> Option<&TextLoader> {
+        self.text_loader.as_ref()
     }
 }

@@ -170,6 +170,7 @@ pub fn read_with_context(
     let path = service.resolve_file(input)?;
     let engine = service.engine();
     let content = engine.text(&path).unwrap_or_default();
+    let content = &*content;
     let (lines, shown) = line_range(&path, content, options)?;
     let answer_limit = service.answer_token_limit();
     // The context takes at most half the answer, so the lines read fit too.

@@ -118,7 +118,7 @@ pub(super) fn used_definitions(
         .collect();
     let mut uses: Vec<Use> = relationships.iter().filter_map(Use::of).collect();
     let text = engine.text(path).unwrap_or_default();
-    let names = Names::of(text, lines);
+    let names = Names::of(&text, lines);
     // The names the file imports from the project, for both the names the
     // lines use and what a guess leaves out.
     let imported = engine.imported_names(path);
