@@ -51,7 +51,7 @@ use self::intern::Interner;
 pub use self::intern::is_marker;
 pub use self::layers::Layer;
 pub use self::semantic::{CallEdge, RefKind, Reference};
-pub use self::source_text::TextLoader;
+pub use self::source_text::{TextLoader, TextRef};
 pub use self::string_links::{LinkSite, LinkTuple};
 pub use self::test_modules::TestPatterns;
 use xfile_python::ModuleFacts;
@@ -791,6 +791,16 @@ impl Engine {
     pub fn text(&self, path: &str) -> Option<Arc<str>> {
         let file = self.files.get(path)?;
         file.text(&self.db).get(path, self.db.text_loader())
+    }
+
+    /// [`Engine::text`] to read later, without this handle.
+    pub fn text_ref(&self, path: &str) -> Option<TextRef> {
+        let file = self.files.get(path)?;
+        Some(TextRef::new(
+            path,
+            file.text(&self.db),
+            self.db.text_loader(),
+        ))
     }
 
     /// Whether `text` is `path`'s indexed text (`None`: not indexed).

@@ -95,6 +95,31 @@ impl fmt::Debug for SourceText {
     }
 }
 
+/// A file's indexed text to read without the engine: what a writer holds
+/// once it has dropped its snapshot (which would hold every update back)
+/// and reads many texts one by one.
+#[derive(Clone)]
+pub struct TextRef {
+    path: String,
+    text: SourceText,
+    loader: Option<TextLoader>,
+}
+
+impl TextRef {
+    pub(crate) fn new(path: &str, text: &SourceText, loader: Option<&TextLoader>) -> Self {
+        TextRef {
+            path: path.to_string(),
+            text: text.clone(),
+            loader: loader.cloned(),
+        }
+    }
+
+    /// As `Engine::text` at the time the reference was taken.
+    pub fn read(&self) -> Option<Arc<str>> {
+        self.text.get(&self.path, self.loader.as_ref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

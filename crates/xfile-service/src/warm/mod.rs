@@ -44,7 +44,7 @@ use self::answers::Tree;
 use self::format::{Entry, Hash, sha256};
 pub(crate) use self::stamps::now;
 use crate::model::Relationship;
-use xfile_engine::{Engine, FileText};
+use xfile_engine::{Engine, FileText, TextRef};
 use xfile_python::ModuleFacts;
 use xfile_workspace::config::Config;
 use xfile_workspace::{Notice, NoticeKind};
@@ -284,11 +284,12 @@ impl Writer {
 
     /// Writes on a thread of its own. The engine snapshot is held only
     /// while the answers are rendered (when the answers on disk do not hold
-    /// for the tree) and the texts and facts taken; an update that comes
-    /// meanwhile cancels that and the write waits for a later update. The
-    /// texts are hashed and everything encoded and written after the
-    /// snapshot is dropped, so no update waits for the disk, and a
-    /// command's answer does not either.
+    /// for the tree) and the facts and references to the texts taken; an
+    /// update that comes meanwhile cancels that and the write waits for a
+    /// later update. The texts are read back one by one and hashed, and
+    /// everything encoded and written, after the snapshot is dropped, so no
+    /// update waits for the disk, and a command's answer does not either.
+    /// A text that changed on disk since it was indexed is left out.
     fn spawn(&self, engine: &Engine, facts: bool) {
         let snapshot = engine.clone();
         let (root, key, busy) = (self.root.clone(), self.key.clone(), Arc::clone(&self.busy));
@@ -298,12 +299,12 @@ impl Writer {
             let stale = answers::Prebuilt::open(&root).is_err() && answers::worth_writing(&tree);
             let taken = salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
                 let rendered = stale.then(|| answers::render(&snapshot));
-                let held: Vec<(String, String, Arc<ModuleFacts>)> = if facts || stale {
+                let held: Vec<(String, TextRef, Arc<ModuleFacts>)> = if facts || stale {
                     snapshot
                         .paths()
                         .filter_map(|path| {
                             let facts = Arc::clone(snapshot.shared_facts(path)?);
-                            Some((path.to_string(), snapshot.text(path)?.to_string(), facts))
+                            Some((path.to_string(), snapshot.text_ref(path)?, facts))
                         })
                         .collect()
                 } else {
@@ -321,10 +322,12 @@ impl Writer {
             if let Ok((rendered, held)) = taken {
                 let entries: Vec<Entry> = held
                     .into_par_iter()
-                    .map(|(path, text, facts)| Entry {
-                        hash: sha256(text.as_bytes()),
-                        path,
-                        facts,
+                    .filter_map(|(path, text, facts)| {
+                        Some(Entry {
+                            hash: sha256(text.read()?.as_bytes()),
+                            path,
+                            facts,
+                        })
                     })
                     .collect();
                 if facts && let Err(error) = write(&root, &key, &entries) {
