@@ -384,15 +384,10 @@ impl Service {
     /// The referrers whose line still names `name`: a file edited since
     /// may have dropped the use.
     fn still_referring(&self, referrers: &[Referrer], name: &str) -> Vec<Referrer> {
+        let texts = crate::texts::Texts::new(&self.engine);
         referrers
             .iter()
-            .filter(|r| {
-                self.engine.text(&r.file).is_some_and(|t| {
-                    t.lines()
-                        .nth(r.line.saturating_sub(1) as usize)
-                        .is_some_and(|line| line.contains(name))
-                })
-            })
+            .filter(|r| texts.line(&r.file, r.line, |line| line.contains(name)) == Some(true))
             .cloned()
             .collect()
     }

@@ -11,6 +11,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use super::query::{self, QueryError};
+use super::texts::Texts;
 use xfile_engine::Engine;
 use xfile_engine::datalog::{self, Node, RELATIONS, RelationKind, RuleInfo, Site, Value};
 use xfile_engine::explain::{
@@ -119,6 +120,7 @@ pub struct MissReport {
 pub(crate) struct Renderer<'e> {
     engine: &'e Engine,
     explainer: Explainer<'e>,
+    texts: Texts<'e>,
 }
 
 impl<'e> Renderer<'e> {
@@ -126,7 +128,12 @@ impl<'e> Renderer<'e> {
         Renderer {
             engine,
             explainer: Explainer::new(engine.program(), engine.interner()),
+            texts: Texts::new(engine),
         }
+    }
+
+    fn line_text(&self, file: &str, line: u32) -> Option<String> {
+        self.texts.line(file, line, |text| text.trim().to_string())
     }
 
     fn fact(&self, relation: &str, values: &[Value]) -> String {
@@ -256,7 +263,7 @@ impl<'e> Renderer<'e> {
         let file = file?;
         let line = name.and_then(|n| binding_line(self.engine, &file, &n));
         Some(SourceRef {
-            text: line.and_then(|l| line_text(self.engine, &file, l)),
+            text: line.and_then(|l| self.line_text(&file, l)),
             line,
             column: None,
             file,
@@ -298,7 +305,7 @@ impl<'e> Renderer<'e> {
         SourceRef {
             line: position.map(|p| p.line),
             column: position.map(|p| p.column),
-            text: position.and_then(|p| line_text(self.engine, &file, p.line)),
+            text: position.and_then(|p| self.line_text(&file, p.line)),
             file,
         }
     }
@@ -432,12 +439,6 @@ fn binding_line(engine: &Engine, file: &str, name: &str) -> Option<u32> {
         .filter_map(|i| facts.sites.get(i.site as usize).map(|s| s.line))
         .next_back();
     defined.max(imported)
-}
-
-fn line_text(engine: &Engine, file: &str, line: u32) -> Option<String> {
-    let index = usize::try_from(line).ok()?.checked_sub(1)?;
-    let text = engine.text(file)?;
-    Some(text.lines().nth(index)?.trim().to_string())
 }
 
 /// The site of `file` at `line:column`, if exactly one site is there.

@@ -32,6 +32,7 @@ pub mod ranking;
 pub mod relationships;
 pub mod search;
 pub mod text;
+mod texts;
 mod update;
 pub mod warm;
 pub(crate) mod warnings;

@@ -52,6 +52,7 @@ impl Service {
 
     fn compute_links(&self) -> Vec<StringLink> {
         let engine = &self.engine;
+        let texts = crate::texts::Texts::new(engine);
         let mut links: Vec<StringLink> = engine
             .string_link_sites()
             .into_iter()
@@ -88,14 +89,7 @@ impl Service {
                     }
                     LinkTuple::LoadsEntryPoints { group } => (LinkKind::EntryPointLoaded, group),
                 };
-                let context = engine
-                    .text(&link.file)
-                    .and_then(|text| {
-                        text.lines()
-                            .nth(line.saturating_sub(1) as usize)
-                            .map(bounded)
-                    })
-                    .unwrap_or_default();
+                let context = texts.line(&link.file, line, bounded).unwrap_or_default();
                 Some(StringLink {
                     kind,
                     key,
