@@ -105,8 +105,8 @@ fn a_body_only_edit_on_disk_reruns_one_parse_and_no_datalog() {
 /// A served project keeps a text only until its facts are extracted and
 /// reads it back from disk when an answer shows it: the indexed text while
 /// the disk still has it, none while the disk holds an edit not yet
-/// applied (its lines would not be the ones the facts describe), and the
-/// edit once it is.
+/// applied (its lines would not be the ones the facts describe: a read of
+/// the file is refused as `file_changed`), and the edit once it is.
 #[test]
 fn a_text_is_read_back_only_while_the_disk_still_has_the_indexed_one() {
     let (_dir, live) = live_copy("live_edits");
@@ -118,6 +118,8 @@ fn a_text_is_read_back_only_while_the_disk_still_has_the_indexed_one() {
     assert_ne!(edited, indexed);
     std::fs::write(&pricing, &edited).unwrap();
     assert_eq!(text(&live), None);
+    let refused = live.read(|s| s.read_with_context("shop/pricing.py").map_err(|e| e.code()));
+    assert_eq!(refused, Err("file_changed"));
     let report = live.apply(std::slice::from_ref(&pricing), "test").unwrap();
     assert_eq!(report.modified, ["shop/pricing.py"]);
     assert_eq!(text(&live).as_deref(), Some(edited.as_str()));

@@ -171,6 +171,11 @@ impl From<ReadError> for ToolError {
                 message: range.to_string(),
                 suggestion: "Omit start_line and end_line to read the whole file.",
             },
+            changed @ ReadError::Changed(_) => ToolError {
+                code: changed.code(),
+                message: changed.to_string(),
+                suggestion: "Read it again: the new text is taken in first.",
+            },
         }
     }
 }

@@ -120,6 +120,11 @@ pub enum ReadError {
     Path(#[from] PathError),
     #[error("{0}")]
     Range(String),
+    /// The file on disk is no longer the text that was indexed (written
+    /// between the freshness check and the read): its lines would not be
+    /// the ones the context describes.
+    #[error("{0} changed on disk while it was read")]
+    Changed(String),
 }
 
 impl ReadError {
@@ -127,6 +132,7 @@ impl ReadError {
         match self {
             ReadError::Path(error) => error.code(),
             ReadError::Range(_) => "invalid_parameter",
+            ReadError::Changed(_) => "file_changed",
         }
     }
 }
@@ -169,7 +175,9 @@ pub fn read_with_context(
 ) -> Result<String, ReadError> {
     let path = service.resolve_file(input)?;
     let engine = service.engine();
-    let content = engine.text(&path).unwrap_or_default();
+    let content = engine
+        .text(&path)
+        .ok_or_else(|| ReadError::Changed(path.clone()))?;
     let content = &*content;
     let (lines, shown) = line_range(&path, content, options)?;
     let answer_limit = service.answer_token_limit();
