@@ -126,6 +126,11 @@ impl From<crate::service::calls::SymbolError> for ToolError {
                 message: inherited.to_string(),
                 suggestion: "Ask about the file and the definition the message names.",
             },
+            changed @ SymbolError::Changed(_) => ToolError {
+                code: changed.code(),
+                message: changed.to_string(),
+                suggestion: "Ask again: the new text is taken in first.",
+            },
             other => ToolError {
                 code: other.code(),
                 message: other.to_string(),

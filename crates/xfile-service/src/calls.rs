@@ -66,6 +66,10 @@ pub enum SymbolError {
         /// Some of them as `path::Qualified.name`, comma-separated.
         candidates: String,
     },
+    /// The file on disk is no longer the text that was indexed: its lines
+    /// would not be the definition's.
+    #[error("{0} changed on disk while it was read")]
+    Changed(String),
 }
 
 impl SymbolError {
@@ -75,6 +79,7 @@ impl SymbolError {
             SymbolError::NotFound(_) | SymbolError::Inherited { .. } => "symbol_not_found",
             SymbolError::Module(_) => "invalid_parameter",
             SymbolError::Ambiguous { .. } => "ambiguous_symbol",
+            SymbolError::Changed(_) => "file_changed",
         }
     }
 }

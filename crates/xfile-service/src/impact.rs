@@ -221,6 +221,14 @@ impl Service {
             FileStatus::Deleted => None,
             _ => self.engine.text(&file.path),
         };
+        // Indexed, but changed on disk since (between the freshness check
+        // and this read): its lines would not be the ones its definitions
+        // describe, and every one would look removed. Left out rather
+        // than reported wrong.
+        let deleted = matches!(file.status, FileStatus::Deleted);
+        if !deleted && indexed_text.is_none() && self.engine.contains(&file.path) {
+            return Ok(Vec::new());
+        }
         let (new_text, new_definitions): (&str, &[Definition]) = match file.status {
             FileStatus::Deleted => ("", &[]),
             _ => match (indexed_text.as_deref(), self.engine.facts(&file.path)) {

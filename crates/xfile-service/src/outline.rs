@@ -435,7 +435,10 @@ impl Service {
         let Some((definition, earlier)) = bindings.split_last() else {
             return Err(SymbolError::Module(symbol.file));
         };
-        let text = self.engine.text(&symbol.file).unwrap_or_default();
+        let text = self
+            .engine
+            .text(&symbol.file)
+            .ok_or_else(|| SymbolError::Changed(symbol.file.clone()))?;
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         let start_line = decorated_start(&lines, definition);
         let first = (start_line as usize).saturating_sub(1);
