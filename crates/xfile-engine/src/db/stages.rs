@@ -62,17 +62,27 @@ pub(crate) fn gathered(
     stage: &StageProgram,
     bucket_share: fn(&dyn Db, Project, Bucket) -> &StageInputs,
 ) -> StageInputs {
-    let mut inputs = StageInputs::default();
-    for &bucket in project.buckets(db) {
-        inputs.extend(bucket_share(db, project, bucket));
+    let shares: Vec<&StageInputs> = project
+        .buckets(db)
+        .iter()
+        .map(|&bucket| bucket_share(db, project, bucket))
+        .collect();
+    let project_facts = stage.reads_facts.then(|| project_facts(db, project));
+    // Sized once: the value is kept as long as the project is indexed, and
+    // growing it by doubling left up to half of it unused.
+    let facts = shares.iter().map(|share| share.facts.len()).sum::<usize>()
+        + project_facts.map_or(0, |facts| facts.len());
+    let mut inputs = StageInputs {
+        facts: Vec::with_capacity(facts),
+        derived: Outputs::default(),
+    };
+    for share in shares {
+        inputs.extend(share);
     }
-    if stage.reads_facts {
-        inputs.facts.extend(
-            project_facts(db, project)
-                .iter()
-                .copied()
-                .filter(stage.reads_fact),
-        );
+    if let Some(project_facts) = project_facts {
+        inputs
+            .facts
+            .extend(project_facts.iter().copied().filter(stage.reads_fact));
     }
     inputs
 }
