@@ -89,6 +89,27 @@ struct FileEntries {
     entries: std::sync::Arc<Vec<Entry>>,
 }
 
+impl FileEntries {
+    /// The entries of `path`'s definitions as `engine` has them now;
+    /// `kept` is reused if made at the same revision under the same module
+    /// name.
+    fn of(engine: &Engine, path: &str, kept: Option<&FileEntries>) -> Option<FileEntries> {
+        let revision = engine.revision(path);
+        let module = engine.module_name(path);
+        let entries = match kept {
+            Some(kept) if kept.revision == revision && kept.module == module => {
+                kept.entries.clone()
+            }
+            _ => std::sync::Arc::new(file_entries(engine, path, &module)?),
+        };
+        Some(FileEntries {
+            revision,
+            module,
+            entries,
+        })
+    }
+}
+
 /// Splits `retryWithBackoff`, `retry_with_backoff` and `HTTPServer` into
 /// lower-case words.
 pub(crate) fn words(name: &str) -> Vec<String> {
@@ -398,24 +419,7 @@ impl SymbolIndex {
             .paths()
             .filter_map(|path| {
                 engine.check_cancelled();
-                let revision = engine.revision(path);
-                let module = engine.module_name(path);
-                if let Some(kept) = reusable.remove(path)
-                    && kept.revision == revision
-                    && kept.module == module
-                {
-                    return Some(FileEntries {
-                        revision,
-                        module,
-                        entries: kept.entries.clone(),
-                    });
-                }
-                let entries = file_entries(engine, path, &module)?;
-                Some(FileEntries {
-                    revision,
-                    module,
-                    entries: std::sync::Arc::new(entries),
-                })
+                FileEntries::of(engine, path, reusable.remove(path))
             })
             .collect();
         let mut index = SymbolIndex {
@@ -434,14 +438,7 @@ impl SymbolIndex {
     ) -> SymbolIndex {
         let files = paths
             .into_iter()
-            .filter_map(|path| {
-                let module = engine.module_name(path);
-                Some(FileEntries {
-                    revision: engine.revision(path),
-                    entries: std::sync::Arc::new(file_entries(engine, path, &module)?),
-                    module,
-                })
-            })
+            .filter_map(|path| FileEntries::of(engine, path, None))
             .collect();
         SymbolIndex {
             files,
