@@ -341,6 +341,37 @@ fn a_service_killed_mid_session_is_replaced_and_the_session_goes_on() {
     assert!(first.disconnect().success());
 }
 
+/// A request the client is still writing when the service goes away is
+/// not lost: the relay hands it whole to the service that replaces it.
+#[test]
+fn a_request_half_written_when_the_service_dies_is_answered_by_the_next() {
+    let sample = common::copy_sample();
+    let runtime = Runtime::new();
+    let mut client = session(sample.path(), &runtime);
+    let answer = dependents_of_models(&mut client);
+    let killed = services(&runtime);
+    let line = client.request_line(
+        "tools/call",
+        json!({"name": "get_dependents", "arguments": {"file_path": "app/models.py"}}),
+    );
+    let (head, tail) = line.as_bytes().split_at(line.len() / 2);
+    let response = client.request_in_pieces(&[head, tail], |client| {
+        // The relay holds the half line when its service dies; it has
+        // seen the service go once it runs another.
+        client.wait_until_stdin_read();
+        runtime.kill_services();
+        wait_until("another service runs", || {
+            let running = services(&runtime);
+            !running.is_empty() && running != killed
+        });
+    });
+    assert_eq!(
+        response["result"]["content"][0]["text"].as_str(),
+        Some(answer.as_str()),
+        "{response}"
+    );
+}
+
 #[test]
 fn the_service_leaves_after_its_idle_time() {
     let sample = common::copy_sample();

@@ -232,6 +232,46 @@ impl Session {
     }
 }
 
+/// What the client sent, as read: a whole line, or a piece of one longer
+/// than [`INSPECTED_LINE`].
+struct Piece {
+    bytes: Vec<u8>,
+    /// Whether it begins a message (the previous piece ended a line), so
+    /// that only a line read from its start is looked at.
+    starts_message: bool,
+}
+
+/// Reads stdin into `pieces` until it ends (the channel then closes) or
+/// the relay is gone.
+async fn read_client(pieces: tokio::sync::mpsc::Sender<Piece>) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut starts_message = true;
+    loop {
+        let mut bytes = Vec::new();
+        match (&mut stdin)
+            .take(INSPECTED_LINE)
+            .read_until(b'\n', &mut bytes)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let ends_line = bytes.last() == Some(&b'\n');
+        if pieces
+            .send(Piece {
+                bytes,
+                starts_message,
+            })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        starts_message = ends_line;
+    }
+}
+
 /// Relays between stdin/stdout and the service, one line (one JSON-RPC
 /// message) at a time. When the service goes away while the client is
 /// still there, another is found or started and given the session's
@@ -245,9 +285,13 @@ async fn relay(
     place: &Place,
     no_cache: bool,
 ) -> anyhow::Result<()> {
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, BufReader};
     let session = std::sync::Arc::new(tokio::sync::Mutex::new(Session::default()));
-    let mut stdin = BufReader::new(tokio::io::stdin());
+    // Client lines come through a channel from a task of their own: a
+    // read cut short when the service goes away would lose what it had
+    // read of a line, and the request in it would never be answered.
+    let (pieces, mut from_client) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(read_client(pieces));
     let mut stdout = tokio::io::stdout();
     let mut stream = stream;
     let mut replaced = 0;
@@ -278,29 +322,20 @@ async fn relay(
                 }
             }
         });
-        let mut line = Vec::new();
-        let mut whole = true;
         let lost = loop {
-            line.clear();
-            let mut limited = (&mut stdin).take(INSPECTED_LINE);
             tokio::select! {
-                read = limited.read_until(b'\n', &mut line) => {
-                    match read {
-                        Ok(0) | Err(_) => {
-                            let _ = to_service.shutdown().await;
-                            if tokio::time::timeout(CLOSE_WAIT, &mut downstream).await.is_err() {
-                                tracing::warn!("the shared service did not close the session in time");
-                            }
-                            return Ok(());
+                piece = from_client.recv() => {
+                    let Some(piece) = piece else {
+                        let _ = to_service.shutdown().await;
+                        if tokio::time::timeout(CLOSE_WAIT, &mut downstream).await.is_err() {
+                            tracing::warn!("the shared service did not close the session in time");
                         }
-                        Ok(_) => {}
+                        return Ok(());
+                    };
+                    if piece.starts_message {
+                        session.lock().await.client_line(&piece.bytes);
                     }
-                    // Only a line read whole from its start is a message.
-                    if whole {
-                        session.lock().await.client_line(&line);
-                    }
-                    whole = line.last() == Some(&b'\n');
-                    if to_service.write_all(&line).await.is_err() {
+                    if to_service.write_all(&piece.bytes).await.is_err() {
                         break (&mut downstream).await.ok();
                     }
                 }

@@ -4,7 +4,9 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -15,9 +17,15 @@ pub struct Client {
     runtime: Option<super::runtime::Runtime>,
     /// Taken away by [`Client::disconnect`].
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    /// The server's stdout, line by line, from a reader thread: a server
+    /// that hangs fails the test after [`HANG`] instead of hanging it.
+    stdout: Receiver<String>,
     next_id: u64,
 }
+
+/// How long a request may go unanswered before the test calls it a hang:
+/// far beyond any answer on a loaded machine, well within CI's limit.
+const HANG: Duration = Duration::from_secs(300);
 
 impl Client {
     pub fn start(root: &Path) -> Client {
@@ -53,7 +61,17 @@ impl Client {
             .spawn()
             .expect("server starts");
         let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (lines, stdout) = std::sync::mpsc::channel();
+        let mut reader = BufReader::new(child.stdout.take().expect("piped stdout"));
+        std::thread::spawn(move || {
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(n) if n > 0 && lines.send(line).is_ok() => {}
+                    _ => return,
+                }
+            }
+        });
         let mut client = Client {
             child,
             runtime,
@@ -77,20 +95,62 @@ impl Client {
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let line = self.request_line(method, params);
+        self.request_in_pieces(&[line.as_bytes()], |_| {})
+    }
+
+    /// The next request's line (with its newline), for
+    /// [`Client::request_in_pieces`].
+    pub fn request_line(&mut self, method: &str, params: Value) -> String {
         self.next_id += 1;
         let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+    }
+
+    /// Writes a request's line in `pieces`, calling `between` with the
+    /// client after each but the last, and returns its answer.
+    pub fn request_in_pieces(
+        &mut self,
+        pieces: &[&[u8]],
+        mut between: impl FnMut(&Client),
+    ) -> Value {
+        let id = self.next_id;
+        for (i, piece) in pieces.iter().enumerate() {
+            let stdin = self.stdin.as_mut().expect("connected");
+            stdin.write_all(piece).expect("the server reads");
+            stdin.flush().expect("the server reads");
+            if i + 1 < pieces.len() {
+                between(self);
+            }
+        }
         loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "server closed stdout"
-            );
+            let line = match self.stdout.recv_timeout(HANG) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Disconnected) => panic!("server closed stdout"),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no answer to request {id} within {HANG:?}: the server hangs")
+                }
+            };
             let message: Value = serde_json::from_str(&line).expect("stdout carries only JSON-RPC");
             if message["id"] == json!(id) {
                 return message;
             }
         }
+    }
+
+    /// Waits until the server has read everything written to its stdin.
+    pub fn wait_until_stdin_read(&self) {
+        use std::os::fd::AsRawFd;
+        let stdin = self.stdin.as_ref().expect("connected");
+        super::wait_until("the server has read its stdin", || {
+            let mut unread: libc::c_int = 0;
+            // SAFETY: FIONREAD on the pipe's fd writes one int.
+            let asked = unsafe { libc::ioctl(stdin.as_raw_fd(), libc::FIONREAD, &mut unread) };
+            asked == 0 && unread == 0
+        });
     }
 
     /// Calls a tool; returns (is_error, text of the first content block).
