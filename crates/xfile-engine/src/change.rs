@@ -373,10 +373,13 @@ impl Engine {
     /// resolutions, search paths and shares) and the queries of the
     /// buckets holding no edited file, which read the MEDIUM file lists. A
     /// MEDIUM semantic would make every bucket query walk its edges (one
-    /// per file) after each edit. The first edit of a file writes over a
-    /// HIGH value (salsa reports the old durability), so it pays that walk
-    /// once; the file stays LOW afterwards, and so does its bucket, whose
-    /// queries a later body-only edit anywhere then checks edge by edge.
+    /// per file) after each edit. Writing over a file's HIGH semantic would
+    /// make salsa walk every file's chain (it reports the old durability),
+    /// so the first edit of a file of the first index gives it a new input
+    /// instead ([`Engine::replacement`]): its bucket's MEDIUM file list
+    /// changes, and only the buckets' queries are walked, once. The file
+    /// stays LOW afterwards, and so does its bucket, whose queries a later
+    /// body-only edit anywhere then checks edge by edge.
     fn refresh_semantics(&mut self, files: &[Touched]) {
         // A new file's semantic is written even when it equals the
         // placeholder (an empty module's does): left unwritten, it would
@@ -401,20 +404,48 @@ impl Engine {
                 drop(db);
                 changed
             };
+        let mut replacements = Vec::new();
         for (file, semantic, durability) in changed {
+            // The first edit of a file of the first index (not prepared):
+            // its inputs are high, and salsa reports a write at the
+            // durability it replaces, so writing over them would make
+            // salsa verify every file's chain. The file gets a new input
+            // instead, low from the start, as a new file does: that
+            // changes its bucket's file list, which only the buckets'
+            // queries read; `analyze` checks those on all cores.
+            if self.tree.settled() && !self.prepared.contains(&file) {
+                replacements.push(self.replacement(file, semantic));
+                continue;
+            }
             file.set_semantic(&mut self.db)
                 .with_durability(durability)
                 .to(semantic);
-            // The first edit of a file of the first index: its `resolved`
-            // input, which the rules will rewrite after this edit, goes low
-            // in the same revision (as `prepare_for_edits` does). Written
-            // over its high value later, it would start a second revision
-            // with a high change, and salsa would walk every file's chain
-            // twice in one update.
-            if self.tree.settled() && !self.prepared.contains(&file) {
-                self.lower_resolved(file);
-            }
         }
+        if !replacements.is_empty() {
+            self.sync_file_set(replacements, Vec::new());
+            self.walk_due = true;
+        }
+    }
+
+    /// A new input for the indexed `file`, whose first edit gave it
+    /// `semantic`, put in its place (but not yet in its bucket's list, which
+    /// takes the returned bucket index and input): the text and the facts
+    /// just extracted from it carry over, so nothing is parsed again. The
+    /// old input's memos stay behind, unread; salsa cannot drop an input.
+    fn replacement(&mut self, file: SourceFile, semantic: Arc<Semantic>) -> (usize, SourceFile) {
+        let path = file.path(&self.db).clone();
+        let text = file.text(&self.db).clone();
+        let facts = db::module_facts(&self.db, file).clone();
+        self.unanalyzed += 1;
+        let bucket = buckets::bucket_of(&path, self.project.buckets(&self.db).len());
+        let new = SourceFile::builder(path.clone(), text, semantic, Some(facts), Arc::default())
+            .path_durability(Durability::HIGH)
+            .semantic_durability(Durability::LOW)
+            .resolved_durability(Durability::LOW)
+            .new(&self.db);
+        Arc::make_mut(&mut self.prepared).insert(new);
+        Arc::make_mut(&mut self.files).insert(path, new);
+        (bucket, new)
     }
 
     /// Writes the module-tree inputs that changed with the file set, and

@@ -223,12 +223,11 @@ impl Engine {
     /// many it wrote: their `semantic` and `resolved` inputs are written
     /// again, unchanged, at low durability. A file of the first index holds
     /// them high, and salsa reports a write at the durability it replaces,
-    /// so the first edit of such a file (and the first rewrite of its
-    /// resolution) verifies every memo of the project, one walk of all
-    /// files' chains (~30 ms on Django, four times that on four copies).
-    /// Written ahead, when a file is about to be edited, that walk happens
-    /// then (in the next [`Engine::analyze`]), and the edit checks only the
-    /// low part. Not every file is prepared: low chains are what every
+    /// so this walks every file's chain once (in the next
+    /// [`Engine::analyze`]); its first edit then checks only the low part.
+    /// An unprepared file's first edit costs less than this walk (it gives
+    /// the file a new input, `Engine::replacement`), so preparing pays only
+    /// where the walk is done while nothing waits. Not every file is prepared: low chains are what every
     /// later edit checks one by one. Nor is its directory's listing: a
     /// package's is read by every `from package import Name` of a name its
     /// `__init__` binds (the lookup of a submodule `Name` finds none), so
@@ -341,14 +340,13 @@ impl Engine {
         self.many_new = many || walk;
         let project = self.project;
         if many {
-            // Each file's facts, class facts and keys, so that the bucket
+            // Each file's facts (with their keys) and class facts, so that the bucket
             // queries gather on one thread what is already there.
             let files: Vec<SourceFile> = self.files.values().copied().collect();
             files
                 .par_iter()
                 .for_each_with(self.db.clone(), |db, &file| {
                     db::class_facts(db, project, file);
-                    db::file_keys(db, project, file);
                 });
         } else if walk {
             // The stages' bucket queries, checked (and the edited file's
@@ -456,6 +454,7 @@ impl Engine {
             return Vec::new();
         };
         let mut imports: Vec<Reference> = db::file_base_facts(&self.db, self.project, file)
+            .facts()
             .iter()
             .filter_map(|fact| match fact {
                 datalog::InputFact::ImportStmt(stmt) => Some(Reference {

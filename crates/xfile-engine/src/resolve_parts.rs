@@ -402,6 +402,15 @@ fn update(
     for change in &changes {
         differing(change.before, change.after, &mut removed, &mut added);
     }
+    // A file given a new input (as its first edit does) is one file gone
+    // and one new: what both held is no change.
+    if !removed.is_empty() && !added.is_empty() {
+        let (went, came) = (std::mem::take(&mut removed), std::mem::take(&mut added));
+        differing(&went, &came, &mut removed, &mut added);
+    }
+    if removed.is_empty() && added.is_empty() {
+        return Some(last.output.clone());
+    }
     let mut touched: FxHashSet<Key> = FxHashSet::default();
     let mut restarred = false;
     for fact in removed.iter().chain(&added) {

@@ -46,7 +46,7 @@ impl Engine {
                     what,
                 })
             };
-            for fact in db::file_base_facts(&self.db, self.project, file) {
+            for fact in db::file_base_facts(&self.db, self.project, file).facts() {
                 if let InputFact::SignalDef(t) = fact {
                     at(t.1, LinkTuple::SignalDefinition { name: sym(t.2) });
                 }

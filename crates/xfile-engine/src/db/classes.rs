@@ -36,6 +36,7 @@ fn class_declarations(
     file: SourceFile,
 ) -> impl Iterator<Item = &InputFact> {
     file_base_facts(db, project, file)
+        .facts()
         .iter()
         .filter(|fact| (datalog::CLASSES.reads_fact)(fact))
 }
@@ -45,7 +46,7 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Ar
     let interner = db.interner();
     let ranks = class_sites(db, project, file);
     let mut class_facts = ClassFacts::default();
-    for fact in file_base_facts(db, project, file) {
+    for fact in file_base_facts(db, project, file).facts() {
         match fact {
             InputFact::ClassDef(_)
             | InputFact::HasMember(_)

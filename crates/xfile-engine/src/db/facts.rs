@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{Bucket, Db, Project, SourceFile};
 use crate::base_facts;
-use crate::datalog::{InputFact, Node, TestModule};
+use crate::datalog::{InputFact, Node, TestModule, Value};
 use crate::entry_points;
 use crate::layers::LayerMatcher;
 use crate::modules::{self, SearchPath};
@@ -37,13 +37,6 @@ pub(crate) fn test_matcher(db: &dyn Db, project: Project) -> TestMatcher {
     TestMatcher::new(project.test_patterns(db))
 }
 
-/// Whether pytest collects `file` as a test module: per file, so a
-/// new file decides only its own membership.
-#[salsa::tracked(returns(copy))]
-pub(crate) fn is_test_module(db: &dyn Db, project: Project, file: SourceFile) -> bool {
-    test_matcher(db, project).is_test(file.path(db))
-}
-
 /// Where `path` (which need not be a project file) searches its imports.
 pub(crate) fn search_path_of(
     db: &dyn Db,
@@ -65,21 +58,58 @@ pub(crate) fn search_path_of(
 /// files whose search path changed.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_search_path(db: &dyn Db, project: Project, file: SourceFile) -> SearchPath {
-    let is_test = is_test_module(db, project, file);
-    search_path_of(db, project, file.path(db), is_test)
+    let path = file.path(db);
+    let is_test = test_matcher(db, project).is_test(path);
+    search_path_of(db, project, path, is_test)
+}
+
+/// One file's Datalog base facts, with the nodes they name.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct BaseFacts {
+    facts: Vec<InputFact>,
+    keys: Arc<[Value]>,
+}
+
+impl BaseFacts {
+    pub(crate) fn facts(&self) -> &[InputFact] {
+        &self.facts
+    }
+
+    /// Every node (file or marker) in the facts, sorted: what ties other
+    /// tuples to the file. Every `resolve` relation and project-level fact
+    /// the file rules select by its first argument has a node here, so
+    /// names and sites need not be keys.
+    pub(crate) fn keys(&self) -> &Arc<[Value]> {
+        &self.keys
+    }
 }
 
 /// The Datalog base facts of one file: its imports resolved to modules, its
 /// module-level bindings, and the first hop of its calls and class bases.
+/// The keys are made with them rather than in a query of their own: one
+/// memo fewer per file for every first edit to verify.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> Vec<InputFact> {
+pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> BaseFacts {
     db.log().executed("file_base_facts", Some(file.path(db)));
     let path = file.path(db);
     let resolver = Resolver::new(db, path, file_search_path(db, project, file));
     let mut facts = base_facts::build(db.interner(), &resolver, path, file.semantic(db));
     // Kept for the file's life (memoized): no spare room from pushing.
     facts.shrink_to_fit();
-    facts
+    let mut keys: Vec<Value> = facts
+        .iter()
+        .flat_map(InputFact::values)
+        .filter(|v| matches!(v, Value::Node(_)))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    // Copied into a block of its size: collected with every repeat (a
+    // file's facts name its own node in almost every tuple), the vector
+    // kept ~20 MB of spare room on Django.
+    BaseFacts {
+        facts,
+        keys: keys.into(),
+    }
 }
 
 /// Every indexed file, bucket by bucket. It reads every bucket's file
@@ -95,17 +125,21 @@ pub(crate) fn all_files(db: &dyn Db, project: Project) -> impl Iterator<Item = S
 /// The project-level facts about one bucket's files: `TestModule` and
 /// `InLayer`. They depend on paths and configuration, not on file
 /// contents, so a change to the pytest configuration re-runs no
-/// resolution, and a new file re-runs only its bucket's.
+/// resolution, and a new file re-runs only its bucket's. Each file's are
+/// decided here, not in a query of the file's own: matching a path is
+/// cheaper than a memo that every first edit would verify for every file.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_path_facts(db: &dyn Db, project: Project, bucket: Bucket) -> Vec<InputFact> {
     db.log().executed("bucket_path_facts", None);
+    let (tests, layers) = (test_matcher(db, project), layer_matcher(db, project));
+    let interner = db.interner();
     let mut facts = Vec::new();
     for &file in bucket.files(db) {
-        if is_test_module(db, project, file) {
-            let node = db.interner().node(file.path(db));
-            facts.push(InputFact::TestModule(TestModule(node)));
+        let path = file.path(db);
+        if tests.is_test(path) {
+            facts.push(InputFact::TestModule(TestModule(interner.node(path))));
         }
-        facts.extend(file_layer(db, project, file));
+        facts.extend(layers.in_layer(interner, path));
     }
     facts
 }
@@ -115,12 +149,6 @@ pub(crate) fn bucket_path_facts(db: &dyn Db, project: Project, bucket: Bucket) -
 pub(crate) fn layer_matcher(db: &dyn Db, project: Project) -> LayerMatcher {
     db.log().executed("layer_matcher", None);
     LayerMatcher::new(project.layers(db))
-}
-
-/// One file's `InLayer` fact: per file, so a new file decides only its own.
-#[salsa::tracked(returns(copy))]
-pub(crate) fn file_layer(db: &dyn Db, project: Project, file: SourceFile) -> Option<InputFact> {
-    layer_matcher(db, project).in_layer(db.interner(), file.path(db))
 }
 
 /// Project-level base facts of the declared entry points, each object

@@ -2,7 +2,7 @@
 //! input, the slice of the class table its lookups reach and the
 //! project-level facts about what it names.
 
-use super::{Db, Project, SourceFile, StageInputs, file_base_facts, file_keys, run_stage};
+use super::{Db, Project, SourceFile, StageInputs, file_base_facts, run_stage};
 use crate::classes;
 use crate::datalog::{self, InputFact, Outputs, Value};
 use crate::resolved_inputs::FileResolved;
@@ -11,7 +11,7 @@ use crate::resolved_inputs::FileResolved;
 #[salsa::tracked(returns(ref))]
 pub(crate) fn class_context(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
     db.log().executed("class_context", Some(file.path(db)));
-    let facts = file_base_facts(db, project, file);
+    let facts = file_base_facts(db, project, file).facts();
     let names = classes::attribute_names(facts);
     if names.is_empty() {
         return StageInputs::default();
@@ -72,7 +72,7 @@ pub(crate) fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> V
     let mut keys: Vec<Value> = file_resolved(db, file)
         .tuples_values()
         .chain(class_context(db, project, file).derived.tuples_values())
-        .chain(file_keys(db, project, file).iter().copied())
+        .chain(file_base_facts(db, project, file).keys().iter().copied())
         .collect();
     keys.sort_unstable();
     keys.dedup();
@@ -92,6 +92,7 @@ pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Out
     db.log().executed("file_stage", Some(file.path(db)));
     let members = class_context(db, project, file);
     let facts: Vec<InputFact> = file_base_facts(db, project, file)
+        .facts()
         .iter()
         .chain(file_context(db, project, file))
         .chain(&members.facts)

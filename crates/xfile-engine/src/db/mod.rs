@@ -7,8 +7,8 @@
 //! location-free `semantic` field, `file_base_facts(file)` (also reads
 //! `file_search_path(file)` and the memoized resolutions of
 //! `crate::resolve`, over per-directory inputs) → `program(project)`, which
-//! also takes `project_facts(project)` (per file `is_test_module`: path
-//! and pytest settings only, and `file_layer`: path and configured layers).
+//! also takes `project_facts(project)` (per bucket `bucket_path_facts`:
+//! test modules and layers, from paths and configuration only).
 //! What reads every file reads it bucket by bucket (`Bucket`,
 //! `buckets.rs`), so a change to one file re-runs one bucket's gathering.
 //!
@@ -79,8 +79,7 @@ pub use self::log::Recomputation;
 pub(crate) use self::project::{bucket_project_shares, cycle_groups, project_stage};
 pub(crate) use self::report::{bucket_report_shares, report_stage};
 pub(crate) use self::resolve::{
-    Slices, bucket_files_keys, bucket_resolve_shares, file_keys, files_keys, resolve_stage,
-    resolved_slices,
+    Slices, bucket_files_keys, bucket_resolve_shares, files_keys, resolve_stage, resolved_slices,
 };
 pub(crate) use self::stages::{
     StageInputs, add_share, bucket_shares, gathered, per_file, run_stage, whole_project_inputs,

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::{
-    Bucket, Db, Project, SourceFile, StageInputs, add_share, file_base_facts, per_file,
-    project_facts, run_stage,
+    Bucket, Db, Project, StageInputs, add_share, file_base_facts, per_file, project_facts,
+    run_stage,
 };
 use crate::buckets::PerFile;
 use crate::datalog::{self, InputFact, Outputs, Value};
@@ -122,7 +122,7 @@ pub(crate) fn resolved_slices(db: &dyn Db, project: Project) -> Arc<Slices> {
     db.resolve_memo().slices(resolve_stage(db, project))
 }
 
-/// One bucket's files with their `file_keys`.
+/// One bucket's files with their keys (`BaseFacts::keys`).
 #[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_files_keys(
     db: &dyn Db,
@@ -130,10 +130,12 @@ pub(crate) fn bucket_files_keys(
     bucket: Bucket,
 ) -> PerFile<Arc<[Value]>> {
     db.log().executed("bucket_files_keys", None);
-    per_file(db, bucket, |file| file_keys(db, project, file).clone())
+    per_file(db, bucket, |file| {
+        file_base_facts(db, project, file).keys().clone()
+    })
 }
 
-/// Every file's `file_keys`, bucket by bucket: what the engine reads to
+/// Every file's keys, bucket by bucket: what the engine reads to
 /// know which files read which nodes' slices.
 pub(crate) fn files_keys(db: &dyn Db, project: Project) -> Vec<PerFile<Arc<[Value]>>> {
     project
@@ -141,24 +143,4 @@ pub(crate) fn files_keys(db: &dyn Db, project: Project) -> Vec<PerFile<Arc<[Valu
         .iter()
         .map(|&bucket| bucket_files_keys(db, project, bucket).clone())
         .collect()
-}
-
-/// Every node (file or marker) in a file's base facts, sorted: what ties
-/// other tuples to it. Every `resolve` relation and project-level fact the
-/// file rules select by its first argument has a node there, so names and
-/// sites need not be keys.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn file_keys(db: &dyn Db, project: Project, file: SourceFile) -> Arc<[Value]> {
-    db.log().executed("file_keys", Some(file.path(db)));
-    let mut keys: Vec<Value> = file_base_facts(db, project, file)
-        .iter()
-        .flat_map(InputFact::values)
-        .filter(|v| matches!(v, Value::Node(_)))
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    // Copied into a block of its size: collected with every repeat (a
-    // file's facts name its own node in almost every tuple), the vector
-    // kept ~20 MB of spare room on Django.
-    keys.into()
 }

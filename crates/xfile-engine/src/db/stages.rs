@@ -26,6 +26,7 @@ pub(crate) fn add_share(
     if stage.reads_facts {
         inputs.facts.extend(
             file_base_facts(db, project, file)
+                .facts()
                 .iter()
                 .copied()
                 .filter(stage.reads_fact),

@@ -13,7 +13,7 @@ use crate::datalog::{InputFact, Outputs};
 pub(crate) fn all_facts(db: &dyn Db, project: Project) -> Vec<InputFact> {
     db.log().executed("all_facts", None);
     let mut facts: Vec<InputFact> = all_files(db, project)
-        .flat_map(|file| file_base_facts(db, project, file).iter().copied())
+        .flat_map(|file| file_base_facts(db, project, file).facts().iter().copied())
         .chain(project_facts(db, project).iter().copied())
         .chain(cycle_groups(db, project).iter().copied())
         .chain(mro_facts(db, project).iter().copied())
