@@ -340,13 +340,20 @@ impl Engine {
         self.many_new = many || walk;
         let project = self.project;
         if many {
-            // Each file's facts (with their keys) and class facts, so that the bucket
-            // queries gather on one thread what is already there.
+            // Each file's base facts (with their keys), then each bucket's
+            // class facts, so that the stages gather on one thread what is
+            // already there.
             let files: Vec<SourceFile> = self.files.values().copied().collect();
             files
                 .par_iter()
                 .for_each_with(self.db.clone(), |db, &file| {
-                    db::class_facts(db, project, file);
+                    db::file_base_facts(db, project, file);
+                });
+            project
+                .buckets(&self.db)
+                .par_iter()
+                .for_each_with(self.db.clone(), |db, &bucket| {
+                    db::bucket_class_inputs(db, project, bucket);
                 });
         } else if walk {
             // The stages' bucket queries, checked (and the edited file's

@@ -50,8 +50,10 @@ fn class_declarations(
         .filter(|fact| (datalog::CLASSES.reads_fact)(fact))
 }
 
-#[salsa::tracked(returns(ref))]
-pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Arc<ClassFacts> {
+/// One file's [`ClassFacts`]: made by the bucket's query, not a memo of
+/// its own, so that a walk after an edit has one memo fewer per file to
+/// verify; an edit re-makes those of its bucket's files.
+fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> ClassFacts {
     let interner = db.interner();
     let ranks = class_ranks(db, project, file);
     let mut class_facts = ClassFacts::default();
@@ -88,11 +90,10 @@ pub(crate) fn class_facts(db: &dyn Db, project: Project, file: SourceFile) -> Ar
             _ => {}
         }
     }
-    Arc::new(class_facts)
+    class_facts
 }
 
-/// One bucket's class facts: those of its files that have any, shared
-/// with the files' own memos rather than copied.
+/// One bucket's class facts: those of its files that have any.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn bucket_class_inputs(
     db: &dyn Db,
@@ -105,7 +106,7 @@ pub(crate) fn bucket_class_inputs(
         .iter()
         .map(|&file| class_facts(db, project, file))
         .filter(|facts| !facts.facts.is_empty() || !facts.transparent.is_empty())
-        .cloned()
+        .map(Arc::new)
         .collect()
 }
 

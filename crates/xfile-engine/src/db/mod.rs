@@ -65,8 +65,7 @@ use crate::resolve_parts::ResolveMemo;
 use crate::source_text::TextLoader;
 
 pub(crate) use self::classes::{
-    bucket_class_inputs, class_facts, class_slices, class_table, classes_outputs, classes_stage,
-    mro_facts,
+    bucket_class_inputs, class_slices, class_table, classes_outputs, classes_stage, mro_facts,
 };
 pub(crate) use self::facts::{
     all_files, bucket_path_facts, file_base_facts, files_by_node, module_facts, project_facts,
