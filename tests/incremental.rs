@@ -853,3 +853,23 @@ fn a_line_added_above_a_class_re_runs_no_whole_project_class_stage() {
         "{ran:?}"
     );
 }
+
+/// The first edit after an index re-runs no stage whose inputs it left
+/// equal, as later edits do not: the gatherings over the buckets are low
+/// from the index on (`Project::low_mark`), so salsa keeps their equal
+/// values as unchanged. Before, that edit re-ran the `classes` stage and
+/// every stage after a gathering.
+#[test]
+fn the_first_edit_after_an_index_reruns_no_stage_with_equal_inputs() {
+    let mut engine = engine_for("member_calls");
+    let mut paths: Vec<String> = engine.paths().map(str::to_string).collect();
+    paths.sort();
+    for (round, path) in paths.iter().take(3).enumerate() {
+        let text = engine.text(path).unwrap().to_string();
+        let log = recorded(&mut engine, Change::text(path, format!("{text}\nimport os\n")));
+        assert_same_as_scratch(&engine);
+        for stage in ["classes_stage", "class_table", "project_stage", "report_stage"] {
+            assert_eq!(count(&log.executed, stage), 0, "edit {round}, {stage}: {log:?}");
+        }
+    }
+}

@@ -158,6 +158,7 @@ impl Engine {
             Vec::new(),
             Arc::default(),
             Arc::default(),
+            (),
         )
         .buckets_durability(Durability::HIGH)
         .extra_search_paths_durability(Durability::HIGH)
@@ -167,6 +168,7 @@ impl Engine {
         .entry_points_durability(Durability::HIGH)
         .written_class_table_durability(Durability::HIGH)
         .written_project_facts_durability(Durability::HIGH)
+        .low_mark_durability(Durability::LOW)
         .new(&db);
         let tree = Arc::new(tree::Tree::new(&db));
         Self {

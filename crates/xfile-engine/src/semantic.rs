@@ -99,8 +99,7 @@ pub(crate) fn references_from(outputs: &Outputs, file: Node) -> Vec<Reference> {
 /// relation that `program` builds.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn dependents_index(db: &dyn Db, project: Project) -> Vec<(Node, Node)> {
-    let mut pairs: Vec<(Node, Node)> = project
-        .buckets(db)
+    let mut pairs: Vec<(Node, Node)> = crate::db::gathered_buckets(db, project)
         .iter()
         .flat_map(|&bucket| bucket_dependents(db, project, bucket))
         .copied()
@@ -194,8 +193,7 @@ pub(crate) fn warnings(db: &dyn Db, project: Project) -> Vec<Warning> {
             .into_iter()
             .flat_map(|outputs| outputs.warning().iter().copied())
             .chain(
-                project
-                    .buckets(db)
+                crate::db::gathered_buckets(db, project)
                     .iter()
                     .flat_map(|&bucket| bucket_warnings(db, project, bucket).iter().copied()),
             ),

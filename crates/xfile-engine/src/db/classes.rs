@@ -116,8 +116,7 @@ pub(crate) fn bucket_class_inputs(
 /// the table is reused.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn class_inputs(db: &dyn Db, project: Project) -> Vec<Arc<ClassFacts>> {
-    project
-        .buckets(db)
+    super::gathered_buckets(db, project)
         .iter()
         .flat_map(|&bucket| bucket_class_inputs(db, project, bucket))
         .cloned()

@@ -116,8 +116,7 @@ pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -
 /// list: for what runs when asked (queries, explanations), not for what
 /// runs on every update.
 pub(crate) fn all_files(db: &dyn Db, project: Project) -> impl Iterator<Item = SourceFile> + '_ {
-    project
-        .buckets(db)
+    super::gathered_buckets(db, project)
         .iter()
         .flat_map(move |bucket| bucket.files(db).iter().copied())
 }
@@ -170,7 +169,7 @@ pub(crate) fn entry_point_facts(db: &dyn Db, project: Project) -> Vec<InputFact>
 pub(crate) fn project_facts(db: &dyn Db, project: Project) -> Arc<Vec<InputFact>> {
     db.log().executed("project_facts", None);
     let mut facts: Vec<InputFact> = layer_matcher(db, project).above(db.interner());
-    for &bucket in project.buckets(db) {
+    for &bucket in super::gathered_buckets(db, project) {
         facts.extend_from_slice(bucket_path_facts(db, project, bucket));
     }
     facts.extend_from_slice(entry_point_facts(db, project));

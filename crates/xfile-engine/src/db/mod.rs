@@ -86,6 +86,14 @@ pub(crate) use self::stages::{
 pub use self::union::Program;
 pub(crate) use self::union::{all_facts, program};
 
+/// The project's buckets, for a query that gathers over them: it reads
+/// [`Project::low_mark`] too, so that its memo is low from the first
+/// index and an equal value after the first edit counts as unchanged.
+pub(crate) fn gathered_buckets(db: &dyn Db, project: Project) -> &[Bucket] {
+    project.low_mark(db);
+    project.buckets(db)
+}
+
 #[salsa::db]
 pub(crate) trait Db: salsa::Database {
     fn interner(&self) -> &Interner;

@@ -34,8 +34,7 @@ pub(crate) fn bucket_resolve_shares(
 #[salsa::tracked(returns(ref))]
 pub(crate) fn resolve_stage(db: &dyn Db, project: Project) -> Outputs {
     db.log().executed("resolve_stage", None);
-    let shares: Vec<PerFile<Arc<[InputFact]>>> = project
-        .buckets(db)
+    let shares: Vec<PerFile<Arc<[InputFact]>>> = super::gathered_buckets(db, project)
         .iter()
         .map(|&bucket| bucket_resolve_shares(db, project, bucket).clone())
         .collect();
@@ -138,8 +137,7 @@ pub(crate) fn bucket_files_keys(
 /// Every file's keys, bucket by bucket: what the engine reads to
 /// know which files read which nodes' slices.
 pub(crate) fn files_keys(db: &dyn Db, project: Project) -> Vec<PerFile<Arc<[Value]>>> {
-    project
-        .buckets(db)
+    super::gathered_buckets(db, project)
         .iter()
         .map(|&bucket| bucket_files_keys(db, project, bucket).clone())
         .collect()

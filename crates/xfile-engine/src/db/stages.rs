@@ -63,8 +63,7 @@ pub(crate) fn gathered(
     stage: &StageProgram,
     bucket_share: fn(&dyn Db, Project, Bucket) -> &StageInputs,
 ) -> StageInputs {
-    let shares: Vec<&StageInputs> = project
-        .buckets(db)
+    let shares: Vec<&StageInputs> = super::gathered_buckets(db, project)
         .iter()
         .map(|&bucket| bucket_share(db, project, bucket))
         .collect();
