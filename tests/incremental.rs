@@ -866,10 +866,22 @@ fn the_first_edit_after_an_index_reruns_no_stage_with_equal_inputs() {
     paths.sort();
     for (round, path) in paths.iter().take(3).enumerate() {
         let text = engine.text(path).unwrap().to_string();
-        let log = recorded(&mut engine, Change::text(path, format!("{text}\nimport os\n")));
+        let log = recorded(
+            &mut engine,
+            Change::text(path, format!("{text}\nimport os\n")),
+        );
         assert_same_as_scratch(&engine);
-        for stage in ["classes_stage", "class_table", "project_stage", "report_stage"] {
-            assert_eq!(count(&log.executed, stage), 0, "edit {round}, {stage}: {log:?}");
+        for stage in [
+            "classes_stage",
+            "class_table",
+            "project_stage",
+            "report_stage",
+        ] {
+            assert_eq!(
+                count(&log.executed, stage),
+                0,
+                "edit {round}, {stage}: {log:?}"
+            );
         }
     }
 }
