@@ -342,7 +342,6 @@ impl Engine {
         text: String,
         preset: Option<Arc<ModuleFacts>>,
     ) -> SourceFile {
-        self.unanalyzed += 1;
         self.stamp(&path);
         // `resolved` starts low so that its first write (high on the first
         // index, low for a file added later) reports no high change. So
@@ -350,10 +349,31 @@ impl Engine {
         // the placeholder's durability, and a medium one walked every
         // bucket's memos.
         let placeholder = self.tree.durability(Durability::MEDIUM);
-        let text = SourceText::new(text);
-        let file = SourceFile::builder(path, text, Arc::default(), preset, Arc::default())
+        self.file_input(
+            path,
+            SourceText::new(text),
+            Arc::default(),
+            placeholder,
+            preset,
+        )
+    }
+
+    /// A new input for the file at `path`, counted among the files to
+    /// analyze and, once the first index is done, prepared: its `resolved`
+    /// input starts low, and so does its semantic unless `durability` says
+    /// otherwise.
+    fn file_input(
+        &mut self,
+        path: String,
+        text: SourceText,
+        semantic: Arc<Semantic>,
+        durability: Durability,
+        preset: Option<Arc<ModuleFacts>>,
+    ) -> SourceFile {
+        self.unanalyzed += 1;
+        let file = SourceFile::builder(path, text, semantic, preset, Arc::default())
             .path_durability(Durability::HIGH)
-            .semantic_durability(placeholder)
+            .semantic_durability(durability)
             .resolved_durability(Durability::LOW)
             .new(&self.db);
         if self.tree.settled() {
@@ -436,14 +456,8 @@ impl Engine {
         let path = file.path(&self.db).clone();
         let text = file.text(&self.db).clone();
         let facts = db::module_facts(&self.db, file).clone();
-        self.unanalyzed += 1;
         let bucket = buckets::bucket_of(&path, self.project.buckets(&self.db).len());
-        let new = SourceFile::builder(path.clone(), text, semantic, Some(facts), Arc::default())
-            .path_durability(Durability::HIGH)
-            .semantic_durability(Durability::LOW)
-            .resolved_durability(Durability::LOW)
-            .new(&self.db);
-        Arc::make_mut(&mut self.prepared).insert(new);
+        let new = self.file_input(path.clone(), text, semantic, Durability::LOW, Some(facts));
         Arc::make_mut(&mut self.files).insert(path, new);
         (bucket, new)
     }

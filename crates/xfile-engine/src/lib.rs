@@ -229,8 +229,8 @@ impl Engine {
     /// [`Engine::analyze`]); its first edit then checks only the low part.
     /// An unprepared file's first edit costs less than this walk (it gives
     /// the file a new input, `Engine::replacement`), so preparing pays only
-    /// where the walk is done while nothing waits. Not every file is prepared: low chains are what every
-    /// later edit checks one by one. Nor is its directory's listing: a
+    /// where the walk is done while nothing waits. Not every file is
+    /// prepared: low chains are what every later edit checks one by one. Nor is its directory's listing: a
     /// package's is read by every `from package import Name` of a name its
     /// `__init__` binds (the lookup of a submodule `Name` finds none), so
     /// written low it made hundreds of importers' chains low, and prepared
@@ -257,7 +257,7 @@ impl Engine {
     /// and counts the file prepared: the write over the first index's high
     /// value, which makes salsa check every file's chain once, so that
     /// [`Engine::analyze`] does that check on all cores (`walk_due`).
-    pub(crate) fn lower_resolved(&mut self, file: SourceFile) {
+    fn lower_resolved(&mut self, file: SourceFile) {
         let resolved = file.resolved(&self.db).clone();
         file.set_resolved(&mut self.db)
             .with_durability(Durability::LOW)
