@@ -214,13 +214,16 @@ fn edits_creations_and_deletions_match_a_fresh_index() {
     );
 }
 
-/// The `file_base_facts` queries that executed, by file, sorted.
+/// The files whose `file_base_facts` executed, sorted, each once: an
+/// importer of the first index whose resolutions changed is given a new
+/// input (`Engine::replacement`), whose base facts are made again.
 fn resolved(log: &[String]) -> Vec<&str> {
     let mut files: Vec<&str> = log
         .iter()
         .filter_map(|e| e.strip_prefix("file_base_facts(")?.strip_suffix(')'))
         .collect();
     files.sort();
+    files.dedup();
     files
 }
 
@@ -766,8 +769,6 @@ fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
         assert_same_as_scratch(engine);
         walked(&log, "file_search_path")
     };
-    // Unprepared: the first edit walks every file's chain, the next only
-    // its own.
     // Unprepared: the first edit gives the file a new input, low from the
     // start, and walks no other file's chain; nor does the next.
     for (round, extra) in ["import os\n", ""].into_iter().enumerate() {
@@ -803,6 +804,55 @@ fn a_file_prepared_for_editing_walks_no_other_files_chain_on_its_first_edit() {
     // A file added after the index is low already.
     engine.apply(Change::text("pkg/late.py", "from pkg.m0 import f0\n"));
     assert!(!engine.needs_preparing("pkg/late.py"));
+}
+
+/// An edit that changes what another file of the first index resolves
+/// (its importer's `resolved` input, high until then) gives that file a
+/// new input too, instead of writing over the high value: no edit walks
+/// the chain of a file it did not reach. Writing over it made salsa walk
+/// every file's chain.
+#[test]
+fn an_edit_that_changes_an_importers_resolutions_walks_no_other_files_chain() {
+    let modules = 256;
+    let text = |i: usize, name: &str| {
+        let next = i + 1;
+        format!("from pkg.m{next} import f{next}\n\n\ndef {name}():\n    return f{next}()\n")
+    };
+    let mut engine = Engine::new(Vec::new());
+    engine.apply(Change::texts(
+        (0..modules)
+            .map(|i| (format!("pkg/m{i}.py"), text(i, &format!("f{i}"))))
+            .chain([("pkg/__init__.py".to_string(), String::new())]),
+    ));
+    // m8's own first edit, then renames of the function m7 imports: each
+    // changes m7's resolutions, the first over the index's value.
+    for (round, name) in ["f8", "g8", "f8", "h8"].into_iter().enumerate() {
+        let log = recorded(&mut engine, Change::text("pkg/m8.py", text(8, name)));
+        assert_same_as_scratch(&engine);
+        // The chains walked are those of the files the edit reached: m8
+        // and the files whose resolutions were assembled again (m7, and m6,
+        // whose tuples name m7's `f7`).
+        let reached = log
+            .executed
+            .iter()
+            .filter(|q| q.starts_with("resolved_input(") && !q.contains("pkg/m8.py"))
+            .count()
+            + 1;
+        let walked = walked(&log, "file_search_path");
+        assert!(
+            walked <= reached.max(2),
+            "edit {round}: {walked} of 257 chains walked, {reached} files reached"
+        );
+        assert!(reached <= 3, "edit {round}: {reached} files reached");
+        if round > 0 {
+            assert!(
+                log.executed
+                    .iter()
+                    .any(|q| q == "resolved_input(pkg/m7.py)"),
+                "edit {round} left the importer's resolutions: {log:?}"
+            );
+        }
+    }
 }
 
 /// A line added above a class moves the sites of its bases; the class

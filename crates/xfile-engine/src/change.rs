@@ -12,6 +12,7 @@ use salsa::{Durability, Setter};
 use super::db::{self, Database, Db, SourceFile};
 use super::entry_points::EntryPointSpec;
 use super::layers::Layer;
+use super::resolved_inputs::FileResolved;
 use super::source_text::SourceText;
 use super::test_modules::TestPatterns;
 use super::{Engine, PARALLEL_THRESHOLD, buckets, empty_buckets};
@@ -355,6 +356,7 @@ impl Engine {
             Arc::default(),
             placeholder,
             preset,
+            Arc::default(),
         )
     }
 
@@ -369,9 +371,10 @@ impl Engine {
         semantic: Arc<Semantic>,
         durability: Durability,
         preset: Option<Arc<ModuleFacts>>,
+        resolved: Arc<FileResolved>,
     ) -> SourceFile {
         self.unanalyzed += 1;
-        let file = SourceFile::builder(path, text, semantic, preset, Arc::default())
+        let file = SourceFile::builder(path, text, semantic, preset, resolved)
             .path_durability(Durability::HIGH)
             .semantic_durability(durability)
             .resolved_durability(Durability::LOW)
@@ -434,7 +437,8 @@ impl Engine {
             // changes its bucket's file list, which only the buckets'
             // queries read; `analyze` checks those on all cores.
             if self.tree.settled() && !self.prepared.contains(&file) {
-                replacements.push(self.replacement(file, semantic));
+                let resolved = file.resolved(&self.db).clone();
+                replacements.push(self.replacement(file, semantic, resolved));
                 continue;
             }
             file.set_semantic(&mut self.db)
@@ -447,17 +451,31 @@ impl Engine {
         }
     }
 
-    /// A new input for the indexed `file`, whose first edit gave it
-    /// `semantic`, put in its place (but not yet in its bucket's list, which
-    /// takes the returned bucket index and input): the text and the facts
-    /// just extracted from it carry over, so nothing is parsed again. The
-    /// old input's memos stay behind, unread; salsa cannot drop an input.
-    fn replacement(&mut self, file: SourceFile, semantic: Arc<Semantic>) -> (usize, SourceFile) {
+    /// A new input for the indexed `file`, holding `semantic` and
+    /// `resolved`, put in its place (but not yet in its bucket's list, which
+    /// takes the returned bucket index and input): what a change would
+    /// otherwise write over the first index's high values. The text and
+    /// the facts extracted from it carry over, so nothing is parsed again.
+    /// The old input's memos stay behind, unread; salsa cannot drop an
+    /// input.
+    pub(crate) fn replacement(
+        &mut self,
+        file: SourceFile,
+        semantic: Arc<Semantic>,
+        resolved: Arc<FileResolved>,
+    ) -> (usize, SourceFile) {
         let path = file.path(&self.db).clone();
         let text = file.text(&self.db).clone();
         let facts = db::module_facts(&self.db, file).clone();
         let bucket = buckets::bucket_of(&path, self.project.buckets(&self.db).len());
-        let new = self.file_input(path.clone(), text, semantic, Durability::LOW, Some(facts));
+        let new = self.file_input(
+            path.clone(),
+            text,
+            semantic,
+            Durability::LOW,
+            Some(facts),
+            resolved,
+        );
         Arc::make_mut(&mut self.files).insert(path, new);
         (bucket, new)
     }
@@ -466,7 +484,11 @@ impl Engine {
     /// the file lists of the buckets (by index) that gained the `added`
     /// files or lost files (`emptied`): each from its old list, so the
     /// cost is the buckets', not the project's.
-    fn sync_file_set(&mut self, added: Vec<(usize, SourceFile)>, mut emptied: Vec<usize>) {
+    pub(crate) fn sync_file_set(
+        &mut self,
+        added: Vec<(usize, SourceFile)>,
+        mut emptied: Vec<usize>,
+    ) {
         self.walk_due |= Arc::make_mut(&mut self.tree).write(&mut self.db);
         let buckets = self.project.buckets(&self.db).clone();
         let mut lists: Vec<Option<Vec<SourceFile>>> = vec![None; buckets.len()];

@@ -358,31 +358,22 @@ impl Engine {
                     db::bucket_class_inputs(db, project, bucket);
                 });
         } else if walk {
-            // The stages' bucket queries, checked (and the edited file's
-            // made again) on all cores before the stages gather them.
-            project
-                .buckets(&self.db)
-                .par_iter()
-                .for_each_with(self.db.clone(), |db, &bucket| {
-                    db::bucket_files_keys(db, project, bucket);
-                    db::bucket_resolve_shares(db, project, bucket);
-                    db::bucket_class_inputs(db, project, bucket);
-                    db::bucket_path_facts(db, project, bucket);
-                });
+            self.check_buckets();
         }
-        // High durability on the first run, low for a later rewrite
-        // (`resolved_inputs.rs`).
-        let (changes, first) = self.resolved_inputs.changes(&self.db, project);
-        let durability = if first {
-            Durability::HIGH
-        } else {
-            Durability::LOW
-        };
-        for (file, tuples) in changes {
-            file.set_resolved(&mut self.db)
-                .with_durability(durability)
-                .to(Arc::new(tuples));
+        loop {
+            let (changes, first) = self.resolved_inputs.changes(&self.db, project);
+            let replacements = self.write_resolved(changes, first);
+            if replacements.is_empty() {
+                break;
+            }
+            // The replaced files' tuples are in their new inputs already:
+            // the next round finds them equal and writes nothing.
+            self.sync_file_set(replacements, Vec::new());
+            self.many_new = true;
+            self.check_buckets();
         }
+        // What the replacements added is analyzed in this round.
+        self.unanalyzed = 0;
         let table = db::class_table(&self.db, project).clone();
         if self.resolved_inputs.class_table_ran(&table)
             && **project.written_class_table(&self.db) != *table
@@ -395,6 +386,54 @@ impl Engine {
         {
             project.set_written_project_facts(&mut self.db).to(facts);
         }
+    }
+
+    /// The stages' bucket queries, checked (and the edited files' made
+    /// again) on all cores before the stages gather them: after a bucket's
+    /// file list changed, or an input of the first index was written over.
+    fn check_buckets(&self) {
+        let project = self.project;
+        project
+            .buckets(&self.db)
+            .par_iter()
+            .for_each_with(self.db.clone(), |db, &bucket| {
+                db::bucket_files_keys(db, project, bucket);
+                db::bucket_resolve_shares(db, project, bucket);
+                db::bucket_class_inputs(db, project, bucket);
+                db::bucket_path_facts(db, project, bucket);
+            });
+    }
+
+    /// Writes each file's new `resolved` tuples: high on the first run, low
+    /// later (`resolved_inputs.rs`). A file whose input still holds the
+    /// first index's high value (an importer of an edited module, say) is
+    /// given a new input instead, as its first edit would
+    /// ([`Engine::replacement`]): salsa reports a write at the durability
+    /// it replaces, so writing over it would make salsa verify every file's
+    /// chain. Returns those replacements, for the buckets' file lists.
+    fn write_resolved(
+        &mut self,
+        changes: Vec<(SourceFile, resolved_inputs::FileResolved)>,
+        first: bool,
+    ) -> Vec<(usize, SourceFile)> {
+        let durability = if first {
+            Durability::HIGH
+        } else {
+            Durability::LOW
+        };
+        let mut replacements = Vec::new();
+        for (file, tuples) in changes {
+            let tuples = Arc::new(tuples);
+            if !first && self.tree.settled() && !self.prepared.contains(&file) {
+                let semantic = file.semantic(&self.db).clone();
+                replacements.push(self.replacement(file, semantic, tuples));
+                continue;
+            }
+            file.set_resolved(&mut self.db)
+                .with_durability(durability)
+                .to(tuples);
+        }
+        replacements
     }
 
     /// Every derived relation, up to date with the inputs.
