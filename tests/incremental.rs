@@ -855,6 +855,57 @@ fn an_edit_that_changes_an_importers_resolutions_walks_no_other_files_chain() {
     }
 }
 
+/// A method added to a class makes again the class contexts of the files
+/// whose member lookups looked at that class, and no other: the class
+/// table is one value for the project, and a context per file read from it
+/// re-ran for every file that looks up members, with a walk of every
+/// file's chain (the table was an input of the first index).
+#[test]
+fn a_class_edit_remakes_only_the_contexts_that_looked_at_the_class() {
+    let own = |i: usize| {
+        format!(
+            "class C{i}:\n    def f(self):\n        return 1\n\n\ndef use{i}():\n    return C{i}().f()\n"
+        )
+    };
+    let user = |j: usize| {
+        format!(
+            "from base import Base\n\n\nclass U{j}(Base):\n    def go(self):\n        return self.run()\n"
+        )
+    };
+    let base = |extra: &str| format!("class Base:\n    def run(self):\n        return 1\n{extra}");
+    let mut engine = Engine::new(Vec::new());
+    engine.apply(Change::texts(
+        (0..100)
+            .map(|i| (format!("m{i}.py"), own(i)))
+            .chain((0..10).map(|j| (format!("u{j}.py"), user(j))))
+            .chain([("base.py".to_string(), base(""))]),
+    ));
+    let extras = [
+        "\n    def stop(self):\n        return 2\n",
+        "\n    def stop(self):\n        return 2\n\n    def pause(self):\n        return 3\n",
+        "",
+    ];
+    for (round, extra) in extras.into_iter().enumerate() {
+        let log = recorded(&mut engine, Change::text("base.py", base(extra)));
+        assert_same_as_scratch(&engine);
+        let mut made: Vec<&str> = log
+            .executed
+            .iter()
+            .filter_map(|q| q.strip_prefix("class_context(")?.strip_suffix(')'))
+            .collect();
+        made.sort();
+        made.dedup();
+        assert!(
+            made.iter().all(|f| *f == "base.py" || f.starts_with('u')),
+            "edit {round}: contexts made {made:?}"
+        );
+        assert!(made.len() >= 10, "edit {round}: contexts made {made:?}");
+        // The chains walked: base.py's and its subclasses' files at most.
+        let walked = walked(&log, "file_search_path");
+        assert!(walked <= 11, "edit {round}: {walked} of 111 chains walked");
+    }
+}
+
 /// A line added above a class moves the sites of its bases; the class
 /// stages that read every file's declarations see each file's class
 /// sites by rank (`engine/site_ranks.rs`), so the edit re-runs neither

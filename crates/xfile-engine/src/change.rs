@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use salsa::{Durability, Setter};
 
-use super::db::{self, Database, Db, SourceFile};
+use super::db::{self, Database, Db, SourceFile, StageInputs};
 use super::entry_points::EntryPointSpec;
 use super::layers::Layer;
 use super::resolved_inputs::FileResolved;
@@ -100,6 +100,16 @@ pub struct Applied {
     /// were written (for [`Engine::apply_inputs`], name resolution alone):
     /// the rest of the call wrote inputs and parsed.
     pub analysis_time: Duration,
+}
+
+/// What a file's input holds beside its path and text, all written by the
+/// engine: its semantic, facts made ahead, `resolved` tuples and class
+/// context.
+struct Held {
+    semantic: Arc<Semantic>,
+    preset: Option<Arc<ModuleFacts>>,
+    resolved: Arc<FileResolved>,
+    classes: Arc<StageInputs>,
 }
 
 /// A file whose text an update wrote, and the durability of its semantic.
@@ -350,34 +360,38 @@ impl Engine {
         // the placeholder's durability, and a medium one walked every
         // bucket's memos.
         let placeholder = self.tree.durability(Durability::MEDIUM);
-        self.file_input(
-            path,
-            SourceText::new(text),
-            Arc::default(),
-            placeholder,
+        let held = Held {
+            semantic: Arc::default(),
             preset,
-            Arc::default(),
-        )
+            resolved: Arc::default(),
+            classes: Arc::default(),
+        };
+        self.file_input(path, SourceText::new(text), held, placeholder)
     }
 
     /// A new input for the file at `path`, counted among the files to
     /// analyze and, once the first index is done, prepared: its `resolved`
-    /// input starts low, and so does its semantic unless `durability` says
-    /// otherwise.
+    /// and `classes` inputs start low, and so does its semantic unless
+    /// `durability` says otherwise.
     fn file_input(
         &mut self,
         path: String,
         text: SourceText,
-        semantic: Arc<Semantic>,
+        held: Held,
         durability: Durability,
-        preset: Option<Arc<ModuleFacts>>,
-        resolved: Arc<FileResolved>,
     ) -> SourceFile {
         self.unanalyzed += 1;
-        let file = SourceFile::builder(path, text, semantic, preset, resolved)
+        let Held {
+            semantic,
+            preset,
+            resolved,
+            classes,
+        } = held;
+        let file = SourceFile::builder(path, text, semantic, preset, resolved, classes)
             .path_durability(Durability::HIGH)
             .semantic_durability(durability)
             .resolved_durability(Durability::LOW)
+            .classes_durability(Durability::LOW)
             .new(&self.db);
         if self.tree.settled() {
             Arc::make_mut(&mut self.prepared).insert(file);
@@ -438,7 +452,8 @@ impl Engine {
             // queries read; `analyze` checks those on all cores.
             if self.tree.settled() && !self.prepared.contains(&file) {
                 let resolved = file.resolved(&self.db).clone();
-                replacements.push(self.replacement(file, semantic, resolved));
+                let classes = file.classes(&self.db).clone();
+                replacements.push(self.replacement(file, semantic, resolved, classes));
                 continue;
             }
             file.set_semantic(&mut self.db)
@@ -463,19 +478,19 @@ impl Engine {
         file: SourceFile,
         semantic: Arc<Semantic>,
         resolved: Arc<FileResolved>,
+        classes: Arc<StageInputs>,
     ) -> (usize, SourceFile) {
         let path = file.path(&self.db).clone();
         let text = file.text(&self.db).clone();
         let facts = db::module_facts(&self.db, file).clone();
         let bucket = buckets::bucket_of(&path, self.project.buckets(&self.db).len());
-        let new = self.file_input(
-            path.clone(),
-            text,
+        let held = Held {
             semantic,
-            Durability::LOW,
-            Some(facts),
+            preset: Some(facts),
             resolved,
-        );
+            classes,
+        };
+        let new = self.file_input(path.clone(), text, held, Durability::LOW);
         Arc::make_mut(&mut self.files).insert(path, new);
         (bucket, new)
     }

@@ -210,10 +210,16 @@ impl ClassTable {
     /// classes its expressions may be instances of, the members of those
     /// orders' classes by the attribute names the file uses, and the
     /// declared types of those members, followed to the classes they name.
+    ///
+    /// `looked` gets every key the walk looked up, found or not (classes,
+    /// and definitions for their declared types): the context can change
+    /// only where the table's entries under one of them do
+    /// ([`ClassTable::changed_keys`]).
     pub(crate) fn context(
         &self,
         (own, definitions): (Vec<Class>, Vec<Class>),
         names: &[Sym],
+        looked: &mut Vec<Class>,
     ) -> (Vec<InputFact>, Outputs) {
         let mut facts = Vec::new();
         let mut derived = Outputs::default();
@@ -228,6 +234,7 @@ impl ClassTable {
             // What the definitions the file's names resolve to are:
             // classes, or declared to hold or return instances of one.
             for &definition in &definitions {
+                looked.push(definition);
                 if self.mro.contains_key(&definition) {
                     facts.push(InputFact::ClassDef(ClassDef(definition.0, definition.1)));
                     work.push(definition);
@@ -240,6 +247,7 @@ impl ClassTable {
                 if !seen.insert(class) {
                     continue;
                 }
+                looked.push(class);
                 let Some(order) = self.mro.get(&class) else {
                     continue;
                 };
@@ -255,6 +263,7 @@ impl ClassTable {
                     if !ancestors_seen.insert(ancestor) {
                         continue;
                     }
+                    looked.push(ancestor);
                     let mut index = 0;
                     while let Some(&name) = names.get(index) {
                         index += 1;
@@ -269,6 +278,7 @@ impl ClassTable {
                         facts.push(InputFact::HasMember(HasMember(
                             ancestor.0, ancestor.1, name, member,
                         )));
+                        looked.push((ancestor.0, member));
                         self.declared_types(
                             (ancestor.0, member),
                             &mut derived,
@@ -286,8 +296,74 @@ impl ClassTable {
         facts.sort_unstable();
         facts.dedup();
         derived.normalize();
+        looked.sort_unstable();
+        looked.dedup();
         (facts, derived)
     }
+
+    /// The keys under which `old` and `new` hold different entries: the
+    /// class of an order, a member, a hidden or a patched name, and the
+    /// definition of a declared type, alias, property or fixture. What
+    /// [`ClassTable::context`] reads is all filed under such keys.
+    pub(crate) fn changed_keys(old: &ClassTable, new: &ClassTable) -> FxHashSet<Class> {
+        let mut changed = FxHashSet::default();
+        differ(&old.mro, &new.mro, |&k| k, &mut changed);
+        differ(
+            &old.members,
+            &new.members,
+            |&(class, _)| class,
+            &mut changed,
+        );
+        differ(
+            &old.instance_types,
+            &new.instance_types,
+            |&k| k,
+            &mut changed,
+        );
+        differ(&old.return_types, &new.return_types, |&k| k, &mut changed);
+        differ(&old.class_aliases, &new.class_aliases, |&k| k, &mut changed);
+        differ(&old.made_by, &new.made_by, |&k| k, &mut changed);
+        differ(&old.own_returns, &new.own_returns, |&k| k, &mut changed);
+        differ_sets(&old.properties, &new.properties, |&k| k, &mut changed);
+        differ_sets(&old.fixtures, &new.fixtures, |&k| k, &mut changed);
+        differ_sets(
+            &old.patched,
+            &new.patched,
+            |&(class, _)| class,
+            &mut changed,
+        );
+        differ_sets(&old.hidden, &new.hidden, |&(class, _)| class, &mut changed);
+        changed
+    }
+}
+
+/// Adds to `changed` the key (as `key` files it) of every entry that is in
+/// one map and not in the other, or differs.
+fn differ<K: Eq + std::hash::Hash, V: PartialEq>(
+    old: &FxHashMap<K, V>,
+    new: &FxHashMap<K, V>,
+    key: impl Fn(&K) -> Class,
+    changed: &mut FxHashSet<Class>,
+) {
+    for (k, v) in new {
+        if old.get(k) != Some(v) {
+            changed.insert(key(k));
+        }
+    }
+    for k in old.keys() {
+        if !new.contains_key(k) {
+            changed.insert(key(k));
+        }
+    }
+}
+
+fn differ_sets<K: Eq + std::hash::Hash>(
+    old: &FxHashSet<K>,
+    new: &FxHashSet<K>,
+    key: impl Fn(&K) -> Class,
+    changed: &mut FxHashSet<Class>,
+) {
+    changed.extend(old.symmetric_difference(new).map(key));
 }
 
 impl ClassTable {

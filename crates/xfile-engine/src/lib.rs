@@ -5,6 +5,7 @@
 mod base_facts;
 mod buckets;
 mod change;
+mod class_contexts;
 mod classes;
 pub mod datalog;
 mod db;
@@ -115,6 +116,11 @@ pub struct Engine {
     unindexed: Arc<Vec<String>>,
     /// What every file's `resolved` input was last written from.
     resolved_inputs: resolved_inputs::ResolvedInputs,
+    /// What every file's `classes` input was last made from.
+    class_contexts: class_contexts::ClassContexts,
+    /// Files given new `resolved` tuples, whose `classes` input is to be
+    /// made again (with those whose facts were made anew).
+    contexts_due: FxHashSet<SourceFile>,
     /// Many files were new at the last [`Engine::resolve`], or every file's
     /// chain was to be checked (`walk_due`): the rest of the analysis runs
     /// every file's rules on all cores.
@@ -157,7 +163,6 @@ impl Engine {
             Vec::new(),
             Vec::new(),
             Arc::default(),
-            Arc::default(),
             (),
         )
         .buckets_durability(Durability::HIGH)
@@ -166,7 +171,6 @@ impl Engine {
         .test_patterns_durability(Durability::HIGH)
         .layers_durability(Durability::HIGH)
         .entry_points_durability(Durability::HIGH)
-        .written_class_table_durability(Durability::HIGH)
         .written_project_facts_durability(Durability::HIGH)
         .low_mark_durability(Durability::LOW)
         .new(&db);
@@ -181,6 +185,8 @@ impl Engine {
             tree,
             unindexed: Arc::default(),
             resolved_inputs: Default::default(),
+            class_contexts: Default::default(),
+            contexts_due: Default::default(),
             many_new: false,
             walk_due: false,
             prepared: Arc::default(),
@@ -262,6 +268,10 @@ impl Engine {
         file.set_resolved(&mut self.db)
             .with_durability(Durability::LOW)
             .to(resolved);
+        let classes = file.classes(&self.db).clone();
+        file.set_classes(&mut self.db)
+            .with_durability(Durability::LOW)
+            .to(classes);
         Arc::make_mut(&mut self.prepared).insert(file);
         self.walk_due = true;
     }
@@ -362,7 +372,17 @@ impl Engine {
         }
         loop {
             let (changes, first) = self.resolved_inputs.changes(&self.db, project);
-            let replacements = self.write_resolved(changes, first);
+            let mut replacements = self.write_resolved(changes, first);
+            if replacements.is_empty() {
+                // The class table, then the contexts it changed and those
+                // of the files written so far.
+                let due = std::mem::take(&mut self.contexts_due);
+                let all = !self.tree.settled();
+                let contexts =
+                    self.class_contexts
+                        .changes(&self.db, project, due, &self.files, all);
+                replacements = self.write_classes(contexts);
+            }
             if replacements.is_empty() {
                 break;
             }
@@ -374,12 +394,6 @@ impl Engine {
         }
         // What the replacements added is analyzed in this round.
         self.unanalyzed = 0;
-        let table = db::class_table(&self.db, project).clone();
-        if self.resolved_inputs.class_table_ran(&table)
-            && **project.written_class_table(&self.db) != *table
-        {
-            project.set_written_class_table(&mut self.db).to(table);
-        }
         let facts = db::project_facts(&self.db, project).clone();
         if self.resolved_inputs.project_facts_ran(&facts)
             && **project.written_project_facts(&self.db) != *facts
@@ -426,12 +440,38 @@ impl Engine {
             let tuples = Arc::new(tuples);
             if !first && self.tree.settled() && !self.prepared.contains(&file) {
                 let semantic = file.semantic(&self.db).clone();
-                replacements.push(self.replacement(file, semantic, tuples));
+                let classes = file.classes(&self.db).clone();
+                replacements.push(self.replacement(file, semantic, tuples, classes));
                 continue;
             }
             file.set_resolved(&mut self.db)
                 .with_durability(durability)
                 .to(tuples);
+            self.contexts_due.insert(file);
+        }
+        replacements
+    }
+
+    /// Writes each file's new `classes` input, as [`Engine::write_resolved`]
+    /// writes `resolved`: high on the first index, low later, and a file
+    /// still holding the first index's value is replaced instead.
+    fn write_classes(
+        &mut self,
+        contexts: Vec<(SourceFile, db::StageInputs)>,
+    ) -> Vec<(usize, SourceFile)> {
+        let durability = self.tree.durability(Durability::HIGH);
+        let mut replacements = Vec::new();
+        for (file, context) in contexts {
+            let context = Arc::new(context);
+            if self.tree.settled() && !self.prepared.contains(&file) {
+                let semantic = file.semantic(&self.db).clone();
+                let resolved = file.resolved(&self.db).clone();
+                replacements.push(self.replacement(file, semantic, resolved, context));
+                continue;
+            }
+            file.set_classes(&mut self.db)
+                .with_durability(durability)
+                .to(context);
         }
         replacements
     }

@@ -22,7 +22,6 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::buckets::{self, PerFile};
-use super::classes::ClassTable;
 use super::datalog::{self, InputFact, Outputs, Value};
 use super::db::{self, Db, Project, Slices, SourceFile};
 
@@ -40,10 +39,9 @@ struct Last {
     by_file: FxHashMap<SourceFile, Arc<[Value]>>,
     /// The files whose keys include a node.
     readers: FxHashMap<Value, FxHashSet<SourceFile>>,
-    /// The class table and project-level facts last seen: the engine
-    /// writes them to inputs too, and compares them (at a cost) only when
-    /// their query ran again.
-    class_table: Option<Arc<ClassTable>>,
+    /// The project-level facts last seen: the engine writes them to an
+    /// input too, and compares them (at a cost) only when their query ran
+    /// again.
     project_facts: Option<Arc<Vec<InputFact>>>,
 }
 
@@ -120,12 +118,6 @@ impl ResolvedInputs {
 }
 
 impl ResolvedInputs {
-    /// Whether `table` is a new value of the class table query since the
-    /// last call (equal to the last one or not).
-    pub(crate) fn class_table_ran(&self, table: &Arc<ClassTable>) -> bool {
-        ran(&mut self.lock().class_table, table)
-    }
-
     /// Whether `facts` is a new value of the project-level facts query.
     pub(crate) fn project_facts_ran(&self, facts: &Arc<Vec<InputFact>>) -> bool {
         ran(&mut self.lock().project_facts, facts)

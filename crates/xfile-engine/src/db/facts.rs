@@ -91,6 +91,7 @@ impl BaseFacts {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_base_facts(db: &dyn Db, project: Project, file: SourceFile) -> BaseFacts {
     db.log().executed("file_base_facts", Some(file.path(db)));
+    db.facts_made().report(file);
     let path = file.path(db);
     let resolver = Resolver::new(db, path, file_search_path(db, project, file));
     let mut facts = base_facts::build(db.interner(), &resolver, path, file.semantic(db));

@@ -1,27 +1,10 @@
 //! The `file` stage: one file's rules, over its base facts, its `resolved`
-//! input, the slice of the class table its lookups reach and the
-//! project-level facts about what it names.
+//! and `classes` inputs (the slice of the class table its lookups reach)
+//! and the project-level facts about what it names.
 
-use super::{Db, Project, SourceFile, StageInputs, file_base_facts, run_stage};
-use crate::classes;
+use super::{Db, Project, SourceFile, file_base_facts, run_stage};
 use crate::datalog::{self, InputFact, Outputs, Value};
 use crate::resolved_inputs::FileResolved;
-
-/// The classes one file's member lookups can reach (`ClassTable::context`).
-#[salsa::tracked(returns(ref))]
-pub(crate) fn class_context(db: &dyn Db, project: Project, file: SourceFile) -> StageInputs {
-    db.log().executed("class_context", Some(file.path(db)));
-    let facts = file_base_facts(db, project, file).facts();
-    let names = classes::attribute_names(facts);
-    if names.is_empty() {
-        return StageInputs::default();
-    }
-    let resolved = file_resolved(db, file);
-    let (facts, derived) = project
-        .written_class_table(db)
-        .context(classes::seeds(facts, resolved), &names);
-    StageInputs { facts, derived }
-}
 
 /// The project-level facts whose first argument is one of `keys`, or
 /// occurs in one of those (one step further, for joins such as a layer's
@@ -71,7 +54,7 @@ pub(crate) fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> V
     db.log().executed("file_context", Some(file.path(db)));
     let mut keys: Vec<Value> = file_resolved(db, file)
         .tuples_values()
-        .chain(class_context(db, project, file).derived.tuples_values())
+        .chain(file.classes(db).derived.tuples_values())
         .chain(file_base_facts(db, project, file).keys().iter().copied())
         .collect();
     keys.sort_unstable();
@@ -83,14 +66,15 @@ pub(crate) fn file_context(db: &dyn Db, project: Project, file: SourceFile) -> V
 
 /// The `file` stage for one file, over its own base facts, the `resolve`
 /// tuples whose first argument occurs in them (`file_resolved`), the slice
-/// of the class table its member lookups reach (`class_context`) and its
+/// of the class table its member lookups reach (its `classes` input) and its
 /// `file_context`. Those are assembled here and dropped after the run
-/// rather than kept as a value of their own: each is a memoized query
-/// already, so equal parts still let salsa skip the file's rules.
+/// rather than kept as a value of their own: each is an input or a
+/// memoized query already, so equal parts still let salsa skip the file's
+/// rules.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_stage(db: &dyn Db, project: Project, file: SourceFile) -> Outputs {
     db.log().executed("file_stage", Some(file.path(db)));
-    let members = class_context(db, project, file);
+    let members = file.classes(db);
     let facts: Vec<InputFact> = file_base_facts(db, project, file)
         .facts()
         .iter()

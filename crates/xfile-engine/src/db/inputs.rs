@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::classes::ClassTable;
+use super::StageInputs;
 use crate::datalog::InputFact;
 use crate::entry_points::EntryPointSpec;
 use crate::layers::Layer;
@@ -39,6 +39,12 @@ pub(crate) struct SourceFile {
     /// elsewhere verifies it without a walk.
     #[returns(ref)]
     pub resolved: Arc<FileResolved>,
+    /// The slice of the class table this file's member lookups reach:
+    /// written by the engine when the file or what its lookups read in the
+    /// table changed (`class_contexts.rs`), never by a query, for the same
+    /// reason as `resolved`.
+    #[returns(ref)]
+    pub classes: Arc<StageInputs>,
 }
 
 /// A fixed share of the project's files, chosen by a hash of the path
@@ -80,14 +86,12 @@ pub(crate) struct Project {
     /// Entry points the project's `pyproject.toml` files declare.
     #[returns(ref)]
     pub entry_points: Vec<EntryPointSpec>,
-    /// The value of [`class_table`] and of [`project_facts`] at the last
-    /// `Engine::resolve`, written by the engine, never by a query: what
-    /// each file's chain reads of them. As inputs of high durability, they
-    /// keep the files' chains free of the whole project's durability (see
-    /// `resolved_inputs.rs`); a change to either is written high, so that
+    /// The value of [`project_facts`] at the last `Engine::resolve`,
+    /// written by the engine, never by a query: what each file's chain
+    /// reads of it. As an input of high durability, it keeps the files'
+    /// chains free of the whole project's durability (see
+    /// `resolved_inputs.rs`); a change to it is written high, so that
     /// update walks every chain once, as any whole-project change did.
-    #[returns(ref)]
-    pub written_class_table: Arc<ClassTable>,
     #[returns(ref)]
     pub written_project_facts: Arc<Vec<InputFact>>,
     /// Never written; low. Read by every query that gathers over the

@@ -59,6 +59,7 @@ mod union;
 
 use std::sync::Arc;
 
+use crate::class_contexts::FactsMade;
 use crate::intern::Interner;
 use crate::resolve::TreeInputs;
 use crate::resolve_parts::ResolveMemo;
@@ -100,6 +101,8 @@ pub(crate) trait Db: salsa::Database {
     fn log(&self) -> &ExecutionLog;
     fn tree_inputs(&self) -> &TreeInputs;
     fn resolve_memo(&self) -> &ResolveMemo;
+    /// Where `file_base_facts` reports the files it made facts for.
+    fn facts_made(&self) -> &FactsMade;
     fn text_loader(&self) -> Option<&TextLoader>;
 }
 
@@ -111,6 +114,7 @@ pub(crate) struct Database {
     log: ExecutionLog,
     tree_inputs: TreeInputs,
     resolve_memo: ResolveMemo,
+    facts_made: FactsMade,
     /// Set once, before the first index: with it, texts are let go once
     /// their facts are extracted.
     text_loader: Option<TextLoader>,
@@ -131,6 +135,7 @@ impl Default for Database {
             log,
             tree_inputs: TreeInputs::default(),
             resolve_memo: ResolveMemo::default(),
+            facts_made: FactsMade::default(),
             text_loader: None,
         }
     }
@@ -161,6 +166,10 @@ impl Db for Database {
 
     fn tree_inputs(&self) -> &TreeInputs {
         &self.tree_inputs
+    }
+
+    fn facts_made(&self) -> &FactsMade {
+        &self.facts_made
     }
 
     fn resolve_memo(&self) -> &ResolveMemo {
