@@ -906,6 +906,38 @@ fn a_class_edit_remakes_only_the_contexts_that_looked_at_the_class() {
     }
 }
 
+/// A member's declared type is looked up under the member but recorded as
+/// the class the member was found in: a changed return annotation remakes
+/// the contexts that reached the member through that class, here as an
+/// ancestor in a module the user does not import (so its `resolved` tuples,
+/// keyed by the modules it names, do not change).
+#[test]
+fn a_changed_return_annotation_remakes_the_contexts_that_reached_the_member() {
+    let classes = "class A:\n    def value(self):\n        return 1\n\n\nclass B:\n    def value(self):\n        return 2\n";
+    let factory = |returns: &str| {
+        format!(
+            "from a import A, B\n\n\nclass F:\n    def make(self) -> {returns}:\n        return {returns}()\n"
+        )
+    };
+    let child = "from f import F\n\n\nclass G(F):\n    pass\n";
+    let user = "from g import G\n\n\ndef use():\n    return G().make().value()\n";
+    let mut engine = Engine::new(Vec::new());
+    engine.apply(Change::texts([
+        ("a.py".to_string(), classes.to_string()),
+        ("f.py".to_string(), factory("A")),
+        ("g.py".to_string(), child.to_string()),
+        ("u.py".to_string(), user.to_string()),
+    ]));
+    for returns in ["B", "A", "B"] {
+        let log = recorded(&mut engine, Change::text("f.py", factory(returns)));
+        assert_same_as_scratch(&engine);
+        assert!(
+            log.executed.iter().any(|q| q == "class_context(u.py)"),
+            "-> {returns}: {log:?}"
+        );
+    }
+}
+
 /// A line added above a class moves the sites of its bases; the class
 /// stages that read every file's declarations see each file's class
 /// sites by rank (`engine/site_ranks.rs`), so the edit re-runs neither

@@ -211,10 +211,10 @@ impl ClassTable {
     /// orders' classes by the attribute names the file uses, and the
     /// declared types of those members, followed to the classes they name.
     ///
-    /// `looked` gets every key the walk looked up, found or not (classes,
-    /// and definitions for their declared types): the context can change
-    /// only where the table's entries under one of them do
-    /// ([`ClassTable::changed_keys`]).
+    /// `looked` gets every class the walk looked up, found or not, and the
+    /// definitions it started from: the context can change only where the
+    /// table's entries under one of them do, a member's declared types
+    /// counting as its class's ([`ClassTable::changed_keys`]).
     pub(crate) fn context(
         &self,
         (own, definitions): (Vec<Class>, Vec<Class>),
@@ -278,7 +278,6 @@ impl ClassTable {
                         facts.push(InputFact::HasMember(HasMember(
                             ancestor.0, ancestor.1, name, member,
                         )));
-                        looked.push((ancestor.0, member));
                         self.declared_types(
                             (ancestor.0, member),
                             &mut derived,
@@ -303,7 +302,8 @@ impl ClassTable {
 
     /// The keys under which `old` and `new` hold different entries: the
     /// class of an order, a member, a hidden or a patched name, and the
-    /// definition of a declared type, alias, property or fixture. What
+    /// definition of a declared type, alias, property or fixture, with the
+    /// classes that have that definition as a member. What
     /// [`ClassTable::context`] reads is all filed under such keys.
     pub(crate) fn changed_keys(old: &ClassTable, new: &ClassTable) -> FxHashSet<Class> {
         let mut changed = FxHashSet::default();
@@ -314,18 +314,6 @@ impl ClassTable {
             |&(class, _)| class,
             &mut changed,
         );
-        differ(
-            &old.instance_types,
-            &new.instance_types,
-            |&k| k,
-            &mut changed,
-        );
-        differ(&old.return_types, &new.return_types, |&k| k, &mut changed);
-        differ(&old.class_aliases, &new.class_aliases, |&k| k, &mut changed);
-        differ(&old.made_by, &new.made_by, |&k| k, &mut changed);
-        differ(&old.own_returns, &new.own_returns, |&k| k, &mut changed);
-        differ_sets(&old.properties, &new.properties, |&k| k, &mut changed);
-        differ_sets(&old.fixtures, &new.fixtures, |&k| k, &mut changed);
         differ_sets(
             &old.patched,
             &new.patched,
@@ -333,6 +321,36 @@ impl ClassTable {
             &mut changed,
         );
         differ_sets(&old.hidden, &new.hidden, |&(class, _)| class, &mut changed);
+        let mut declared = FxHashSet::default();
+        differ(
+            &old.instance_types,
+            &new.instance_types,
+            |&k| k,
+            &mut declared,
+        );
+        differ(&old.return_types, &new.return_types, |&k| k, &mut declared);
+        differ(
+            &old.class_aliases,
+            &new.class_aliases,
+            |&k| k,
+            &mut declared,
+        );
+        differ(&old.made_by, &new.made_by, |&k| k, &mut declared);
+        differ(&old.own_returns, &new.own_returns, |&k| k, &mut declared);
+        differ_sets(&old.properties, &new.properties, |&k| k, &mut declared);
+        differ_sets(&old.fixtures, &new.fixtures, |&k| k, &mut declared);
+        if !declared.is_empty() {
+            // A context looks up a member's declared types under the member
+            // but records only the class it found the member in.
+            for table in [old, new] {
+                for (&(class, _), &member) in &table.members {
+                    if declared.contains(&(class.0, member)) {
+                        changed.insert(class);
+                    }
+                }
+            }
+        }
+        changed.extend(declared);
         changed
     }
 }
