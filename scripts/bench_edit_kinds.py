@@ -16,8 +16,10 @@ edited in phases, each phase editing every chosen file once:
 Prints, per phase, the median and max of the update's `analyze_ms` and the
 median of the memos salsa re-verified (`reused` in the trace, summed over
 queries): a count, the same in every run of a build, where the time swings
-with the machine's load. Usage: scripts/bench_edit_kinds.py XFILE TREE [N]
-(N default 10)."""
+with the machine's load. The first phase is each file's first edit since
+the index (what `analyze` walks then). With PERF=1 in the environment,
+`perf record` samples the watch process meanwhile into /tmp/edit_kinds.perf.
+Usage: scripts/bench_edit_kinds.py XFILE TREE [N]   (N default 10)."""
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 xfile, tree = sys.argv[1], sys.argv[2]
@@ -32,6 +34,11 @@ p = subprocess.Popen([xfile, "--no-cache", "watch", "--json", "--trace", "--root
 while "watching" not in p.stderr.readline():
     pass
 time.sleep(1)
+perf = None
+if os.environ.get("PERF"):
+    perf = subprocess.Popen(["perf", "record", "-F", "2000", "-e", "cpu-clock", "-g",
+                             "-o", "/tmp/edit_kinds.perf", "-p", str(p.pid)], stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
 files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "django"))
                for f in fs if f.endswith(".py") and "/tests" not in d)
 chosen = [files[i * (len(files) // n)] for i in range(n)]
@@ -95,6 +102,9 @@ for name, edit in phases:
     for path in chosen:
         figures += updates(edit(path))
     results.append((name, figures))
+if perf:
+    perf.send_signal(2)
+    perf.wait()
 p.kill()
 shutil.rmtree(work)
 for name, figures in results:

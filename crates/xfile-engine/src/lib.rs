@@ -129,9 +129,10 @@ pub struct Engine {
     /// will check every file's chain, which `analyze` then does on all
     /// cores, file by file, instead of one bucket query after another.
     walk_due: bool,
-    /// Files whose `semantic` and `resolved` inputs are low already: made
-    /// ready for an edit ([`Engine::prepare_for_edits`]) or added after the
-    /// first index.
+    /// Files whose `semantic`, `resolved` and `classes` inputs are low
+    /// already: made ready for an edit ([`Engine::prepare_for_edits`]),
+    /// added after the first index, or given a new input since
+    /// ([`Engine::replacement`]).
     prepared: Arc<FxHashSet<SourceFile>>,
 }
 
@@ -228,8 +229,8 @@ impl Engine {
     }
 
     /// Makes the files at `paths` ready to be edited cheaply, returning how
-    /// many it wrote: their `semantic` and `resolved` inputs are written
-    /// again, unchanged, at low durability. A file of the first index holds
+    /// many it wrote: their `semantic`, `resolved` and `classes` inputs are
+    /// written again, unchanged, at low durability. A file of the first index holds
     /// them high, and salsa reports a write at the durability it replaces,
     /// so this walks every file's chain once (in the next
     /// [`Engine::analyze`]); its first edit then checks only the low part.
@@ -253,17 +254,17 @@ impl Engine {
             file.set_semantic(&mut self.db)
                 .with_durability(Durability::LOW)
                 .to(semantic);
-            self.lower_resolved(file);
+            self.lower_derived(file);
             written += 1;
         }
         written
     }
 
-    /// Writes `file`'s `resolved` input again, unchanged, at low durability,
-    /// and counts the file prepared: the write over the first index's high
+    /// Writes `file`'s `resolved` and `classes` inputs again, unchanged, at
+    /// low durability, and counts the file prepared: the write over the first index's high
     /// value, which makes salsa check every file's chain once, so that
     /// [`Engine::analyze`] does that check on all cores (`walk_due`).
-    fn lower_resolved(&mut self, file: SourceFile) {
+    fn lower_derived(&mut self, file: SourceFile) {
         let resolved = file.resolved(&self.db).clone();
         file.set_resolved(&mut self.db)
             .with_durability(Durability::LOW)
