@@ -105,11 +105,11 @@ pub struct Applied {
 /// What a file's input holds beside its path and text, all written by the
 /// engine: its semantic, facts made ahead, `resolved` tuples and class
 /// context.
-struct Held {
-    semantic: Arc<Semantic>,
+pub(crate) struct Held {
+    pub(crate) semantic: Arc<Semantic>,
     preset: Option<Arc<ModuleFacts>>,
-    resolved: Arc<FileResolved>,
-    classes: Arc<StageInputs>,
+    pub(crate) resolved: Arc<FileResolved>,
+    pub(crate) classes: Arc<StageInputs>,
 }
 
 /// A file whose text an update wrote, and the durability of its semantic.
@@ -443,17 +443,10 @@ impl Engine {
             };
         let mut replacements = Vec::new();
         for (file, semantic, durability) in changed {
-            // The first edit of a file of the first index (not prepared):
-            // its inputs are high, and salsa reports a write at the
-            // durability it replaces, so writing over them would make
-            // salsa verify every file's chain. The file gets a new input
-            // instead, low from the start, as a new file does: that
-            // changes its bucket's file list, which only the buckets'
-            // queries read; `analyze` checks those on all cores.
-            if self.tree.settled() && !self.prepared.contains(&file) {
-                let resolved = file.resolved(&self.db).clone();
-                let classes = file.classes(&self.db).clone();
-                replacements.push(self.replacement(file, semantic, resolved, classes));
+            // The first edit of a file of the first index: `analyze` checks
+            // the buckets' queries its new input makes it walk.
+            if self.holds_index_values(file) {
+                replacements.push(self.replacement(file, |held| held.semantic = semantic));
                 continue;
             }
             file.set_semantic(&mut self.db)
@@ -466,30 +459,37 @@ impl Engine {
         }
     }
 
-    /// A new input for the indexed `file`, holding `semantic` and
-    /// `resolved`, put in its place (but not yet in its bucket's list, which
-    /// takes the returned bucket index and input): what a change would
-    /// otherwise write over the first index's high values. The text and
-    /// the facts extracted from it carry over, so nothing is parsed again.
-    /// The old input's memos stay behind, unread; salsa cannot drop an
-    /// input.
+    /// Whether `file`'s inputs still hold the first index's values (it was
+    /// neither edited, prepared nor added since). They are high, and salsa
+    /// reports a write at the durability it replaces, so writing over any
+    /// of them would make salsa verify every file's chain: such a file is
+    /// given a new input instead ([`Engine::replacement`]).
+    pub(crate) fn holds_index_values(&self, file: SourceFile) -> bool {
+        self.tree.settled() && !self.prepared.contains(&file)
+    }
+
+    /// A new input for the indexed `file`, holding what it held with
+    /// `change` made, low from the start as a new file's, put in its place
+    /// (but not yet in its bucket's list, which takes the returned bucket
+    /// index and input). That changes the bucket's file list, which only
+    /// the buckets' queries read, not every file's chain. The text and the
+    /// facts extracted from it carry over, so nothing is parsed again. The
+    /// old input's memos stay behind, unread; salsa cannot drop an input.
     pub(crate) fn replacement(
         &mut self,
         file: SourceFile,
-        semantic: Arc<Semantic>,
-        resolved: Arc<FileResolved>,
-        classes: Arc<StageInputs>,
+        change: impl FnOnce(&mut Held),
     ) -> (usize, SourceFile) {
         let path = file.path(&self.db).clone();
         let text = file.text(&self.db).clone();
-        let facts = db::module_facts(&self.db, file).clone();
-        let bucket = buckets::bucket_of(&path, self.project.buckets(&self.db).len());
-        let held = Held {
-            semantic,
-            preset: Some(facts),
-            resolved,
-            classes,
+        let mut held = Held {
+            semantic: file.semantic(&self.db).clone(),
+            preset: Some(db::module_facts(&self.db, file).clone()),
+            resolved: file.resolved(&self.db).clone(),
+            classes: file.classes(&self.db).clone(),
         };
+        change(&mut held);
+        let bucket = buckets::bucket_of(&path, self.project.buckets(&self.db).len());
         let new = self.file_input(path.clone(), text, held, Durability::LOW);
         Arc::make_mut(&mut self.files).insert(path, new);
         (bucket, new)

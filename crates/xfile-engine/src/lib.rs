@@ -221,11 +221,9 @@ impl Engine {
     /// Whether [`Engine::prepare_for_edits`] would write the inputs of the
     /// file at `path`.
     pub fn needs_preparing(&self, path: &str) -> bool {
-        self.tree.settled()
-            && self
-                .files
-                .get(path)
-                .is_some_and(|file| !self.prepared.contains(file))
+        self.files
+            .get(path)
+            .is_some_and(|&file| self.holds_index_values(file))
     }
 
     /// Makes the files at `paths` ready to be edited cheaply, returning how
@@ -420,12 +418,10 @@ impl Engine {
     }
 
     /// Writes each file's new `resolved` tuples: high on the first run, low
-    /// later (`resolved_inputs.rs`). A file whose input still holds the
-    /// first index's high value (an importer of an edited module, say) is
-    /// given a new input instead, as its first edit would
-    /// ([`Engine::replacement`]): salsa reports a write at the durability
-    /// it replaces, so writing over it would make salsa verify every file's
-    /// chain. Returns those replacements, for the buckets' file lists.
+    /// later (`resolved_inputs.rs`). A file still holding the first index's
+    /// values (an importer of an edited module, say) is given a new input
+    /// instead ([`Engine::holds_index_values`]). Returns those
+    /// replacements, for the buckets' file lists.
     fn write_resolved(
         &mut self,
         changes: Vec<(SourceFile, resolved_inputs::FileResolved)>,
@@ -439,10 +435,8 @@ impl Engine {
         let mut replacements = Vec::new();
         for (file, tuples) in changes {
             let tuples = Arc::new(tuples);
-            if !first && self.tree.settled() && !self.prepared.contains(&file) {
-                let semantic = file.semantic(&self.db).clone();
-                let classes = file.classes(&self.db).clone();
-                replacements.push(self.replacement(file, semantic, tuples, classes));
+            if self.holds_index_values(file) {
+                replacements.push(self.replacement(file, |held| held.resolved = tuples));
                 continue;
             }
             file.set_resolved(&mut self.db)
@@ -464,10 +458,8 @@ impl Engine {
         let mut replacements = Vec::new();
         for (file, context) in contexts {
             let context = Arc::new(context);
-            if self.tree.settled() && !self.prepared.contains(&file) {
-                let semantic = file.semantic(&self.db).clone();
-                let resolved = file.resolved(&self.db).clone();
-                replacements.push(self.replacement(file, semantic, resolved, context));
+            if self.holds_index_values(file) {
+                replacements.push(self.replacement(file, |held| held.classes = context));
                 continue;
             }
             file.set_classes(&mut self.db)
